@@ -1,0 +1,126 @@
+"""Canopy's one error tree, and its mapping onto the PEP 249 exception classes.
+
+Every error a user can cause derives from :class:`CanopyError` and says *what* went wrong and *where*
+(line/column of the SQL, the name that was not found, the file and line of a bad CSV row). Engine bugs are
+:class:`InternalError`. The DB-API module exposes the PEP 249 names; each engine class below *is* one of
+them (multiple inheritance through the table at the bottom), so ``except engine.ProgrammingError`` catches
+a parse error and an unknown column alike.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Iterable, Optional
+
+
+# --- PEP 249 hierarchy ------------------------------------------------------------------------------
+class Warning(Exception):  # noqa: A001 - PEP 249 name
+    """Important warnings such as data truncation."""
+
+
+class Error(Exception):
+    """Base of every Canopy error (PEP 249 ``Error``)."""
+
+
+class InterfaceError(Error):
+    """Misuse of the driver itself (closed cursor, bad parameter count)."""
+
+
+class DatabaseError(Error):
+    """An error reported by the database engine."""
+
+
+class DataError(DatabaseError):
+    """Bad data: a value out of range, an unparsable number or date, a type mismatch in data."""
+
+
+class OperationalError(DatabaseError):
+    """The database could not carry out the operation (a leaf died, a file is missing, a timeout)."""
+
+
+class IntegrityError(DatabaseError):
+    """A constraint was violated (NULL into NOT NULL)."""
+
+
+class InternalError(DatabaseError):
+    """A bug in Canopy. Never caused by bad input; please report it."""
+
+
+class ProgrammingError(DatabaseError):
+    """Bad SQL: a syntax error, an unknown table or column, a wrong number of parameters."""
+
+
+class NotSupportedError(DatabaseError):
+    """Valid SQL that Canopy does not support (yet); the message names the construct."""
+
+
+# --- engine errors (each is one of the PEP 249 classes) ---------------------------------------------
+class CanopyError(Error):
+    """Mixin marking errors raised by the engine (as opposed to Python's own)."""
+
+
+class ParseError(CanopyError, ProgrammingError):
+    """SQL text that does not parse. ``line`` and ``column`` are 1-based."""
+
+    def __init__(self, message: str, line: Optional[int] = None, column: Optional[int] = None,
+                 token: Optional[str] = None):
+        self.line, self.column, self.token = line, column, token
+        where = f" at line {line}, column {column}" if line is not None else ""
+        near = f" near {token!r}" if token else ""
+        super().__init__(f"syntax error{where}{near}: {message}")
+
+
+class BindError(CanopyError, ProgrammingError):
+    """A name that does not resolve, an ambiguous column, a misuse of an aggregate."""
+
+
+class TypeMismatchError(CanopyError, ProgrammingError):
+    """An expression whose operand types do not fit its operator or function."""
+
+
+class UnsupportedError(CanopyError, NotSupportedError):
+    """A construct Canopy recognises but does not implement."""
+
+
+class ExecutionError(CanopyError, OperationalError):
+    """A query failed while running for a reason other than its data (a dead leaf, a timeout)."""
+
+
+class BadDataError(CanopyError, DataError):
+    """Data that does not fit: an overflowing value, an unparsable CSV field, a division overflow."""
+
+
+class ConstraintError(CanopyError, IntegrityError):
+    """NULL into NOT NULL and friends."""
+
+
+class CanopyInternalError(CanopyError, InternalError):
+    """An engine bug surfaced as a typed error instead of a raw traceback."""
+
+
+def unknown_name_error(kind: str, name: str, candidates: Iterable[str], where: str = "") -> BindError:
+    """A :class:`BindError` for an unknown ``name`` that suggests the closest of ``candidates``.
+
+    >>> str(unknown_name_error("column", "l_orderky", ["l_orderkey", "l_partkey"]))
+    "unknown column 'l_orderky'; did you mean 'l_orderkey'?"
+    """
+    candidates = list(candidates)
+    close = difflib.get_close_matches(name.lower(), [c.lower() for c in candidates], n=1, cutoff=0.6)
+    hint = ""
+    if close:
+        original = next(c for c in candidates if c.lower() == close[0])
+        hint = f"; did you mean {original!r}?"
+    location = f" in {where}" if where else ""
+    return BindError(f"unknown {kind} {name!r}{location}{hint}")
+
+
+# PEP 249 class for each engine error (documentation and the driver's isinstance checks rely on it).
+PEP249_CLASS = {
+    ParseError: ProgrammingError,
+    BindError: ProgrammingError,
+    TypeMismatchError: ProgrammingError,
+    UnsupportedError: NotSupportedError,
+    ExecutionError: OperationalError,
+    BadDataError: DataError,
+    ConstraintError: IntegrityError,
+    CanopyInternalError: InternalError,
+}
