@@ -1,0 +1,137 @@
+"""The catalog: databases, tables, columns, shard and sort keys.
+
+The catalog lives on the aggregator. Leaves know only table ids and partitions; they never see a
+TableDef's SQL-level details beyond the Arrow schema they store.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Optional
+
+import pyarrow as pa
+
+from engine.errors import BindError, unknown_name_error
+from engine.types import SqlType
+
+_table_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    name: str
+    type: SqlType
+    nullable: bool = True
+    default: object = None          # a Python value, already of the column's type
+    has_default: bool = False
+
+
+@dataclass(frozen=True)
+class TableDef:
+    """A table. ``shard_key`` empty + not reference = keyless (rows spread evenly over partitions)."""
+
+    database: str
+    name: str
+    columns: tuple[ColumnDef, ...]
+    shard_key: tuple[str, ...] = ()
+    sort_key: tuple[str, ...] = ()
+    reference: bool = False
+    table_id: int = field(default_factory=lambda: next(_table_ids))
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.database}.{self.name}"
+
+    def column(self, name: str) -> ColumnDef:
+        lowered = name.lower()
+        for column in self.columns:
+            if column.name.lower() == lowered:
+                return column
+        raise unknown_name_error("column", name, [c.name for c in self.columns], f"table {self.name}")
+
+    def column_index(self, name: str) -> int:
+        lowered = name.lower()
+        for i, column in enumerate(self.columns):
+            if column.name.lower() == lowered:
+                return i
+        raise unknown_name_error("column", name, [c.name for c in self.columns], f"table {self.name}")
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(c.name, c.type.to_arrow(), nullable=c.nullable) for c in self.columns])
+
+    @property
+    def distribution(self) -> str:
+        if self.reference:
+            return "reference"
+        return "sharded" if self.shard_key else "keyless"
+
+
+class Catalog:
+    """Databases and their tables. Names are case-insensitive, stored as given."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._databases: dict[str, dict[str, TableDef]] = {}
+        self._database_names: dict[str, str] = {}
+
+    # databases ---------------------------------------------------------------------------------
+    def create_database(self, name: str, if_not_exists: bool = False) -> bool:
+        with self._lock:
+            if name.lower() in self._databases:
+                if if_not_exists:
+                    return False
+                raise BindError(f"database {name!r} already exists")
+            self._databases[name.lower()] = {}
+            self._database_names[name.lower()] = name
+            return True
+
+    def drop_database(self, name: str, if_exists: bool = False) -> list[TableDef]:
+        with self._lock:
+            if name.lower() not in self._databases:
+                if if_exists:
+                    return []
+                raise unknown_name_error("database", name, self.databases())
+            tables = list(self._databases.pop(name.lower()).values())
+            del self._database_names[name.lower()]
+            return tables
+
+    def databases(self) -> list[str]:
+        return sorted(self._database_names.values())
+
+    def has_database(self, name: str) -> bool:
+        return name.lower() in self._databases
+
+    def _db(self, database: str) -> dict[str, TableDef]:
+        try:
+            return self._databases[database.lower()]
+        except KeyError:
+            raise unknown_name_error("database", database, self.databases()) from None
+
+    # tables ------------------------------------------------------------------------------------
+    def add_table(self, table: TableDef) -> None:
+        with self._lock:
+            tables = self._db(table.database)
+            if table.name.lower() in tables:
+                raise BindError(f"table {table.name!r} already exists in database {table.database!r}")
+            tables[table.name.lower()] = table
+
+    def drop_table(self, database: str, name: str) -> TableDef:
+        with self._lock:
+            tables = self._db(database)
+            if name.lower() not in tables:
+                raise unknown_name_error("table", name, [t.name for t in tables.values()])
+            return tables.pop(name.lower())
+
+    def find_table(self, database: str, name: str) -> Optional[TableDef]:
+        return self._db(database).get(name.lower())
+
+    def table(self, database: str, name: str) -> TableDef:
+        found = self.find_table(database, name)
+        if found is None:
+            raise unknown_name_error("table", name, [t.name for t in self._db(database).values()])
+        return found
+
+    def tables(self, database: str) -> list[TableDef]:
+        return sorted(self._db(database).values(), key=lambda t: t.name.lower())

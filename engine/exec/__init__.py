@@ -1,0 +1,1 @@
+"""Physical execution: operators over pyarrow.RecordBatch streams and the expression evaluator."""

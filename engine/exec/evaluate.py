@@ -1,0 +1,603 @@
+"""Vectorized evaluation of typed expressions over Arrow record batches.
+
+``evaluate(expr, batch, params)`` returns a ``pa.Array`` of ``len(batch)`` (or a ``pa.Scalar`` for a
+constant). The binder has already inserted the casts that make operand types agree, so each function
+here only maps one SQL operation onto pyarrow.compute (or NumPy) with MySQL semantics: three-valued
+logic, NULL on division by zero, exact DECIMAL arithmetic with MySQL's result scales.
+"""
+from __future__ import annotations
+
+import datetime
+import decimal
+from typing import Callable, Sequence, Union
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
+from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
+from engine.types import MAX_DECIMAL_PRECISION, SqlType
+
+Datum = Union[pa.Array, pa.ChunkedArray, pa.Scalar]
+
+_FUNCTIONS: dict[str, Callable[..., Datum]] = {}
+
+
+def function(*names: str):
+    def register(fn):
+        for name in names:
+            _FUNCTIONS[name] = fn
+        return fn
+    return register
+
+
+def literal_scalar(value, sql_type: SqlType) -> pa.Scalar:
+    return pa.scalar(value, type=sql_type.to_arrow())
+
+
+def evaluate(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> Datum:
+    if isinstance(expr, ColumnRef):
+        try:
+            return batch.column(expr.id)
+        except KeyError:
+            raise CanopyInternalError(f"column {expr} ({expr.id}) missing from batch {batch.schema.names}") from None
+    if isinstance(expr, Literal):
+        return literal_scalar(expr.value, expr.type)
+    if isinstance(expr, ScalarParam):
+        return literal_scalar(params[expr.index], expr.type)
+    if isinstance(expr, Call):
+        fn = _FUNCTIONS.get(expr.op)
+        if fn is None:
+            raise UnsupportedError(f"function {expr.op} is not supported")
+        if expr.op in _LAZY:
+            return fn(expr, batch, params)
+        args = [evaluate(a, batch, params) for a in expr.args]
+        try:
+            return fn(expr, *args)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+            raise _data_error(expr, error) from None
+    raise CanopyInternalError(f"cannot evaluate {type(expr).__name__}")
+
+
+def evaluate_array(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> pa.Array:
+    """Like :func:`evaluate` but always an array of ``batch.num_rows`` values of ``expr.type``."""
+    result = evaluate(expr, batch, params)
+    if isinstance(result, pa.Scalar):
+        result = pa.repeat(result, batch.num_rows) if result.is_valid else pa.nulls(batch.num_rows, result.type)
+    elif isinstance(result, pa.ChunkedArray):
+        result = result.combine_chunks()
+    target = expr.type.to_arrow()
+    if result.type != target and not pa.types.is_null(target):
+        result = result.cast(target)
+    return result
+
+
+def evaluate_predicate(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> pa.Array:
+    """A boolean mask where NULL counts as false (WHERE / HAVING / ON semantics)."""
+    mask = evaluate(expr, batch, params)
+    if isinstance(mask, pa.Scalar):
+        value = mask.as_py() if mask.is_valid else False
+        return pa.repeat(pa.scalar(bool(value)), batch.num_rows)
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    if mask.null_count:
+        mask = pc.fill_null(mask, False)
+    return mask
+
+
+def fold_constant(expr: Expr, params: Sequence = ()) -> Literal:
+    """Evaluate an expression without column references to a Literal."""
+    empty = pa.RecordBatch.from_pydict({"_": [0]})
+    value = evaluate_array(expr, empty, params)[0].as_py()
+    return Literal(value, expr.type)
+
+
+def _data_error(expr: Call, error: Exception) -> BadDataError:
+    message = str(error).split("\n")[0]
+    return BadDataError(f"cannot evaluate {expr}: {message}")
+
+
+def _is_scalar(d: Datum) -> bool:
+    return isinstance(d, pa.Scalar)
+
+
+# --- arithmetic -----------------------------------------------------------------------------------
+def _as_type(d: Datum, sql_type: SqlType) -> Datum:
+    target = sql_type.to_arrow()
+    if d.type == target:
+        return d
+    return d.cast(target)
+
+
+def _decimal_shrink(d: Datum, precision: int) -> Datum:
+    """Declare fewer digits for a decimal operand (checked: a value that does not fit raises)."""
+    t = d.type
+    if t.precision <= precision:
+        return d
+    return d.cast(pa.decimal128(max(precision, t.scale + 1), t.scale))
+
+
+def _decimal_operand(d: Datum, scale_hint: int = 0) -> Datum:
+    t = d.type
+    if pa.types.is_decimal(t):
+        return d
+    if pa.types.is_integer(t):
+        digits = {8: 3, 16: 5, 32: 10, 64: 19}[t.bit_width]
+        return d.cast(pa.decimal128(digits, 0))
+    if pa.types.is_boolean(t):
+        return d.cast(pa.int8()).cast(pa.decimal128(3, 0))
+    if pa.types.is_null(t):
+        return d.cast(pa.decimal128(1, 0))
+    return d.cast(pa.decimal128(MAX_DECIMAL_PRECISION, scale_hint))
+
+
+def _arith(expr: Call, a: Datum, b: Datum, name: str) -> Datum:
+    rt = expr.type
+    if rt.kind == "float":
+        return getattr(pc, name)(_as_type(a, rt), _as_type(b, rt))
+    if rt.kind == "int":
+        return getattr(pc, name + "_checked")(_as_type(a, rt), _as_type(b, rt))
+    a, b = _decimal_operand(a), _decimal_operand(b)
+    if name in ("add", "subtract"):
+        operand = pa.decimal128(min(rt.precision, MAX_DECIMAL_PRECISION - 1), rt.scale)
+        a, b = a.cast(operand), b.cast(operand)
+        return pc.add_checked(a, b).cast(rt.to_arrow()) if name == "add" else \
+            pc.subtract_checked(a, b).cast(rt.to_arrow())
+    # multiply: Arrow's result precision is p1 + p2 + 1; shrink operands so that fits in 38 digits.
+    pa_, pb_ = a.type.precision, b.type.precision
+    excess = pa_ + pb_ + 1 - MAX_DECIMAL_PRECISION
+    if excess > 0:
+        room_a, room_b = pa_ - a.type.scale - 1, pb_ - b.type.scale - 1
+        cut_b = min(room_b, excess // 2)
+        cut_a = min(room_a, excess - cut_b)
+        cut_b = min(room_b, excess - cut_a)
+        if cut_a + cut_b < excess:
+            product = pc.multiply(a.cast(pa.float64()), b.cast(pa.float64()))
+            return _round_to_decimal(product, rt)
+        a, b = _decimal_shrink(a, pa_ - cut_a), _decimal_shrink(b, pb_ - cut_b)
+    return pc.multiply_checked(a, b).cast(rt.to_arrow())
+
+
+def _round_to_decimal(values: Datum, rt: SqlType) -> Datum:
+    return pc.round(values, ndigits=rt.scale).cast(rt.to_arrow())
+
+
+@function("add")
+def _add(expr, a, b):
+    return _arith(expr, a, b, "add")
+
+
+@function("subtract")
+def _subtract(expr, a, b):
+    return _arith(expr, a, b, "subtract")
+
+
+@function("multiply")
+def _multiply(expr, a, b):
+    return _arith(expr, a, b, "multiply")
+
+
+def _null_if_zero(b: Datum) -> Datum:
+    if _is_scalar(b):
+        if b.is_valid and b.as_py() == 0:
+            return pa.scalar(None, b.type)
+        return b
+    zero = pc.equal(b, pa.scalar(0, b.type) if not pa.types.is_decimal(b.type) else
+                    pa.scalar(decimal.Decimal(0), b.type))
+    return pc.if_else(zero, pa.scalar(None, b.type), b)
+
+
+@function("divide")
+def _divide(expr, a, b):
+    rt = expr.type
+    b = _null_if_zero(b)
+    if rt.kind == "float":
+        return pc.divide(_as_type(a, rt), _as_type(b, rt))
+    a, b = _decimal_operand(a), _decimal_operand(b)
+    p1, s1, p2, s2 = a.type.precision, a.type.scale, b.type.precision, b.type.scale
+    arrow_scale = max(4, s1 + p2 - s2 + 1)
+    arrow_precision = p1 - s1 + s2 + arrow_scale
+    if arrow_precision <= MAX_DECIMAL_PRECISION and arrow_scale >= rt.scale:
+        quotient = pc.divide(a, b)
+        return pc.round(quotient, ndigits=rt.scale).cast(rt.to_arrow())
+    quotient = pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))
+    return _round_to_decimal(quotient, rt)
+
+
+@function("int_divide")
+def _int_divide(expr, a, b):
+    b = _null_if_zero(b)
+    q = pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))
+    return pc.trunc(q).cast(pa.int64())
+
+
+@function("mod")
+def _mod(expr, a, b):
+    rt = expr.type
+    b = _null_if_zero(b)
+    if rt.kind == "int":
+        a, b = _as_type(a, rt), _as_type(b, rt)
+        q = pc.trunc(pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))).cast(pa.int64())
+        return pc.subtract(a, pc.multiply(q, b))
+    af, bf = a.cast(pa.float64()), b.cast(pa.float64())
+    r = pc.subtract(af, pc.multiply(pc.trunc(pc.divide(af, bf)), bf))
+    return r if rt.kind == "float" else _round_to_decimal(r, rt)
+
+
+@function("negate")
+def _negate(expr, a):
+    return pc.negate_checked(_as_type(a, expr.type)) if expr.type.kind != "null" else a
+
+
+# --- comparison and logic -------------------------------------------------------------------------
+def _compare(name):
+    def compare(expr, a, b):
+        if a.type != b.type:
+            # binder casts both sides to a common type; string-vs-string with different width is fine
+            if pa.types.is_decimal(a.type) and pa.types.is_decimal(b.type):
+                common = pa.decimal128(max(a.type.precision - a.type.scale, b.type.precision - b.type.scale)
+                                       + max(a.type.scale, b.type.scale), max(a.type.scale, b.type.scale))
+                a, b = a.cast(common), b.cast(common)
+        return getattr(pc, name)(a, b)
+    return compare
+
+
+for _op, _name in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
+                   ("gt", "greater"), ("ge", "greater_equal")):
+    function(_op)(_compare(_name))
+
+
+@function("null_safe_eq")
+def _null_safe_eq(expr, a, b):
+    both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+    eq = pc.fill_null(pc.equal(a, b), False)
+    return pc.or_(both_null, eq)
+
+
+@function("and")
+def _and(expr, *args):
+    result = args[0]
+    for arg in args[1:]:
+        result = pc.and_kleene(result, arg)
+    return result
+
+
+@function("or")
+def _or(expr, *args):
+    result = args[0]
+    for arg in args[1:]:
+        result = pc.or_kleene(result, arg)
+    return result
+
+
+@function("not")
+def _not(expr, a):
+    return pc.invert(a)
+
+
+@function("is_null")
+def _is_null(expr, a):
+    return pc.is_null(a)
+
+
+@function("is_not_null")
+def _is_not_null(expr, a):
+    return pc.is_valid(a)
+
+
+@function("is_true")
+def _is_true(expr, a):
+    return pc.fill_null(a, False)
+
+
+@function("in_list")
+def _in_list(expr, a):
+    values, negated = expr.options
+    value_set = pa.array(values, type=a.type)
+    found = pc.is_in(a, value_set=value_set, skip_nulls=True)
+    if any(v is None for v in values):
+        found = pc.if_else(found, True, pa.scalar(None, pa.bool_()))  # x IN (.., NULL) is NULL when not found
+    found = pc.if_else(pc.is_null(a), pa.scalar(None, pa.bool_()), found)
+    return pc.invert(found) if negated else found
+
+
+@function("like", "not_like")
+def _like(expr, a, pattern):
+    if not _is_scalar(pattern):
+        raise UnsupportedError("LIKE with a non-constant pattern")
+    if not pattern.is_valid:
+        return pa.scalar(None, pa.bool_())
+    text = pattern.as_py()
+    escape = expr.options[0] if expr.options else "\\"
+    if escape != "\\":
+        text = text.replace("\\", "\\\\").replace(escape, "\\")
+    result = pc.match_like(a, text)
+    return pc.invert(result) if expr.op == "not_like" else result
+
+
+# --- conditionals ---------------------------------------------------------------------------------
+def _broadcast(d: Datum, n: int, t: pa.DataType) -> pa.Array:
+    if isinstance(d, pa.Scalar):
+        d = d.cast(t) if d.type != t else d
+        return pa.repeat(d, n) if d.is_valid else pa.nulls(n, t)
+    if isinstance(d, pa.ChunkedArray):
+        d = d.combine_chunks()
+    return d.cast(t) if d.type != t else d
+
+
+_LAZY = {"case"}
+
+
+@function("case")
+def _case(expr, batch, params):
+    """CASE WHEN c1 THEN v1 ... ELSE e END; args = (c1, v1, c2, v2, ..., else)."""
+    n = batch.num_rows
+    t = expr.type.to_arrow()
+    args = expr.args
+    pairs = [(args[i], args[i + 1]) for i in range(0, len(args) - 1, 2)]
+    conditions = [_broadcast(pc.fill_null(evaluate(c, batch, params), False), n, pa.bool_()) for c, _ in pairs]
+    values = [_broadcast(evaluate(v, batch, params), n, t) for _, v in pairs]
+    otherwise = _broadcast(evaluate(args[-1], batch, params), n, t)
+    if not conditions:
+        return otherwise
+    struct = pa.StructArray.from_arrays(conditions, names=[f"c{i}" for i in range(len(conditions))])
+    return pc.case_when(struct, *values, otherwise)
+
+
+@function("if")
+def _if(expr, cond, a, b):
+    t = expr.type.to_arrow()
+    cond = pc.fill_null(cond, False)
+    a = a.cast(t) if a.type != t else a
+    b = b.cast(t) if b.type != t else b
+    return pc.if_else(cond, a, b)
+
+
+@function("coalesce")
+def _coalesce(expr, *args):
+    t = expr.type.to_arrow()
+    return pc.coalesce(*[a.cast(t) if a.type != t else a for a in args])
+
+
+@function("nullif")
+def _nullif(expr, a, b):
+    return pc.if_else(pc.fill_null(pc.equal(a, b), False), pa.scalar(None, a.type), a)
+
+
+@function("greatest")
+def _greatest(expr, *args):
+    t = expr.type.to_arrow()
+    return pc.max_element_wise(*[a.cast(t) for a in args], skip_nulls=False)
+
+
+@function("least")
+def _least(expr, *args):
+    t = expr.type.to_arrow()
+    return pc.min_element_wise(*[a.cast(t) for a in args], skip_nulls=False)
+
+
+# --- casts ----------------------------------------------------------------------------------------
+@function("cast")
+def _cast(expr, a):
+    target = expr.type.to_arrow()
+    if a.type == target:
+        return a
+    source = a.type
+    if pa.types.is_decimal(target) and pa.types.is_decimal(source) and source.scale > target.scale:
+        return pc.round(a, ndigits=target.scale).cast(target)
+    if pa.types.is_decimal(target) and pa.types.is_floating(source):
+        return pc.round(a, ndigits=target.scale).cast(target)
+    if pa.types.is_integer(target) and (pa.types.is_floating(source) or pa.types.is_decimal(source)):
+        return pc.round(a.cast(pa.float64()) if pa.types.is_decimal(source) else a).cast(target)
+    if pa.types.is_string(target) and pa.types.is_decimal(source):
+        return a.cast(target)
+    if pa.types.is_date(target) and pa.types.is_string(source):
+        return pc.strptime(pc.utf8_trim_whitespace(a), format="%Y-%m-%d", unit="s").cast(target)
+    if pa.types.is_timestamp(target) and pa.types.is_string(source):
+        trimmed = pc.utf8_trim_whitespace(a)
+        return trimmed.cast(target)
+    return a.cast(target)
+
+
+# --- strings --------------------------------------------------------------------------------------
+@function("substring")
+def _substring(expr, s, start, length=None):
+    if not _is_scalar(start) or (length is not None and not _is_scalar(length)):
+        raise UnsupportedError("SUBSTRING with non-constant positions")
+    begin = start.as_py()
+    if begin is None:
+        return pa.scalar(None, pa.string())
+    begin = begin - 1 if begin > 0 else begin   # MySQL: 1-based, negative counts from the end, 0 = empty
+    if start.as_py() == 0:
+        return pc.utf8_slice_codeunits(s, 0, 0)
+    stop = None
+    if length is not None:
+        n = length.as_py()
+        if n is None:
+            return pa.scalar(None, pa.string())
+        stop = begin + max(n, 0)
+        if begin < 0 and stop >= 0:
+            stop = None
+    return pc.utf8_slice_codeunits(s, begin, stop) if stop is not None else pc.utf8_slice_codeunits(s, begin)
+
+
+@function("upper")
+def _upper(expr, s):
+    return pc.utf8_upper(s)
+
+
+@function("lower")
+def _lower(expr, s):
+    return pc.utf8_lower(s)
+
+
+@function("char_length")
+def _char_length(expr, s):
+    return pc.utf8_length(s).cast(pa.int64())
+
+
+@function("octet_length")
+def _octet_length(expr, s):
+    return pc.binary_length(s).cast(pa.int64())
+
+
+@function("trim")
+def _trim(expr, s):
+    return pc.utf8_trim(s, characters=" ")
+
+
+@function("ltrim")
+def _ltrim(expr, s):
+    return pc.utf8_ltrim(s, characters=" ")
+
+
+@function("rtrim")
+def _rtrim(expr, s):
+    return pc.utf8_rtrim(s, characters=" ")
+
+
+@function("concat")
+def _concat(expr, *args):
+    strings = [a if a.type == pa.string() else a.cast(pa.string()) for a in args]
+    return pc.binary_join_element_wise(*strings, pa.scalar(""))
+
+
+@function("replace")
+def _replace(expr, s, old, new):
+    if not (_is_scalar(old) and _is_scalar(new)):
+        raise UnsupportedError("REPLACE with non-constant arguments")
+    return pc.replace_substring(s, pattern=old.as_py(), replacement=new.as_py())
+
+
+@function("reverse")
+def _reverse(expr, s):
+    return pc.utf8_reverse(s)
+
+
+@function("left")
+def _left(expr, s, n):
+    return pc.utf8_slice_codeunits(s, 0, max(n.as_py() or 0, 0))
+
+
+@function("right")
+def _right(expr, s, n):
+    count = n.as_py() or 0
+    return pc.utf8_slice_codeunits(s, -count) if count > 0 else pc.utf8_slice_codeunits(s, 0, 0)
+
+
+@function("locate")
+def _locate(expr, needle, haystack):
+    if not _is_scalar(needle):
+        raise UnsupportedError("LOCATE/INSTR with a non-constant substring")
+    return pc.add(pc.find_substring(haystack, needle.as_py()), 1).cast(pa.int64())
+
+
+@function("starts_with")
+def _starts_with(expr, s, prefix):
+    return pc.starts_with(s, prefix.as_py())
+
+
+# --- math -----------------------------------------------------------------------------------------
+@function("abs")
+def _abs(expr, a):
+    return pc.abs_checked(a)
+
+
+@function("round")
+def _round(expr, a, digits=None):
+    nd = digits.as_py() if digits is not None else 0
+    result = pc.round(a, ndigits=nd, round_mode="half_to_even" if pa.types.is_floating(a.type) else "half_up")
+    return result.cast(expr.type.to_arrow())
+
+
+@function("floor")
+def _floor(expr, a):
+    return pc.floor(a.cast(pa.float64()) if pa.types.is_decimal(a.type) else a).cast(expr.type.to_arrow())
+
+
+@function("ceil")
+def _ceil(expr, a):
+    return pc.ceil(a.cast(pa.float64()) if pa.types.is_decimal(a.type) else a).cast(expr.type.to_arrow())
+
+
+def _float_fn(name):
+    def fn(expr, *args):
+        return getattr(pc, name)(*[a.cast(pa.float64()) for a in args])
+    return fn
+
+
+for _sql, _pc in (("sqrt", "sqrt"), ("ln", "ln"), ("log10", "log10"), ("log2", "log2"), ("exp", "exp"),
+                  ("power", "power"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan")):
+    function(_sql)(_float_fn(_pc))
+
+
+@function("sign")
+def _sign(expr, a):
+    return pc.sign(a).cast(pa.int64())
+
+
+# --- dates ----------------------------------------------------------------------------------------
+@function("extract")
+def _extract(expr, d):
+    unit = expr.options[0]
+    fn = {"YEAR": pc.year, "MONTH": pc.month, "DAY": pc.day, "QUARTER": pc.quarter,
+          "HOUR": pc.hour, "MINUTE": pc.minute, "SECOND": pc.second, "WEEK": pc.week,
+          "DAYOFWEEK": pc.day_of_week, "DAYOFYEAR": pc.day_of_year}.get(unit)
+    if fn is None:
+        raise UnsupportedError(f"EXTRACT({unit} ...)")
+    result = fn(d)
+    if unit == "DAYOFWEEK":   # MySQL: 1 = Sunday
+        result = pc.add(pc.day_of_week(d, count_from_zero=False, week_start=7), 0)
+    return result.cast(pa.int64())
+
+
+@function("date_add_days")
+def _date_add_days(expr, d, days):
+    if pa.types.is_timestamp(d.type):
+        return pc.add(d, pc.multiply(days.cast(pa.int64()), 86_400_000_000).cast(pa.duration("us")))
+    as_int = d.cast(pa.int32())
+    return pc.add_checked(as_int, days.cast(pa.int32())).cast(pa.date32())
+
+
+@function("date_add_months")
+def _date_add_months(expr, d, months):
+    """Calendar month arithmetic; the day is clamped to the target month's last day (MySQL)."""
+    if not _is_scalar(months):
+        raise UnsupportedError("INTERVAL with a non-constant number of months")
+    n = months.as_py()
+    if n is None:
+        return pa.scalar(None, d.type)
+    is_scalar = _is_scalar(d)
+    arr = pa.array([d.as_py()], d.type) if is_scalar else d
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    date_part = arr.cast(pa.date32()) if pa.types.is_timestamp(arr.type) else arr
+    days = date_part.cast(pa.int32()).to_numpy(zero_copy_only=False).astype("datetime64[D]")
+    mask = arr.is_null().to_numpy(zero_copy_only=False)
+    months_since = days.astype("datetime64[M]")
+    day_of_month = (days - months_since).astype(np.int64)
+    target_month = months_since + np.timedelta64(n, "M")
+    month_length = ((target_month + np.timedelta64(1, "M")).astype("datetime64[D]")
+                    - target_month.astype("datetime64[D]")).astype(np.int64)
+    result_days = target_month.astype("datetime64[D]") + np.minimum(day_of_month, month_length - 1)
+    result = pa.array(result_days.astype(np.int64).astype(np.int32), mask=mask).cast(pa.date32())
+    if pa.types.is_timestamp(arr.type):
+        time_of_day = pc.subtract(arr.cast(pa.int64()), date_part.cast(pa.timestamp("us")).cast(pa.int64()))
+        result = pc.add(result.cast(pa.timestamp("us")).cast(pa.int64()), time_of_day).cast(arr.type)
+    return result[0] if is_scalar else result
+
+
+@function("datediff")
+def _datediff(expr, a, b):
+    return pc.subtract(a.cast(pa.date32()).cast(pa.int32()), b.cast(pa.date32()).cast(pa.int32())).cast(pa.int64())
+
+
+@function("current_date")
+def _current_date(expr):
+    return pa.scalar(datetime.date.today(), pa.date32())
+
+
+@function("now")
+def _now(expr):
+    return pa.scalar(datetime.datetime.now().replace(microsecond=0), pa.timestamp("us"))

@@ -1,0 +1,1187 @@
+"""The binder: the only module that reads sqlglot expressions of queries.
+
+It resolves names against the catalog and the scopes, assigns every expression a SQL type (inserting the
+casts that make operands agree), folds constants, and decorrelates subqueries:
+
+* ``EXISTS`` / ``NOT EXISTS`` / ``IN (subquery)`` / ``NOT IN (subquery)`` among the WHERE conjuncts become
+  semi, anti and null-aware anti joins; equality correlations become join keys, other correlated
+  predicates (TPC-H Q21's ``l2.l_suppkey <> l1.l_suppkey``) the join's residual.
+* A correlated scalar aggregate subquery compared in WHERE (Q2, Q17, Q20) becomes a join with the
+  subquery's aggregate grouped by its correlation columns.
+* An uncorrelated scalar subquery anywhere becomes an init plan, run once (``ScalarParam``).
+
+The result is a :class:`~engine.plan.logical.Query`; no sqlglot object goes further.
+"""
+from __future__ import annotations
+
+import datetime
+import decimal
+from dataclasses import dataclass, field
+from typing import Optional
+
+from sqlglot import exp
+
+from engine import types as T
+from engine.catalog import Catalog
+from engine.errors import BindError, TypeMismatchError, UnsupportedError
+from engine.exec.evaluate import fold_constant
+from engine.plan.expressions import (AggCall, Call, ColumnRef, Expr, Literal, ScalarParam, and_all,
+                                     conjuncts)
+from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
+                                 Query, Scan, Sort, SortKey, Union, Values)
+from engine.plan.scope import IdGenerator, Relation, Scope
+
+AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+
+
+def arg(node: exp.Expression, name: str):
+    """sqlglot renamed some args (``from`` -> ``from_``); read either."""
+    value = node.args.get(name)
+    if value is None:
+        value = node.args.get(name + "_")
+    return value
+
+
+def node_name(node: exp.Expression) -> str:
+    return node.sql(dialect="mysql")
+
+
+@dataclass
+class AggContext:
+    """Collects the aggregates of one SELECT while its select list, HAVING and ORDER BY are bound."""
+
+    ids: IdGenerator
+    calls: list[tuple[Field, AggCall]] = field(default_factory=list)
+
+    def add(self, call: AggCall, name: str) -> ColumnRef:
+        for f, existing in self.calls:
+            if existing == call:
+                return f.ref()
+        f = Field(self.ids.new(name), name, call.type, True)
+        self.calls.append((f, call))
+        return f.ref()
+
+    def ids_set(self) -> set[str]:
+        return {f.id for f, _ in self.calls}
+
+
+@dataclass
+class ExprContext:
+    scope: Scope
+    agg: Optional[AggContext] = None
+    aliases: Optional[dict[str, Expr]] = None   # select aliases visible (ORDER BY, HAVING, GROUP BY)
+    clause: str = "expression"
+
+
+@dataclass
+class SelectParts:
+    """A SELECT bound up to its WHERE clause: what decorrelation needs to take apart."""
+
+    plan: LogicalPlan
+    scope: Scope
+    correlated: list[Expr]
+
+
+class Binder:
+    def __init__(self, catalog: Catalog, database: Optional[str], ids: Optional[IdGenerator] = None):
+        self.catalog = catalog
+        self.database = database
+        self.ids = ids or IdGenerator()
+        self.subqueries: list[Query] = []
+
+    # ---------------------------------------------------------------------------------------------
+    # queries
+    # ---------------------------------------------------------------------------------------------
+    def bind_statement(self, node: exp.Expression) -> Query:
+        plan, names = self.bind_query(node, None, {})
+        return Query(plan, tuple(names), tuple(self.subqueries))
+
+    def bind_query(self, node: exp.Expression, outer: Optional[Scope], ctes: dict) -> tuple[LogicalPlan, list[str]]:
+        ctes = self._with_ctes(node, ctes)
+        if isinstance(node, exp.Subquery):
+            return self.bind_query(node.this, outer, ctes)
+        if isinstance(node, exp.Select):
+            return self.bind_select(node, outer, ctes)
+        if isinstance(node, exp.Union):
+            return self.bind_union(node, outer, ctes)
+        if isinstance(node, (exp.Intersect, exp.Except)):
+            raise UnsupportedError(f"{type(node).__name__.upper()} is not supported yet")
+        if isinstance(node, exp.Values):
+            return self.bind_values(node)
+        raise UnsupportedError(f"statement {node.key.upper()} is not supported as a query")
+
+    def _with_ctes(self, node: exp.Expression, ctes: dict) -> dict:
+        with_ = arg(node, "with")
+        if not with_:
+            return ctes
+        ctes = dict(ctes)
+        for cte in with_.expressions:
+            if with_.args.get("recursive"):
+                raise UnsupportedError("WITH RECURSIVE is not supported")
+            ctes[cte.alias_or_name.lower()] = cte
+        return ctes
+
+    def bind_union(self, node: exp.Union, outer, ctes) -> tuple[LogicalPlan, list[str]]:
+        left, names = self.bind_query(node.this, outer, ctes)
+        right, right_names = self.bind_query(node.expression, outer, ctes)
+        if len(left.fields) != len(right.fields):
+            raise BindError(f"the SELECTs of a UNION have {len(left.fields)} and {len(right.fields)} columns")
+        types = [T.common_type(a.type, b.type, "UNION") for a, b in zip(left.fields, right.fields)]
+        out_fields = tuple(Field(self.ids.new(n), n, t, True) for n, t in zip(names, types))
+        inputs = []
+        for plan in (left, right):
+            exprs = tuple((Field(self.ids.new(o.name), o.name, o.type), self.coerce(f.ref(), o.type))
+                          for o, f in zip(out_fields, plan.fields))
+            inputs.append(Project(plan, exprs))
+        # flatten nested UNION ALLs so a 3-way union is one operator
+        flat: list[LogicalPlan] = []
+        for plan in inputs:
+            if isinstance(plan.input, Union) and all(isinstance(e, ColumnRef) for _, e in plan.exprs):
+                flat.append(plan)
+            else:
+                flat.append(plan)
+        plan: LogicalPlan = Union(tuple(flat), out_fields)
+        if node.args.get("distinct"):
+            plan = Aggregate(plan, tuple((f, f.ref()) for f in out_fields), ())
+        plan = self._order_limit_for_set_operation(node, plan, names)
+        return plan, names
+
+    def _order_limit_for_set_operation(self, node, plan: LogicalPlan, names: list[str]) -> LogicalPlan:
+        order = arg(node, "order")
+        if order:
+            scope = Scope([Relation("", list(plan.fields))])
+            keys = []
+            for ordered in order.expressions:
+                target = ordered.this
+                if isinstance(target, exp.Literal) and not target.is_string:
+                    position = int(target.this)
+                    if not 1 <= position <= len(plan.fields):
+                        raise BindError(f"ORDER BY position {position} is not in the select list")
+                    expr: Expr = plan.fields[position - 1].ref()
+                else:
+                    expr = self.bind_expr(target, ExprContext(scope, clause="ORDER BY"))
+                keys.append(self._sort_key(ordered, expr))
+            plan = Sort(plan, tuple(keys))
+        return self._limit(node, plan)
+
+    def bind_values(self, node: exp.Values) -> tuple[LogicalPlan, list[str]]:
+        rows = []
+        for row in node.expressions:
+            items = row.expressions if isinstance(row, exp.Tuple) else [row]
+            rows.append([self.bind_expr(i, ExprContext(Scope(), clause="VALUES")) for i in items])
+        width = len(rows[0])
+        names = [f"column_{i}" for i in range(width)]
+        types = []
+        for i in range(width):
+            t = rows[0][i].type
+            for r in rows[1:]:
+                t = T.common_type(t, r[i].type, "VALUES")
+            types.append(t if t.kind != "null" else T.TEXT)
+        values = tuple(tuple(self._constant(self.coerce(e, t)) for e, t in zip(r, types)) for r in rows)
+        fields = tuple(Field(self.ids.new(n), n, t) for n, t in zip(names, types))
+        return Values(fields, values), names
+
+    def _constant(self, e: Expr):
+        if not isinstance(e, Literal):
+            e = fold_constant(e)
+        return e.value
+
+    # ---------------------------------------------------------------------------------------------
+    # SELECT
+    # ---------------------------------------------------------------------------------------------
+    def bind_select(self, sel: exp.Select, outer: Optional[Scope], ctes: dict) -> tuple[LogicalPlan, list[str]]:
+        parts = self.bind_select_core(sel, outer, ctes)
+        if parts.correlated:
+            raise UnsupportedError(
+                "correlated subquery in this position (only in WHERE: EXISTS, IN, or a comparison with a "
+                f"scalar aggregate): {node_name(sel)[:80]}")
+        return self.finish_select(sel, parts.plan, parts.scope)
+
+    def bind_select_core(self, sel: exp.Select, outer: Optional[Scope], ctes: dict) -> SelectParts:
+        """FROM and WHERE: returns the joined, filtered relation and the correlated conjuncts."""
+        ctes = self._with_ctes(sel, ctes)
+        scope = Scope(parent=outer)
+        items, conditions = self.bind_from(sel, scope, ctes)
+        correlated: list[Expr] = []
+        post_semis: list[tuple] = []
+        where = arg(sel, "where")
+        for conjunct in _split_and(where.this) if where else []:
+            self.bind_where_conjunct(conjunct, scope, ctes, items, conditions, correlated, post_semis)
+        if len(items) == 1:
+            plan = items[0]
+            if conditions:
+                plan = Filter(plan, and_all(conditions))
+        else:
+            plan = MultiJoin(tuple(items), tuple(conditions))
+        for right, kind, lkeys, rkeys, residual in post_semis:
+            plan = Join(plan, right, kind, lkeys, rkeys, residual)
+        return SelectParts(plan, scope, correlated)
+
+    # FROM ---------------------------------------------------------------------------------------
+    def bind_from(self, sel: exp.Select, scope: Scope, ctes: dict) -> tuple[list[LogicalPlan], list[Expr]]:
+        from_ = arg(sel, "from")
+        if from_ is None:
+            one_row = Values((Field(self.ids.new("dual"), "dual", T.BIGINT),), ((0,),))
+            return [one_row], []
+        items: list[LogicalPlan] = [self.bind_table_item(from_.this, scope, ctes)]
+        conditions: list[Expr] = []
+        for join in sel.args.get("joins") or []:
+            side = (join.args.get("side") or "").upper()
+            kind = (join.args.get("kind") or "").upper()
+            if join.args.get("using"):
+                raise UnsupportedError("JOIN ... USING; write the join condition with ON")
+            if kind in ("NATURAL",) or join.args.get("method"):
+                raise UnsupportedError(f"{kind or join.args.get('method')} JOIN")
+            if side == "FULL":
+                raise UnsupportedError("FULL OUTER JOIN is not supported yet")
+            if side in ("LEFT", "RIGHT"):
+                left_scope_relations = list(scope.relations)
+                right_scope = Scope(parent=scope.parent)
+                right_plan = self.bind_table_item(join.this, right_scope, ctes)
+                for relation in right_scope.relations:
+                    scope.add(relation)
+                left_plan = items[0] if len(items) == 1 and not conditions else MultiJoin(tuple(items), tuple(conditions))
+                if len(items) == 1 and conditions:
+                    left_plan = Filter(items[0], and_all(conditions))
+                on = join.args.get("on")
+                if side == "RIGHT":
+                    left_plan, right_plan = right_plan, left_plan
+                joined = self.build_outer_join(left_plan, right_plan, on, scope)
+                items, conditions = [joined], []
+                del left_scope_relations
+                continue
+            plan = self.bind_table_item(join.this, scope, ctes)
+            items.append(plan)
+            on = join.args.get("on")
+            if on is not None:
+                for c in _split_and(on):
+                    conditions.append(self.bind_expr(c, ExprContext(scope, clause="ON")))
+        return items, conditions
+
+    def build_outer_join(self, left: LogicalPlan, right: LogicalPlan, on, scope: Scope) -> LogicalPlan:
+        left_ids, right_ids = left.field_ids(), right.field_ids()
+        lkeys, rkeys, residual, right_filters = [], [], [], []
+        for c in _split_and(on) if on is not None else []:
+            bound = self.bind_expr(c, ExprContext(scope, clause="ON"))
+            ids = bound.column_ids()
+            pair = _equi_pair(bound, left_ids, right_ids)
+            if pair:
+                lkeys.append(pair[0])
+                rkeys.append(pair[1])
+            elif ids and ids <= right_ids:
+                right_filters.append(bound)         # only filters which right rows can match
+            else:
+                residual.append(bound)
+        if right_filters:
+            right = Filter(right, and_all(right_filters))
+        return Join(left, right, "left", tuple(lkeys), tuple(rkeys), and_all(residual))
+
+    def bind_table_item(self, node: exp.Expression, scope: Scope, ctes: dict) -> LogicalPlan:
+        if isinstance(node, exp.Table):
+            name = node.name
+            alias = node.alias or name
+            db = node.db or self.database
+            if not node.db and name.lower() in ctes:
+                cte = ctes[name.lower()]
+                plan, names = self.bind_query(cte.this, None, {k: v for k, v in ctes.items() if k != name.lower()})
+                column_aliases = [c.name for c in cte.args["alias"].columns] if cte.args.get("alias") and \
+                    cte.args["alias"].columns else names
+                return self._derived(plan, column_aliases, alias, scope)
+            if db is None:
+                raise BindError(f"no database selected for table {name!r}; run USE <database> first")
+            table = self.catalog.table(db, name)
+            fields = tuple(Field(self.ids.new(f"{alias}.{c.name}"), c.name, c.type, c.nullable)
+                           for c in table.columns)
+            scope.add(Relation(alias, list(fields)))
+            return Scan(table, fields, tuple(c.name for c in table.columns), (), alias)
+        if isinstance(node, exp.Subquery):
+            alias = node.alias
+            if not alias:
+                raise BindError("every derived table must have its own alias")
+            plan, names = self.bind_query(node.this, None, ctes)
+            table_alias = node.args.get("alias")
+            if table_alias is not None and table_alias.columns:
+                column_names = [c.name for c in table_alias.columns]
+                if len(column_names) != len(names):
+                    raise BindError(f"derived table {alias!r} has {len(names)} columns but "
+                                    f"{len(column_names)} column aliases")
+                names = column_names
+            return self._derived(plan, names, alias, scope)
+        if isinstance(node, exp.Lateral) or isinstance(node, exp.Unnest):
+            raise UnsupportedError(f"{node.key.upper()} in FROM")
+        raise UnsupportedError(f"{node_name(node)[:60]} in FROM")
+
+    def _derived(self, plan: LogicalPlan, names: list[str], alias: str, scope: Scope) -> LogicalPlan:
+        exprs = tuple((Field(self.ids.new(f"{alias}.{n}"), n, f.type, f.nullable), f.ref())
+                      for n, f in zip(names, plan.fields))
+        projected = Project(plan, exprs)
+        scope.add(Relation(alias, [f for f, _ in exprs]))
+        return projected
+
+    # WHERE --------------------------------------------------------------------------------------
+    def bind_where_conjunct(self, node, scope: Scope, ctes, items: list, conditions: list,
+                            correlated: list, post_semis: list) -> None:
+        negated = False
+        inner = node
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Not):
+            negated, inner = True, inner.this
+            while isinstance(inner, exp.Paren):
+                inner = inner.this
+        if isinstance(inner, exp.Exists):
+            self.bind_semi_join(inner.this, None, "anti" if negated else "semi", scope, ctes, items, post_semis)
+            return
+        if isinstance(inner, exp.In) and inner.args.get("query") is not None:
+            probe = self.bind_expr(inner.this, ExprContext(scope, clause="WHERE"))
+            kind = "anti_null_aware" if negated else "semi"
+            self.bind_semi_join(inner.args["query"], probe, kind, scope, ctes, items, post_semis)
+            return
+        comparison = _COMPARISONS.get(type(inner))
+        if comparison and not negated and (isinstance(_unparen(inner.expression), exp.Subquery)
+                                           or isinstance(_unparen(inner.this), exp.Subquery)):
+            if self.try_correlated_scalar(inner, comparison, scope, ctes, items, conditions):
+                return
+        bound = self.bind_expr(node, ExprContext(scope, clause="WHERE"))
+        if bound.column_ids() - scope.own_ids() - self._init_ids():
+            correlated.append(bound)
+        else:
+            conditions.append(bound)
+
+    def _init_ids(self) -> set[str]:
+        return set()
+
+    def bind_semi_join(self, subquery, probe: Optional[Expr], kind: str, scope: Scope, ctes,
+                       items: list, post_semis: list) -> None:
+        query = subquery.this if isinstance(subquery, exp.Subquery) else subquery
+        while isinstance(query, exp.Subquery):
+            query = query.this
+        if isinstance(query, exp.Select) and not (query.args.get("group") or _has_aggregate(query)
+                                                   or arg(query, "limit") or query.args.get("distinct")):
+            parts = self.bind_select_core(query, scope, ctes)
+            right = parts.plan
+            lkeys, rkeys, residual = [], [], []
+            if probe is not None:
+                select_items = query.expressions
+                if len(select_items) != 1 or isinstance(select_items[0], exp.Star):
+                    raise BindError("the subquery of IN must return exactly one column")
+                value = self.bind_expr(_unalias(select_items[0]), ExprContext(parts.scope, clause="IN subquery"))
+                if value.column_ids() - parts.scope.own_ids():
+                    raise UnsupportedError("IN subquery whose select list references the outer query")
+                common = T.common_type(probe.type, value.type, "IN subquery")
+                lkeys.append(self.coerce(probe, common))
+                rkeys.append(self.coerce(value, common))
+            outer_ids = scope.own_ids()
+            right_ids = right.field_ids()
+            for c in parts.correlated:
+                pair = _equi_pair(c, outer_ids, right_ids)
+                if pair and kind != "anti_null_aware":
+                    lkeys.append(pair[0])
+                    rkeys.append(pair[1])
+                else:
+                    residual.append(c)
+            if kind == "anti_null_aware" and residual:
+                raise UnsupportedError("correlated NOT IN subquery; rewrite it with NOT EXISTS")
+        else:
+            # an aggregating / limited subquery: bind it whole; only uncorrelated ones are supported
+            inner_scope_probe = Scope(parent=scope)
+            right, names = self.bind_query(query, inner_scope_probe, ctes)
+            if inner_scope_probe.outer_refs:
+                raise UnsupportedError("correlated subquery with GROUP BY, aggregates, DISTINCT or LIMIT")
+            lkeys, rkeys, residual = [], [], []
+            if probe is not None:
+                if len(right.fields) != 1:
+                    raise BindError("the subquery of IN must return exactly one column")
+                common = T.common_type(probe.type, right.fields[0].type, "IN subquery")
+                lkeys.append(self.coerce(probe, common))
+                rkeys.append(self.coerce(right.fields[0].ref(), common))
+        join = (right, kind, tuple(lkeys), tuple(rkeys), and_all(residual))
+        needed = set().union(*(k.column_ids() for k in lkeys)) if lkeys else set()
+        if join[4] is not None:
+            needed |= join[4].column_ids() - right.field_ids()
+        for i, item in enumerate(items):
+            if needed and needed <= item.field_ids():
+                items[i] = Join(item, *join)
+                return
+        post_semis.append(join)
+
+    def try_correlated_scalar(self, node, op: str, scope: Scope, ctes, items: list, conditions: list) -> bool:
+        """``outer_expr <op> (SELECT agg(...) FROM ... WHERE inner = outer ...)`` -> join with a grouped
+        aggregate. Returns False when the subquery is not correlated (then it is an init plan)."""
+        left_node, right_node = node.this, node.expression
+        flipped = isinstance(_unparen(left_node), exp.Subquery)
+        sub_node = _unparen(left_node if flipped else right_node)
+        other_node = right_node if flipped else left_node
+        query = sub_node.this
+        if not isinstance(query, exp.Select):
+            return False
+        probe_scope = Scope(parent=scope)
+        # cheap correlation test: bind the core in a throw-away binder sharing our catalog
+        trial = Binder(self.catalog, self.database, self.ids)
+        trial_parts = trial.bind_select_core(query, scope, ctes)
+        if not trial_parts.correlated:
+            return False
+        del probe_scope
+        if query.args.get("group") or arg(query, "limit") or query.args.get("having"):
+            raise UnsupportedError("correlated scalar subquery with GROUP BY, HAVING or LIMIT")
+        if not _has_aggregate(query) or len(query.expressions) != 1:
+            raise UnsupportedError("correlated scalar subquery must compute one aggregate")
+        parts = self.bind_select_core(query, scope, ctes)
+        outer_ids, inner_ids = scope.own_ids(), parts.plan.field_ids()
+        key_pairs = []
+        for c in parts.correlated:
+            pair = _equi_pair(c, outer_ids, inner_ids)
+            if pair is None:
+                raise UnsupportedError(f"correlated scalar subquery with a non-equality correlation: {c}")
+            key_pairs.append(pair)
+        agg = AggContext(self.ids)
+        key_fields = []
+        for _, inner_expr in key_pairs:
+            key_fields.append((Field(self.ids.new("corr"), "corr", inner_expr.type), inner_expr))
+        value = self.bind_expr(_unalias(query.expressions[0]), ExprContext(parts.scope, agg=agg, clause="subquery"))
+        if any(call.func in ("count", "count_star") for _, call in agg.calls):
+            raise UnsupportedError("correlated scalar subquery with COUNT (empty groups would need a left join)")
+        value = self._lift_to_groups(value, key_fields, agg, parts.scope)
+        aggregate = Aggregate(parts.plan, tuple(key_fields), tuple(agg.calls))
+        value_field = Field(self.ids.new("subquery"), "subquery", value.type)
+        derived = Project(aggregate, tuple((f, f.ref()) for f, _ in key_fields) + ((value_field, value),))
+        items.append(derived)
+        for (outer_expr, _), (key_field, _) in zip(key_pairs, key_fields):
+            conditions.append(self.make_comparison("eq", outer_expr, key_field.ref()))
+        other = self.bind_expr(other_node, ExprContext(scope, clause="WHERE"))
+        if flipped:
+            conditions.append(self.make_comparison(op, value_field.ref(), other))
+        else:
+            conditions.append(self.make_comparison(op, other, value_field.ref()))
+        return True
+
+    # SELECT list, GROUP BY, HAVING, ORDER BY, LIMIT -------------------------------------------
+    def finish_select(self, sel: exp.Select, plan: LogicalPlan, scope: Scope) -> tuple[LogicalPlan, list[str]]:
+        items = self._expand_select_list(sel, scope)
+        group = sel.args.get("group")
+        having = sel.args.get("having")
+        order = arg(sel, "order")
+        aggregating = bool(group) or any(_contains_aggregate(e) for e, _ in items) or \
+            (having is not None) or (order is not None and any(_contains_aggregate(o) for o in order.expressions))
+        if sel.args.get("windows") or any(e.find(exp.Window) for e, _ in items):
+            raise UnsupportedError("window functions (OVER ...) are not supported yet")
+
+        agg: Optional[AggContext] = None
+        key_fields: list[tuple[Field, Expr]] = []
+        alias_nodes = {name.lower(): e for e, name in items}
+        if aggregating:
+            agg = AggContext(self.ids)
+            for g in group.expressions if group else []:
+                expr = self._bind_group_item(g, items, scope)
+                if any(k == expr for _, k in key_fields):
+                    continue
+                name = g.name if isinstance(g, exp.Column) else "group"
+                key_fields.append((Field(self.ids.new(name or "group"), name or "group", expr.type), expr))
+
+        ctx = ExprContext(scope, agg=agg, clause="SELECT")
+        select_exprs: list[tuple[str, Expr]] = []
+        for node, name in items:
+            e = self.bind_expr(node, ctx)
+            if aggregating:
+                e = self._lift_to_groups(e, key_fields, agg, scope)
+            select_exprs.append((name, e))
+
+        having_expr = None
+        if having is not None:
+            alias_map = {n.lower(): e for n, e in select_exprs}
+            having_ctx = ExprContext(scope, agg=agg, aliases=alias_map, clause="HAVING")
+            having_expr = self._lift_to_groups(self.bind_expr(having.this, having_ctx), key_fields, agg, scope)
+
+        if aggregating:
+            plan = Aggregate(plan, tuple(key_fields), tuple(agg.calls))
+            if having_expr is not None:
+                plan = Filter(plan, having_expr)
+
+        # projection (visible + hidden ORDER BY expressions)
+        out_fields = [Field(self.ids.new(name), name, e.type) for name, e in select_exprs]
+        projection = list(zip(out_fields, [e for _, e in select_exprs]))
+        sort_keys: list[SortKey] = []
+        hidden = 0
+        if order is not None:
+            for ordered in order.expressions:
+                target = ordered.this
+                expr = None
+                if isinstance(target, exp.Literal) and not target.is_string:
+                    position = int(target.this)
+                    if not 1 <= position <= len(out_fields):
+                        raise BindError(f"ORDER BY position {position} is not in the select list")
+                    expr = out_fields[position - 1].ref()
+                elif isinstance(target, exp.Column) and not target.table:
+                    matches = [f for f in out_fields if f.name.lower() == target.name.lower()]
+                    if matches:
+                        expr = matches[0].ref()
+                if expr is None:
+                    bound = self.bind_expr(target, ExprContext(scope, agg=agg, clause="ORDER BY"))
+                    if aggregating:
+                        bound = self._lift_to_groups(bound, key_fields, agg, scope)
+                    for f, e in projection:
+                        if e == bound:
+                            expr = f.ref()
+                            break
+                    else:
+                        if sel.args.get("distinct"):
+                            raise BindError("with SELECT DISTINCT, ORDER BY expressions must appear in the select list")
+                        hidden_field = Field(self.ids.new("order"), "order", bound.type)
+                        projection.append((hidden_field, bound))
+                        hidden += 1
+                        expr = hidden_field.ref()
+                sort_keys.append(self._sort_key(ordered, expr))
+        plan = Project(plan, tuple(projection))
+        if sel.args.get("distinct"):
+            if sel.args["distinct"].args.get("on"):
+                raise UnsupportedError("DISTINCT ON")
+            plan = Aggregate(plan, tuple((f, f.ref()) for f in out_fields), ())
+        if sort_keys:
+            plan = Sort(plan, tuple(sort_keys))
+        plan = self._limit(sel, plan)
+        if hidden:
+            plan = Project(plan, tuple((f, f.ref()) for f in out_fields))
+        return plan, [name for name, _ in select_exprs]
+
+    def _sort_key(self, ordered: exp.Ordered, expr: Expr) -> SortKey:
+        descending = bool(ordered.args.get("desc"))
+        nulls_first = ordered.args.get("nulls_first")
+        if nulls_first is None:
+            nulls_first = not descending     # MySQL: NULLs sort as the smallest value
+        if not descending and nulls_first is False and ordered.args.get("nulls_first") is False:
+            nulls_first = True               # sqlglot's default for MySQL ASC; MySQL puts NULL first
+        return SortKey(expr, not descending, bool(nulls_first))
+
+    def _limit(self, node, plan: LogicalPlan) -> LogicalPlan:
+        limit, offset = arg(node, "limit"), arg(node, "offset")
+        if limit is None and offset is None:
+            return plan
+        count = self._int_clause(limit.expression if limit is not None else None, "LIMIT")
+        skip = self._int_clause(offset.expression if offset is not None else None, "OFFSET") or 0
+        if limit is not None and limit.args.get("offset") is not None:
+            skip = self._int_clause(limit.args["offset"], "OFFSET")
+        return Limit(plan, count, skip)
+
+    def _int_clause(self, node, clause: str) -> Optional[int]:
+        if node is None:
+            return None
+        value = self.bind_expr(node, ExprContext(Scope(), clause=clause))
+        if not isinstance(value, Literal) or value.type.kind != "int" or value.value < 0:
+            raise BindError(f"{clause} needs a non-negative integer constant, got {node_name(node)}")
+        return int(value.value)
+
+    def _expand_select_list(self, sel: exp.Select, scope: Scope) -> list[tuple[exp.Expression, str]]:
+        items = []
+        for node in sel.expressions:
+            if isinstance(node, exp.Star):
+                for f in scope.star():
+                    items.append((_column_node(f), f.name))
+                continue
+            if isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
+                for f in scope.star(node.table):
+                    items.append((_column_node(f), f.name))
+                continue
+            if isinstance(node, exp.Alias):
+                items.append((node.this, node.alias))
+            else:
+                items.append((node, _display_name(node)))
+        return items
+
+    def _bind_group_item(self, g, items, scope: Scope) -> Expr:
+        if isinstance(g, exp.Literal) and not g.is_string:
+            position = int(g.this)
+            if not 1 <= position <= len(items):
+                raise BindError(f"GROUP BY position {position} is not in the select list")
+            node = items[position - 1][0]
+            if _contains_aggregate(node):
+                raise BindError(f"cannot GROUP BY an aggregate: {node_name(node)}")
+            return self.bind_expr(node, ExprContext(scope, clause="GROUP BY"))
+        if isinstance(g, exp.Column) and not g.table and not scope.lookup_local(None, g.name):
+            for node, name in items:
+                if name.lower() == g.name.lower():
+                    return self.bind_expr(node, ExprContext(scope, clause="GROUP BY"))
+        return self.bind_expr(g, ExprContext(scope, clause="GROUP BY"))
+
+    def _lift_to_groups(self, e: Expr, keys: list[tuple[Field, Expr]], agg: AggContext, scope: Scope) -> Expr:
+        """Rewrite a post-aggregation expression over the Aggregate's output: group-key expressions
+        become references to the key columns; any other column is an error (ONLY_FULL_GROUP_BY)."""
+        for f, k in keys:
+            if e == k:
+                return f.ref()
+        if isinstance(e, ColumnRef):
+            if e.id in agg.ids_set() or e.id not in scope.own_ids():
+                return e       # an aggregate's result, or a correlated outer column
+            raise BindError(f"column {e.name!r} must appear in GROUP BY or be used in an aggregate function")
+        if isinstance(e, Call):
+            args = tuple(self._lift_to_groups(a, keys, agg, scope) for a in e.args)
+            return Call(e.op, args, e.type, e.options)
+        return e
+
+    # ---------------------------------------------------------------------------------------------
+    # expressions
+    # ---------------------------------------------------------------------------------------------
+    def bind_expr(self, node: exp.Expression, ctx: ExprContext) -> Expr:
+        handler = getattr(self, "_bind_" + type(node).__name__, None)
+        if handler is None:
+            if type(node) in AGGREGATES:
+                return self._bind_aggregate(node, ctx)
+            if type(node) in _BINARY_OPS:
+                return self._bind_binary(node, ctx)
+            if type(node) in _SIMPLE_FUNCTIONS:
+                return self._bind_simple_function(node, ctx)
+            raise UnsupportedError(f"{type(node).__name__} expression is not supported: {node_name(node)[:80]}")
+        return handler(node, ctx)
+
+    def _fold(self, e: Expr) -> Expr:
+        if isinstance(e, Call) and e.op not in ("now", "current_date") and all(
+                isinstance(a, Literal) for a in e.args):
+            return fold_constant(e)
+        return e
+
+    def coerce(self, e: Expr, target: T.SqlType) -> Expr:
+        if e.type == target or target.kind == "null":
+            return e
+        if e.type.kind == target.kind == "string":
+            return e
+        if e.type.kind == target.kind == "int" and e.type.bits <= target.bits:
+            return Call("cast", (e,), target)
+        return self._fold(Call("cast", (e,), target))
+
+    def make_comparison(self, op: str, a: Expr, b: Expr) -> Expr:
+        if a.type.kind == "string" and b.type.is_temporal:
+            a = self.coerce(a, b.type)
+        elif b.type.kind == "string" and a.type.is_temporal:
+            b = self.coerce(b, a.type)
+        common = T.common_type(a.type, b.type, f"comparison {a} {op} {b}")
+        return self._fold(Call(op, (self.coerce(a, common), self.coerce(b, common)), T.BOOLEAN))
+
+    # leaves
+    def _bind_Column(self, node: exp.Column, ctx: ExprContext) -> Expr:
+        if "canopy_field" in node.meta:
+            return node.meta["canopy_field"].ref()
+        if isinstance(node.this, exp.Star):
+            raise BindError("* is only allowed in the select list and COUNT(*)")
+        name, qualifier = node.name, node.table or None
+        if ctx.aliases is not None and qualifier is None and not ctx.scope.lookup_local(None, name) \
+                and name.lower() in ctx.aliases:
+            return ctx.aliases[name.lower()]
+        f = ctx.scope.resolve(qualifier, name)
+        return f.ref()
+
+    def _bind_Identifier(self, node: exp.Identifier, ctx: ExprContext) -> Expr:
+        return self._bind_Column(exp.Column(this=node), ctx)
+
+    def _bind_Literal(self, node: exp.Literal, ctx: ExprContext) -> Expr:
+        if node.is_string:
+            return Literal(node.this, T.TEXT)
+        text = node.this
+        if any(c in text for c in ".eE") and not text.lower().startswith("0x"):
+            if "e" in text.lower():
+                return Literal(float(text), T.DOUBLE)
+            value = decimal.Decimal(text)
+            return Literal(value, T.python_type_of(value))
+        value = int(text, 0) if text.lower().startswith("0x") else int(text)
+        return Literal(value, T.python_type_of(value))
+
+    def _bind_Null(self, node, ctx) -> Expr:
+        return Literal(None, T.NULL)
+
+    def _bind_Boolean(self, node: exp.Boolean, ctx) -> Expr:
+        return Literal(bool(node.this), T.BOOLEAN)
+
+    def _bind_Paren(self, node, ctx) -> Expr:
+        return self.bind_expr(node.this, ctx)
+
+    def _bind_Placeholder(self, node, ctx) -> Expr:
+        raise BindError("statement has a parameter placeholder but no parameters were given")
+
+    def _bind_Subquery(self, node: exp.Subquery, ctx: ExprContext) -> Expr:
+        """An uncorrelated scalar subquery: an init plan run once before the query."""
+        probe = Scope(parent=ctx.scope)
+        sub = Binder(self.catalog, self.database, self.ids)
+        sub.subqueries = self.subqueries
+        plan, names = sub.bind_query(node.this, probe, {})
+        if probe.outer_refs:
+            raise UnsupportedError(
+                f"correlated scalar subquery in {ctx.clause}; only a comparison in WHERE is decorrelated")
+        if len(plan.fields) != 1:
+            raise BindError(f"scalar subquery returns {len(plan.fields)} columns, expected 1")
+        self.subqueries.append(Query(plan, tuple(names), ()))
+        return ScalarParam(len(self.subqueries) - 1, plan.fields[0].type)
+
+    def _bind_Exists(self, node, ctx) -> Expr:
+        raise UnsupportedError(f"EXISTS in {ctx.clause} (supported as a WHERE condition joined with AND)")
+
+    # operators
+    def _bind_binary(self, node, ctx) -> Expr:
+        op = _BINARY_OPS[type(node)]
+        left_node, right_node = node.this, node.expression
+        if op in ("add", "subtract") and (isinstance(right_node, exp.Interval) or isinstance(left_node, exp.Interval)):
+            return self._bind_interval_arith(node, op, ctx)
+        a, b = self.bind_expr(left_node, ctx), self.bind_expr(right_node, ctx)
+        if op in _COMPARISON_OPS:
+            return self.make_comparison(op, a, b)
+        if op in ("and", "or"):
+            for side in (a, b):
+                if side.type.kind not in ("bool", "null", "int"):
+                    raise TypeMismatchError(f"{op.upper()} needs boolean operands, got {side.type} in {node_name(node)}")
+            return self._fold(Call(op, (self._as_bool(a), self._as_bool(b)), T.BOOLEAN))
+        if op == "int_divide":
+            return self._fold(Call(op, (a, b), T.BIGINT))
+        symbol = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "mod": "%"}[op]
+        if a.type.is_temporal or b.type.is_temporal:
+            raise TypeMismatchError(f"operator {symbol} on {a.type} and {b.type} in {node_name(node)}; "
+                                    "use INTERVAL arithmetic or DATEDIFF")
+        if a.type.kind == "string":
+            a = self.coerce(a, T.DOUBLE)
+        if b.type.kind == "string":
+            b = self.coerce(b, T.DOUBLE)
+        result = T.arithmetic_type(symbol, a.type, b.type, node_name(node))
+        return self._fold(Call(op, (a, b), result))
+
+    def _as_bool(self, e: Expr) -> Expr:
+        if e.type.kind == "int":
+            return self.make_comparison("ne", e, Literal(0, T.BIGINT))
+        return e
+
+    def _bind_interval_arith(self, node, op: str, ctx) -> Expr:
+        date_node, interval = node.this, node.expression
+        if isinstance(date_node, exp.Interval):
+            if op == "subtract":
+                raise TypeMismatchError(f"cannot subtract a date from an interval: {node_name(node)}")
+            date_node, interval = interval, date_node
+        d = self.bind_expr(date_node, ctx)
+        if d.type.kind == "string":
+            d = self.coerce(d, T.DATE)
+        if not d.type.is_temporal:
+            raise TypeMismatchError(f"INTERVAL arithmetic needs a DATE or DATETIME, got {d.type} in {node_name(node)}")
+        return self._interval(d, interval, -1 if op == "subtract" else 1, ctx)
+
+    def _interval(self, d: Expr, interval: exp.Interval, sign: int, ctx) -> Expr:
+        amount = self.bind_expr(interval.this, ctx)
+        unit = (interval.unit.name if interval.unit is not None else "DAY").upper()
+        if unit.endswith("S"):
+            unit = unit[:-1]
+        if amount.type.kind == "string":
+            amount = self.coerce(amount, T.BIGINT)
+        if sign < 0:
+            amount = self._fold(Call("negate", (amount,), amount.type))
+        if unit in ("DAY", "WEEK"):
+            if unit == "WEEK":
+                amount = self._fold(Call("multiply", (amount, Literal(7, T.BIGINT)), T.BIGINT))
+            return self._fold(Call("date_add_days", (d, amount), d.type))
+        if unit in ("MONTH", "QUARTER", "YEAR"):
+            factor = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}[unit]
+            if factor != 1:
+                amount = self._fold(Call("multiply", (amount, Literal(factor, T.BIGINT)), T.BIGINT))
+            return self._fold(Call("date_add_months", (d, amount), d.type))
+        raise UnsupportedError(f"INTERVAL unit {unit}")
+
+    def _bind_DateAdd(self, node, ctx) -> Expr:
+        return self._date_add(node, ctx, 1)
+
+    def _bind_DateSub(self, node, ctx) -> Expr:
+        return self._date_add(node, ctx, -1)
+
+    def _date_add(self, node, ctx, sign) -> Expr:
+        d = self.bind_expr(node.this, ctx)
+        if d.type.kind == "string":
+            d = self.coerce(d, T.DATE)
+        interval = node.expression
+        if not isinstance(interval, exp.Interval):
+            interval = exp.Interval(this=interval, unit=node.args.get("unit") or exp.var("DAY"))
+        return self._interval(d, interval, sign, ctx)
+
+    def _bind_Neg(self, node, ctx) -> Expr:
+        a = self.bind_expr(node.this, ctx)
+        if isinstance(a, Literal) and a.value is not None and a.type.is_numeric:
+            return Literal(-a.value, a.type)
+        return self._fold(Call("negate", (a,), a.type))
+
+    def _bind_Not(self, node, ctx) -> Expr:
+        a = self._as_bool(self.bind_expr(node.this, ctx))
+        return self._fold(Call("not", (a,), T.BOOLEAN))
+
+    def _bind_Is(self, node: exp.Is, ctx) -> Expr:
+        a = self.bind_expr(node.this, ctx)
+        target = node.expression
+        if isinstance(target, exp.Null):
+            return self._fold(Call("is_null", (a,), T.BOOLEAN))
+        if isinstance(target, exp.Boolean):
+            truth = self._fold(Call("is_true", (self._as_bool(a),), T.BOOLEAN))
+            return truth if target.this else self._fold(Call(
+                "is_true", (self._fold(Call("not", (self._as_bool(a),), T.BOOLEAN)),), T.BOOLEAN))
+        raise UnsupportedError(f"IS {node_name(target)}")
+
+    def _bind_Between(self, node: exp.Between, ctx) -> Expr:
+        x = self.bind_expr(node.this, ctx)
+        low, high = self.bind_expr(node.args["low"], ctx), self.bind_expr(node.args["high"], ctx)
+        return self._fold(Call("and", (self.make_comparison("ge", x, low), self.make_comparison("le", x, high)),
+                               T.BOOLEAN))
+
+    def _bind_In(self, node: exp.In, ctx) -> Expr:
+        if node.args.get("query") is not None:
+            raise UnsupportedError(f"IN (subquery) in {ctx.clause} (supported as a WHERE condition joined with AND)")
+        x = self.bind_expr(node.this, ctx)
+        values = [self.bind_expr(v, ctx) for v in node.expressions]
+        if all(isinstance(v, Literal) for v in values):
+            common = x.type
+            for v in values:
+                if v.type.kind != "null":
+                    common = T.common_type(common, v.type if not (v.type.kind == "string" and x.type.is_temporal)
+                                           else x.type, "IN list")
+            x2 = self.coerce(x, common)
+            coerced = tuple(self._constant(self.coerce(v, common)) if v.type.kind != "null" else None
+                            for v in values)
+            return self._fold(Call("in_list", (x2,), T.BOOLEAN, (coerced, False)))
+        result = None
+        for v in values:
+            eq = self.make_comparison("eq", x, v)
+            result = eq if result is None else Call("or", (result, eq), T.BOOLEAN)
+        return result
+
+    def _bind_Like(self, node, ctx, escape: Optional[str] = None, negated: bool = False) -> Expr:
+        a = self.bind_expr(node.this, ctx)
+        pattern = self.bind_expr(node.expression, ctx)
+        if a.type.kind != "string":
+            a = self.coerce(a, T.TEXT)
+        options = (escape,) if escape else ()
+        return self._fold(Call("not_like" if negated else "like", (a, pattern), T.BOOLEAN, options))
+
+    def _bind_Escape(self, node, ctx) -> Expr:
+        escape = self.bind_expr(node.expression, ctx)
+        if not isinstance(escape, Literal) or not isinstance(escape.value, str) or len(escape.value) != 1:
+            raise BindError("ESCAPE needs a single character")
+        if not isinstance(node.this, exp.Like):
+            raise UnsupportedError(f"ESCAPE on {node_name(node.this)}")
+        return self._bind_Like(node.this, ctx, escape.value)
+
+    def _bind_ILike(self, node, ctx) -> Expr:
+        a = self.bind_expr(node.this, ctx)
+        lowered = Call("lower", (a,), T.TEXT)
+        pattern = self.bind_expr(node.expression, ctx)
+        return self._fold(Call("like", (lowered, self._fold(Call("lower", (pattern,), T.TEXT))), T.BOOLEAN))
+
+    def _bind_Case(self, node: exp.Case, ctx) -> Expr:
+        operand = self.bind_expr(node.this, ctx) if node.this is not None else None
+        conditions, values = [], []
+        for branch in node.args.get("ifs") or []:
+            cond = self.bind_expr(branch.this, ctx)
+            if operand is not None:
+                cond = self.make_comparison("eq", operand, cond)
+            conditions.append(self._as_bool(cond))
+            values.append(self.bind_expr(branch.args["true"], ctx))
+        default = self.bind_expr(node.args["default"], ctx) if node.args.get("default") is not None \
+            else Literal(None, T.NULL)
+        result_type = default.type
+        for v in values:
+            result_type = T.common_type(result_type, v.type, "CASE")
+        if result_type.kind == "null":
+            result_type = T.TEXT
+        args = []
+        for c, v in zip(conditions, values):
+            args.extend([c, self.coerce(v, result_type)])
+        args.append(self.coerce(default, result_type))
+        return Call("case", tuple(args), result_type)
+
+    def _bind_If(self, node: exp.If, ctx) -> Expr:
+        cond = self._as_bool(self.bind_expr(node.this, ctx))
+        a = self.bind_expr(node.args["true"], ctx)
+        b = self.bind_expr(node.args["false"], ctx) if node.args.get("false") is not None else Literal(None, T.NULL)
+        t = T.common_type(a.type, b.type, "IF")
+        return self._fold(Call("if", (cond, self.coerce(a, t), self.coerce(b, t)), t))
+
+    def _bind_Coalesce(self, node, ctx) -> Expr:
+        args = [self.bind_expr(node.this, ctx)] + [self.bind_expr(e, ctx) for e in node.expressions]
+        t = args[0].type
+        for a in args[1:]:
+            t = T.common_type(t, a.type, "COALESCE")
+        return self._fold(Call("coalesce", tuple(self.coerce(a, t) for a in args), t))
+
+    def _bind_Nullif(self, node, ctx) -> Expr:
+        a, b = self.bind_expr(node.this, ctx), self.bind_expr(node.expression, ctx)
+        t = T.common_type(a.type, b.type, "NULLIF")
+        return self._fold(Call("nullif", (self.coerce(a, t), self.coerce(b, t)), t))
+
+    def _bind_Greatest(self, node, ctx) -> Expr:
+        return self._extreme(node, ctx, "greatest")
+
+    def _bind_Least(self, node, ctx) -> Expr:
+        return self._extreme(node, ctx, "least")
+
+    def _extreme(self, node, ctx, op) -> Expr:
+        args = [self.bind_expr(node.this, ctx)] + [self.bind_expr(e, ctx) for e in node.expressions]
+        t = args[0].type
+        for a in args[1:]:
+            t = T.common_type(t, a.type, op.upper())
+        return self._fold(Call(op, tuple(self.coerce(a, t) for a in args), t))
+
+    def _bind_Cast(self, node: exp.Cast, ctx) -> Expr:
+        a = self.bind_expr(node.this, ctx)
+        target = self.sql_type(node.args["to"])
+        if a.type.kind == "string" and target.kind == "string":
+            return a
+        return self._fold(Call("cast", (a,), target))
+
+    _bind_TryCast = _bind_Cast
+
+    def sql_type(self, dt: exp.DataType) -> T.SqlType:
+        name = dt.this.name if hasattr(dt.this, "name") else str(dt.this)
+        params = tuple(int(p.this.this) if isinstance(p.this, exp.Literal) else int(p.name)
+                       for p in dt.expressions if isinstance(p, exp.DataTypeParam))
+        name = name.upper()
+        if name == "CHAR" and not params:
+            return T.TEXT      # CAST(x AS CHAR)
+        return T.from_sql_name(name, params)
+
+    def _bind_Extract(self, node: exp.Extract, ctx) -> Expr:
+        unit = node.this.name.upper()
+        d = self.bind_expr(node.expression, ctx)
+        if d.type.kind == "string":
+            d = self.coerce(d, T.DATE)
+        if not d.type.is_temporal:
+            raise TypeMismatchError(f"EXTRACT({unit} FROM ...) needs a date, got {d.type}")
+        return self._fold(Call("extract", (d,), T.BIGINT, (unit,)))
+
+    def _date_part(self, node, ctx, unit) -> Expr:
+        d = self.bind_expr(node.this, ctx)
+        if d.type.kind == "string":
+            d = self.coerce(d, T.DATE)
+        return self._fold(Call("extract", (d,), T.BIGINT, (unit,)))
+
+    def _bind_Year(self, node, ctx):
+        return self._date_part(node, ctx, "YEAR")
+
+    def _bind_Month(self, node, ctx):
+        return self._date_part(node, ctx, "MONTH")
+
+    def _bind_Day(self, node, ctx):
+        return self._date_part(node, ctx, "DAY")
+
+    def _bind_Quarter(self, node, ctx):
+        return self._date_part(node, ctx, "QUARTER")
+
+    def _bind_DayOfMonth(self, node, ctx):
+        return self._date_part(node, ctx, "DAY")
+
+    def _bind_DayOfWeek(self, node, ctx):
+        return self._date_part(node, ctx, "DAYOFWEEK")
+
+    def _bind_DayOfYear(self, node, ctx):
+        return self._date_part(node, ctx, "DAYOFYEAR")
+
+    def _bind_DateDiff(self, node, ctx) -> Expr:
+        a, b = self.bind_expr(node.this, ctx), self.bind_expr(node.expression, ctx)
+        a = self.coerce(a, T.DATE) if a.type.kind == "string" else a
+        b = self.coerce(b, T.DATE) if b.type.kind == "string" else b
+        return self._fold(Call("datediff", (a, b), T.BIGINT))
+
+    def _bind_CurrentDate(self, node, ctx) -> Expr:
+        return Call("current_date", (), T.DATE)
+
+    def _bind_CurrentTimestamp(self, node, ctx) -> Expr:
+        return Call("now", (), T.DATETIME)
+
+    def _bind_Substring(self, node: exp.Substring, ctx) -> Expr:
+        s = self._string_arg(node.this, ctx)
+        start = self.bind_expr(node.args["start"], ctx) if node.args.get("start") is not None else Literal(1, T.BIGINT)
+        args = [s, start]
+        if node.args.get("length") is not None:
+            args.append(self.bind_expr(node.args["length"], ctx))
+        return self._fold(Call("substring", tuple(args), T.varchar(s.type.length)))
+
+    def _string_arg(self, node, ctx) -> Expr:
+        e = self.bind_expr(node, ctx)
+        return e if e.type.kind == "string" else self.coerce(e, T.TEXT)
+
+    def _bind_Length(self, node, ctx) -> Expr:
+        s = self._string_arg(node.this, ctx)
+        return self._fold(Call("octet_length" if node.args.get("binary") else "char_length", (s,), T.BIGINT))
+
+    def _bind_Trim(self, node, ctx) -> Expr:
+        if node.args.get("expression") is not None:
+            raise UnsupportedError("TRIM(... FROM ...) with explicit characters")
+        position = (node.args.get("position") or "BOTH").upper()
+        op = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}[position]
+        return self._fold(Call(op, (self._string_arg(node.this, ctx),), T.TEXT))
+
+    def _bind_Concat(self, node, ctx) -> Expr:
+        args = tuple(self._string_arg(e, ctx) for e in node.expressions)
+        return self._fold(Call("concat", args, T.TEXT))
+
+    def _bind_StrPosition(self, node, ctx) -> Expr:
+        haystack = self._string_arg(node.this, ctx)
+        needle = self._string_arg(node.args["substr"], ctx)
+        return self._fold(Call("locate", (needle, haystack), T.BIGINT))
+
+    def _bind_Round(self, node, ctx) -> Expr:
+        a = self.bind_expr(node.this, ctx)
+        digits = self.bind_expr(node.args["decimals"], ctx) if node.args.get("decimals") is not None else None
+        if digits is not None and not isinstance(digits, Literal):
+            raise UnsupportedError("ROUND with a non-constant number of digits")
+        nd = int(digits.value) if digits is not None else 0
+        if a.type.kind == "decimal":
+            scale = max(0, min(nd, a.type.scale))
+            t = T.decimal_type(min(38, a.type.precision - a.type.scale + scale + 1), scale)
+        else:
+            t = a.type if a.type.kind in ("int", "float") else T.DOUBLE
+        args = (a, Literal(nd, T.BIGINT))
+        return self._fold(Call("round", args, t))
+
+    def _bind_Anonymous(self, node: exp.Anonymous, ctx) -> Expr:
+        name = node.name.upper()
+        args = [self.bind_expr(e, ctx) for e in node.expressions]
+        if name in ("NOW", "SYSDATE", "LOCALTIMESTAMP"):
+            return Call("now", (), T.DATETIME)
+        if name in ("MID",):
+            s = args[0] if args[0].type.kind == "string" else self.coerce(args[0], T.TEXT)
+            return self._fold(Call("substring", (s, *args[1:]), T.TEXT))
+        if name in ("IFNULL", "NVL"):
+            t = T.common_type(args[0].type, args[1].type, name)
+            return self._fold(Call("coalesce", (self.coerce(args[0], t), self.coerce(args[1], t)), t))
+        if name in ("CURDATE",):
+            return Call("current_date", (), T.DATE)
+        raise UnsupportedError(f"function {name}() is not supported")
+
+    def _bind_simple_function(self, node, ctx) -> Expr:
+        op, kind = _SIMPLE_FUNCTIONS[type(node)]
+        operands = [node.this] + list(node.expressions or [])
+        if node.args.get("expression") is not None:
+            operands.append(node.args["expression"])
+        args = [self.bind_expr(e, ctx) for e in operands if e is not None]
+        if kind == "string":
+            args = [a if a.type.kind == "string" else self.coerce(a, T.TEXT) for a in args]
+            return self._fold(Call(op, tuple(args), T.TEXT if op not in ("starts_with",) else T.BOOLEAN))
+        if kind == "float":
+            return self._fold(Call(op, tuple(args), T.DOUBLE))
+        if kind == "same":
+            return self._fold(Call(op, tuple(args), args[0].type))
+        if kind == "int":
+            t = args[0].type if args[0].type.kind == "int" else T.BIGINT
+            return self._fold(Call(op, tuple(args), t))
+        raise UnsupportedError(op)
+
+    # aggregates
+    def _bind_aggregate(self, node, ctx: ExprContext) -> Expr:
+        func = AGGREGATES[type(node)]
+        if ctx.agg is None:
+            raise BindError(f"aggregate {node_name(node)} is not allowed in {ctx.clause}")
+        inner_ctx = ExprContext(ctx.scope, None, None, clause=f"the argument of {func.upper()}")
+        target = node.this
+        distinct = False
+        if isinstance(target, exp.Distinct):
+            distinct = True
+            if len(target.expressions) != 1:
+                raise UnsupportedError(f"{func.upper()}(DISTINCT a, b) with several columns")
+            target = target.expressions[0]
+        if func == "count" and (target is None or isinstance(target, exp.Star)):
+            return ctx.agg.add(AggCall("count_star", None, T.BIGINT), "count")
+        if _contains_aggregate(target):
+            raise BindError(f"aggregate functions cannot be nested: {node_name(node)}")
+        argument = self.bind_expr(target, inner_ctx)
+        t = argument.type
+        if func == "count":
+            result = T.BIGINT
+        elif func in ("sum", "avg"):
+            if t.kind == "string":
+                argument, t = self.coerce(argument, T.DOUBLE), T.DOUBLE
+            if not t.is_numeric and t.kind != "null":
+                raise TypeMismatchError(f"{func.upper()} needs a number, got {t} in {node_name(node)}")
+            if t.kind in ("int", "bool", "null"):
+                if t.kind == "null":
+                    argument, t = self.coerce(argument, T.BIGINT), T.BIGINT
+                result = T.decimal_type(38, 0) if func == "sum" else T.decimal_type(38, T.DIV_PRECISION_INCREMENT)
+                if func == "sum":
+                    argument = self.coerce(argument, T.BIGINT)
+            elif t.kind == "decimal":
+                result = T.decimal_type(38, t.scale) if func == "sum" else \
+                    T.decimal_type(38, min(t.scale + T.DIV_PRECISION_INCREMENT, 30))
+            else:
+                result = T.DOUBLE
+        else:
+            result = t
+        return ctx.agg.add(AggCall(func, argument, result, distinct), func)
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+_BINARY_OPS = {
+    exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply", exp.Div: "divide", exp.Mod: "mod",
+    exp.IntDiv: "int_divide",
+    exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge",
+    exp.NullSafeEQ: "null_safe_eq", exp.And: "and", exp.Or: "or",
+}
+_COMPARISON_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "null_safe_eq"}
+_COMPARISONS = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+
+_SIMPLE_FUNCTIONS = {
+    exp.Upper: ("upper", "string"), exp.Lower: ("lower", "string"), exp.Reverse: ("reverse", "string"),
+    exp.Abs: ("abs", "same"), exp.Sqrt: ("sqrt", "float"), exp.Ln: ("ln", "float"), exp.Exp: ("exp", "float"),
+    exp.Pow: ("power", "float"), exp.Floor: ("floor", "int"), exp.Ceil: ("ceil", "int"),
+    exp.Sign: ("sign", "int"), exp.Log: ("log10", "float"),
+}
+
+
+def _split_and(node) -> list:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _split_and(node.this) + _split_and(node.expression)
+    return [node]
+
+
+def _unparen(node):
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _unalias(node):
+    return node.this if isinstance(node, exp.Alias) else node
+
+
+def _contains_aggregate(node) -> bool:
+    if node is None:
+        return False
+    for sub in node.walk():
+        if isinstance(sub, tuple(AGGREGATES)):
+            # aggregates inside a nested subquery belong to that subquery
+            parent = sub.parent
+            nested = False
+            while parent is not None and parent is not node:
+                if isinstance(parent, (exp.Subquery, exp.Select)):
+                    nested = True
+                    break
+                parent = parent.parent
+            if not nested:
+                return True
+    return False
+
+
+def _has_aggregate(sel: exp.Select) -> bool:
+    return any(_contains_aggregate(e) for e in sel.expressions)
+
+
+def _display_name(node) -> str:
+    if isinstance(node, exp.Column):
+        return node.name
+    return node.sql(dialect="mysql")
+
+
+def _column_node(f: Field) -> exp.Expression:
+    """A placeholder sqlglot node that binds straight back to ``f`` (used for ``*`` expansion)."""
+    node = exp.Column(this=exp.to_identifier(f.name))
+    node.meta["canopy_field"] = f
+    return node
+
+
+def _equi_pair(c: Expr, left_ids: set[str], right_ids: set[str]) -> Optional[tuple[Expr, Expr]]:
+    """If ``c`` is ``l = r`` with l over left columns and r over right columns, return (l, r)."""
+    if not (isinstance(c, Call) and c.op == "eq"):
+        return None
+    a, b = c.args
+    ia, ib = a.column_ids(), b.column_ids()
+    if ia and ib and ia <= left_ids and ib <= right_ids:
+        return a, b
+    if ia and ib and ib <= left_ids and ia <= right_ids:
+        return b, a
+    return None

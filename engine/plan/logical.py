@@ -1,0 +1,259 @@
+"""Logical plan nodes: what a query computes, with typed expressions and an output schema.
+
+Every node is a frozen dataclass whose ``fields`` is its output: a tuple of :class:`Field` whose ids
+are unique within the query. ``pretty()`` renders the tree for EXPLAIN LOGICAL and for tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from engine.catalog import TableDef
+from engine.plan.expressions import AggCall, ColumnRef, Expr
+from engine.types import SqlType
+
+
+@dataclass(frozen=True)
+class Field:
+    id: str
+    name: str
+    type: SqlType
+    nullable: bool = True
+
+    def ref(self) -> ColumnRef:
+        return ColumnRef(self.id, self.type, self.name)
+
+
+class LogicalPlan:
+    fields: tuple[Field, ...]
+
+    @property
+    def inputs(self) -> tuple["LogicalPlan", ...]:
+        return ()
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+    def pretty(self, indent: int = 0) -> str:
+        lines = ["  " * indent + self.describe()]
+        for child in self.inputs:
+            lines.append(child.pretty(indent + 1))
+        return "\n".join(lines)
+
+    def field_ids(self) -> set[str]:
+        return {f.id for f in self.fields}
+
+
+@dataclass(frozen=True)
+class Scan(LogicalPlan):
+    table: TableDef
+    fields: tuple[Field, ...]
+    column_names: tuple[str, ...]          # table column for each field, same order
+    filters: tuple[Expr, ...] = ()         # conjuncts evaluated while scanning
+    alias: str = ""
+
+    def describe(self) -> str:
+        cols = ", ".join(self.column_names)
+        where = f" WHERE {' AND '.join(str(f) for f in self.filters)}" if self.filters else ""
+        alias = f" AS {self.alias}" if self.alias and self.alias != self.table.name else ""
+        return f"Scan {self.table.name}{alias} [{cols}]{where}"
+
+
+@dataclass(frozen=True)
+class Values(LogicalPlan):
+    fields: tuple[Field, ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+    def describe(self) -> str:
+        return f"Values ({len(self.rows)} rows)"
+
+
+@dataclass(frozen=True)
+class Filter(LogicalPlan):
+    input: LogicalPlan
+    predicate: Expr
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return self.input.fields
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        return f"Filter {self.predicate}"
+
+
+@dataclass(frozen=True)
+class Project(LogicalPlan):
+    input: LogicalPlan
+    exprs: tuple[tuple[Field, Expr], ...]
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return tuple(f for f, _ in self.exprs)
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        return "Project " + ", ".join(
+            str(e) if isinstance(e, ColumnRef) and e.id == f.id else f"{e} AS {f.name}" for f, e in self.exprs)
+
+
+JOIN_KINDS = ("inner", "left", "semi", "anti", "anti_null_aware", "cross")
+
+
+@dataclass(frozen=True)
+class Join(LogicalPlan):
+    """``left`` is the probe/preserved side. semi/anti output only left fields.
+
+    anti_null_aware is NOT IN: a left row is dropped when the right side has any NULL key (and is not
+    empty), or when its own key is NULL and the right side is not empty.
+    """
+
+    left: LogicalPlan
+    right: LogicalPlan
+    kind: str
+    left_keys: tuple[Expr, ...] = ()
+    right_keys: tuple[Expr, ...] = ()
+    residual: Optional[Expr] = None
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        if self.kind in ("semi", "anti", "anti_null_aware"):
+            return self.left.fields
+        if self.kind == "left":
+            return self.left.fields + tuple(Field(f.id, f.name, f.type, True) for f in self.right.fields)
+        return self.left.fields + self.right.fields
+
+    @property
+    def inputs(self):
+        return (self.left, self.right)
+
+    def describe(self) -> str:
+        keys = " AND ".join(f"{l} = {r}" for l, r in zip(self.left_keys, self.right_keys))
+        residual = f" residual {self.residual}" if self.residual is not None else ""
+        return f"Join {self.kind} ON {keys or 'TRUE'}{residual}"
+
+
+@dataclass(frozen=True)
+class MultiJoin(LogicalPlan):
+    """An unordered inner join of ``inputs`` under ``conditions``; the join-order rule replaces it."""
+
+    inputs_: tuple[LogicalPlan, ...]
+    conditions: tuple[Expr, ...]
+
+    @property
+    def inputs(self):
+        return self.inputs_
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        out: tuple[Field, ...] = ()
+        for i in self.inputs_:
+            out += i.fields
+        return out
+
+    def describe(self) -> str:
+        return f"MultiJoin ON {' AND '.join(str(c) for c in self.conditions) or 'TRUE'}"
+
+
+@dataclass(frozen=True)
+class Aggregate(LogicalPlan):
+    input: LogicalPlan
+    keys: tuple[tuple[Field, Expr], ...]
+    aggregates: tuple[tuple[Field, AggCall], ...]
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return tuple(f for f, _ in self.keys) + tuple(f for f, _ in self.aggregates)
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        keys = ", ".join(str(e) for _, e in self.keys)
+        aggs = ", ".join(str(a) for _, a in self.aggregates)
+        return f"Aggregate keys=[{keys}] aggs=[{aggs}]"
+
+
+@dataclass(frozen=True)
+class SortKey:
+    expr: Expr
+    ascending: bool = True
+    nulls_first: bool = True   # MySQL: NULLs first ascending, last descending
+
+    def __str__(self) -> str:
+        return f"{self.expr} {'ASC' if self.ascending else 'DESC'}"
+
+
+@dataclass(frozen=True)
+class Sort(LogicalPlan):
+    input: LogicalPlan
+    keys: tuple[SortKey, ...]
+    limit: Optional[int] = None      # set by the optimizer when a Limit sits on top (top-N)
+
+    @property
+    def fields(self):
+        return self.input.fields
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        top = f" top {self.limit}" if self.limit is not None else ""
+        return f"Sort{top} " + ", ".join(str(k) for k in self.keys)
+
+
+@dataclass(frozen=True)
+class Limit(LogicalPlan):
+    input: LogicalPlan
+    count: Optional[int]
+    offset: int = 0
+
+    @property
+    def fields(self):
+        return self.input.fields
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        return f"Limit {self.count} offset {self.offset}"
+
+
+@dataclass(frozen=True)
+class Union(LogicalPlan):
+    """UNION ALL of inputs with identical column types; ``fields`` are the output ids."""
+
+    inputs_: tuple[LogicalPlan, ...]
+    fields: tuple[Field, ...]
+
+    @property
+    def inputs(self):
+        return self.inputs_
+
+    def describe(self) -> str:
+        return "UnionAll"
+
+
+@dataclass(frozen=True)
+class Query:
+    """A bound SELECT: the plan, the user-visible column names, and init-plan subqueries whose scalar
+    values the main plan reads through ScalarParam."""
+
+    root: LogicalPlan
+    names: tuple[str, ...]
+    subqueries: tuple["Query", ...] = ()
+
+    def pretty(self) -> str:
+        text = self.root.pretty()
+        for i, sub in enumerate(self.subqueries):
+            text += f"\n$subquery{i}:\n" + "\n".join("  " + l for l in sub.pretty().splitlines())
+        return text

@@ -1,0 +1,9 @@
+"""Per-leaf storage of table partitions.
+
+:class:`PartitionStore` is the interface every storage engine implements (in memory now; the durable
+columnstore later). A leaf owns one store per (table, partition) it hosts.
+"""
+from engine.storage.interface import PartitionStore
+from engine.storage.memory import MemoryPartitionStore
+
+__all__ = ["PartitionStore", "MemoryPartitionStore"]

@@ -1,0 +1,37 @@
+"""The storage interface a leaf uses for one partition of one table."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Iterator, Optional, Sequence
+
+import pyarrow as pa
+
+
+class PartitionStore(ABC):
+    """Rows of one partition of one table.
+
+    Concurrency contract: appends are atomic per call (a reader sees all of a batch or none of it);
+    ``scan`` iterates over a snapshot taken when it starts.
+    """
+
+    schema: pa.Schema
+
+    @abstractmethod
+    def append(self, batch: pa.RecordBatch) -> None:
+        """Add rows (already of this table's schema)."""
+
+    @abstractmethod
+    def scan(self, columns: Optional[Sequence[str]] = None,
+             batch_rows: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+        """Yield the partition's rows, only ``columns`` (all when None), at most ``batch_rows`` a batch."""
+
+    @abstractmethod
+    def row_count(self) -> int:
+        """Number of live rows (answered without reading column data)."""
+
+    @abstractmethod
+    def replace(self, batches: Sequence[pa.RecordBatch]) -> None:
+        """Atomically replace all rows (DELETE/UPDATE rewrite the partition through this)."""
+
+    def truncate(self) -> None:
+        self.replace([])
