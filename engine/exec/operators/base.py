@@ -1,0 +1,74 @@
+"""The physical operator contract.
+
+An operator is an immutable description (a frozen dataclass: picklable, shipped inside a StageSpec);
+``execute(partition, ctx)`` runs it for one partition and yields ``pa.RecordBatch``es whose column names
+are the plan's field ids. Per-run state lives in local variables of ``execute``, never on the operator.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Optional, Sequence
+
+import pyarrow as pa
+
+from engine.plan.logical import Field
+
+
+class TaskContext:
+    """What an operator may touch while it runs one partition of one stage on a leaf or the aggregator."""
+
+    def __init__(self, partition: int, num_partitions: int, params: Sequence, storage=None,
+                 exchange_inputs: Optional[dict[int, list[pa.RecordBatch]]] = None):
+        self.partition = partition
+        self.num_partitions = num_partitions
+        self.params = tuple(params)
+        self.storage = storage                      # the leaf's storage (scan access), None on the aggregator
+        self.exchange_inputs = exchange_inputs or {}
+
+    def scan(self, table_id: int, partition: int, columns: Sequence[str], replicated: bool,
+             batch_rows: Optional[int] = None):
+        return self.storage.scan(table_id, None if replicated else partition, columns, batch_rows)
+
+
+def schema_of(fields: Sequence[Field]) -> pa.Schema:
+    return pa.schema([pa.field(f.id, f.type.to_arrow()) for f in fields])
+
+
+class PhysicalOperator:
+    fields: tuple[Field, ...]
+
+    @property
+    def children(self) -> tuple["PhysicalOperator", ...]:
+        return ()
+
+    @property
+    def schema(self) -> pa.Schema:
+        return schema_of(self.fields)
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+    def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+
+def collect(op: PhysicalOperator, partition: int, ctx: TaskContext) -> pa.Table:
+    """Run ``op`` to completion into one Table of its schema (blocking operators' inputs)."""
+    batches = [b for b in op.execute(partition, ctx) if b.num_rows]
+    schema = op.schema
+    if not batches:
+        return schema.empty_table()
+    return pa.Table.from_batches([conform(b, schema) for b in batches], schema=schema)
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Cast a batch to ``schema`` when types differ only in detail (e.g. decimal precision)."""
+    if batch.schema.equals(schema):
+        return batch
+    columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(batch.columns, schema)]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def table_to_batches(table: pa.Table, max_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
+    for batch in table.to_batches(max_chunksize=max_rows):
+        if batch.num_rows:
+            yield batch

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+
+from engine.exec.evaluate import evaluate_predicate
+from engine.exec.operators.base import PhysicalOperator, TaskContext
+from engine.plan.expressions import Expr
+
+
+@dataclass(frozen=True)
+class FilterExec(PhysicalOperator):
+    input: PhysicalOperator
+    predicate: Expr
+
+    @property
+    def fields(self):
+        return self.input.fields
+
+    @property
+    def children(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        return f"Filter {self.predicate}"
+
+    def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        for batch in self.input.execute(partition, ctx):
+            batch = batch.filter(evaluate_predicate(self.predicate, batch, ctx.params))
+            if batch.num_rows:
+                yield batch

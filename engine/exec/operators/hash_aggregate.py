@@ -1,0 +1,210 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+
+from engine.exec.evaluate import evaluate_array
+from engine.exec.operators.base import PhysicalOperator, TaskContext, table_to_batches
+from engine.plan.expressions import AggCall, Call, ColumnRef, Expr
+from engine.plan.logical import Field
+from engine import types as T
+
+# Partial state of each aggregate, as (suffix, Arrow aggregation computing it, Arrow aggregation merging it)
+_STATES = {
+    "count_star": (("count", "count_all", "sum"),),
+    "count": (("count", "count", "sum"),),
+    "sum": (("sum", "sum", "sum"),),
+    "avg": (("sum", "sum", "sum"), ("count", "count", "sum")),
+    "min": (("min", "min", "min"),),
+    "max": (("max", "max", "max"),),
+}
+
+
+def state_fields(aggregates: tuple[tuple[Field, AggCall], ...]) -> list[pa.Field]:
+    """Arrow fields of the partial states a partial aggregate emits, after its group keys."""
+    out = []
+    for f, call in aggregates:
+        for suffix, _, _ in _STATES[call.func]:
+            if suffix == "count":
+                t = pa.int64()
+            elif suffix == "sum":
+                t = _sum_type(call)
+            else:
+                t = call.type.to_arrow()
+            out.append(pa.field(f"{f.id}|{suffix}", t))
+    return out
+
+
+def _sum_type(call: AggCall) -> pa.DataType:
+    arg_type = call.arg.type
+    if arg_type.kind == "decimal":
+        return pa.decimal128(38, arg_type.scale)
+    if arg_type.kind == "float":
+        return pa.float64()
+    return pa.int64()
+
+
+@dataclass(frozen=True)
+class HashAggregateExec(PhysicalOperator):
+    """GROUP BY one partition. ``mode``:
+
+    * ``partial`` — keys + partial states (leaf-level aggregation before data moves);
+    * ``final`` — merges partial states that arrive partitioned (or gathered) by the keys;
+    * ``single`` — the whole aggregation in one step (input already partitioned by the keys, or
+      DISTINCT aggregates whose partial states would not merge).
+    """
+
+    input: PhysicalOperator
+    mode: str
+    keys: tuple[tuple[Field, Expr], ...]
+    aggregates: tuple[tuple[Field, AggCall], ...]
+
+    @property
+    def fields(self):
+        if self.mode == "partial":
+            raise AttributeError("partial aggregates expose state_schema, not fields")
+        return tuple(f for f, _ in self.keys) + tuple(f for f, _ in self.aggregates)
+
+    @property
+    def schema(self) -> pa.Schema:
+        keys = [pa.field(f.id, f.type.to_arrow()) for f, _ in self.keys]
+        if self.mode == "partial":
+            return pa.schema(keys + state_fields(self.aggregates))
+        return pa.schema(keys + [pa.field(f.id, f.type.to_arrow()) for f, _ in self.aggregates])
+
+    @property
+    def children(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        keys = ", ".join(str(e) for _, e in self.keys)
+        aggs = ", ".join(str(a) for _, a in self.aggregates)
+        return f"HashAggregate {self.mode} keys=[{keys}] aggs=[{aggs}]"
+
+    # -- execution -----------------------------------------------------------------------------
+    def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        if self.mode == "final":
+            yield from self._final(partition, ctx)
+        else:
+            yield from self._first_phase(partition, ctx)
+
+    def _first_phase(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        key_names = [f.id for f, _ in self.keys]
+        columns: dict[str, list[pa.Array]] = {}
+        arg_names: dict[int, str] = {}
+        for i, (_, call) in enumerate(self.aggregates):
+            if call.arg is not None:
+                arg_names[i] = f"a{i}"
+        pieces = []
+        for batch in self.input.execute(partition, ctx):
+            cols = [evaluate_array(e, batch, ctx.params) for _, e in self.keys]
+            cols += [evaluate_array(call.arg, batch, ctx.params) for i, (_, call) in enumerate(self.aggregates)
+                     if i in arg_names]
+            pieces.append(pa.RecordBatch.from_arrays(cols, names=key_names + list(arg_names.values()))
+                          if cols else pa.RecordBatch.from_arrays([pa.nulls(batch.num_rows)], names=["__rows"]))
+        del columns
+        if pieces:
+            table = pa.Table.from_batches(pieces)
+        else:
+            table = self._empty_input(key_names, arg_names)
+        if not self.keys and table.num_columns == 0:
+            table = pa.table({"__rows": pa.nulls(0)})
+        specs, outputs = [], []
+        for i, (f, call) in enumerate(self.aggregates):
+            if self.mode == "single":
+                if call.distinct:
+                    if call.func != "count":
+                        raise_unsupported(call)
+                    specs.append((arg_names[i], "count_distinct"))
+                    outputs.append([(f"{f.id}|count", "count")])
+                    continue
+                states = _STATES[call.func]
+            else:
+                states = _STATES[call.func]
+            names = []
+            for suffix, compute, _ in states:
+                specs.append(([], "count_all") if compute == "count_all" else (arg_names[i], compute))
+                names.append((f"{f.id}|{suffix}", suffix))
+            outputs.append(names)
+        grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
+        key_columns, agg_columns = _split_grouped(grouped, key_names)
+        state_columns, state_names, k = [], [], 0
+        for names in outputs:
+            for name, _ in names:
+                state_columns.append(agg_columns[k])
+                state_names.append(name)
+                k += 1
+        result = pa.table(list(key_columns) + state_columns, names=key_names + state_names)
+        if self.mode == "partial":
+            yield from table_to_batches(result.cast(self.schema))
+        else:
+            yield from table_to_batches(self._finish(result))
+
+    def _empty_input(self, key_names, arg_names) -> pa.Table:
+        arrays, names = [], []
+        for f, _ in self.keys:
+            arrays.append(pa.array([], f.type.to_arrow()))
+            names.append(f.id)
+        for i, (_, call) in enumerate(self.aggregates):
+            if i in arg_names:
+                arrays.append(pa.array([], call.arg.type.to_arrow()))
+                names.append(arg_names[i])
+        if not arrays:
+            return pa.table({"__rows": pa.nulls(0)})
+        return pa.table(arrays, names=names)
+
+    def _final(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        key_names = [f.id for f, _ in self.keys]
+        state_schema = pa.schema([pa.field(f.id, f.type.to_arrow()) for f, _ in self.keys]
+                                 + state_fields(self.aggregates))
+        batches = [b for b in self.input.execute(partition, ctx) if b.num_rows]
+        table = pa.Table.from_batches(batches, schema=state_schema) if batches else state_schema.empty_table()
+        if not self.keys and table.num_rows == 0 and ctx.partition != 0:
+            return       # a scalar aggregate produces its one row in partition 0 only
+        specs, names = [], []
+        for f, call in self.aggregates:
+            for suffix, _, merge in _STATES[call.func]:
+                specs.append((f"{f.id}|{suffix}", merge))
+                names.append(f"{f.id}|{suffix}")
+        grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
+        key_columns, agg_columns = _split_grouped(grouped, key_names)
+        result = pa.table(key_columns + agg_columns, names=key_names + names)
+        yield from table_to_batches(self._finish(result))
+
+    def _finish(self, states: pa.Table) -> pa.Table:
+        """Turn merged states into SQL results: AVG = SUM / COUNT, COUNT of nothing = 0, types exact."""
+        columns = [states.column(f.id) for f, _ in self.keys]
+        names = [f.id for f, _ in self.keys]
+        batch = states.combine_chunks().to_batches()
+        batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=states.schema)
+        for f, call in self.aggregates:
+            target = f.type.to_arrow()
+            if call.func in ("count", "count_star"):
+                column = states.column(f"{f.id}|count")
+                column = column.fill_null(0)
+            elif call.func == "avg":
+                total = ColumnRef(f"{f.id}|sum", T.from_arrow(states.schema.field(f"{f.id}|sum").type))
+                count = ColumnRef(f"{f.id}|count", T.BIGINT)
+                column = evaluate_array(Call("divide", (total, count), f.type), batch)
+            else:
+                column = states.column(f"{f.id}|{_STATES[call.func][0][0]}")
+            if column.type != target:
+                column = column.cast(target)
+            columns.append(column)
+            names.append(f.id)
+        return pa.table(columns, names=names)
+
+
+def _split_grouped(grouped: pa.Table, key_names: list[str]) -> tuple[list, list]:
+    """Arrow names aggregation results '<column>_<function>' (order as requested) beside the keys."""
+    keys = [grouped.column(n) for n in key_names]
+    key_set = set(key_names)
+    aggs = [grouped.column(i) for i, n in enumerate(grouped.column_names) if n not in key_set]
+    return keys, aggs
+
+
+def raise_unsupported(call: AggCall):
+    from engine.errors import UnsupportedError
+    raise UnsupportedError(f"{call.func.upper()}(DISTINCT ...) is not supported yet; COUNT(DISTINCT ...) is")

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.exec.evaluate import evaluate_predicate
+from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, table_to_batches
+from engine.plan.expressions import Expr
+from engine.plan.logical import Field
+
+_CHUNK_PAIRS = 1 << 20
+
+
+@dataclass(frozen=True)
+class NestedLoopJoinExec(PhysicalOperator):
+    """Join without equality keys: every left row against every right row (in chunks), then the
+    condition. Used for cross joins and non-equi conditions; the planner only picks it with a small
+    (broadcast) right side."""
+
+    left: PhysicalOperator
+    right: PhysicalOperator
+    kind: str
+    condition: Optional[Expr]
+    fields: tuple[Field, ...]
+
+    @property
+    def children(self):
+        return (self.left, self.right)
+
+    def describe(self) -> str:
+        return f"NestedLoopJoin {self.kind}" + (f" ON {self.condition}" if self.condition is not None else "")
+
+    def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        right = collect(self.right, partition, ctx).combine_chunks()
+        left = collect(self.left, partition, ctx).combine_chunks()
+        out_names = [f.id for f in self.fields]
+        if left.num_rows == 0:
+            return
+        if self.kind in ("semi", "anti") and self.condition is None:
+            if (right.num_rows > 0) == (self.kind == "semi"):
+                yield from table_to_batches(left.select(out_names))
+            return
+        matched = np.zeros(left.num_rows, dtype=bool)
+        rows_per_chunk = max(1, _CHUNK_PAIRS // max(1, right.num_rows))
+        for start in range(0, left.num_rows, rows_per_chunk):
+            stop = min(left.num_rows, start + rows_per_chunk)
+            if right.num_rows == 0:
+                break
+            left_idx = np.repeat(np.arange(start, stop), right.num_rows)
+            right_idx = np.tile(np.arange(right.num_rows), stop - start)
+            pairs = _combine(left.take(left_idx), right.take(right_idx))
+            if self.condition is not None:
+                mask = evaluate_predicate(self.condition, pairs.combine_chunks().to_batches()[0], ctx.params) \
+                    if pairs.num_rows else pa.array([], pa.bool_())
+                pairs = pairs.filter(mask)
+                matched[np.asarray(left_idx)[np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)]] = True
+            else:
+                matched[start:stop] = True
+            if self.kind in ("inner", "cross", "left"):
+                yield from table_to_batches(pairs.select(out_names))
+        if self.kind == "semi":
+            yield from table_to_batches(left.filter(pa.array(matched)).select(out_names))
+        elif self.kind == "anti":
+            yield from table_to_batches(left.filter(pa.array(~matched)).select(out_names))
+        elif self.kind == "left":
+            unmatched = left.filter(pa.array(~matched))
+            columns = {}
+            for f in self.fields:
+                if f.id in unmatched.schema.names:
+                    columns[f.id] = unmatched.column(f.id)
+                else:
+                    columns[f.id] = pa.nulls(unmatched.num_rows, f.type.to_arrow())
+            yield from table_to_batches(pa.table(columns).select(out_names))
+
+
+def _combine(left: pa.Table, right: pa.Table) -> pa.Table:
+    columns = list(left.columns) + list(right.columns)
+    names = left.schema.names + right.schema.names
+    return pa.table(columns, names=names)

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+
+from engine.exec.evaluate import evaluate_array
+from engine.exec.operators.base import PhysicalOperator, TaskContext
+from engine.plan.expressions import ColumnRef, Expr
+from engine.plan.logical import Field
+
+
+@dataclass(frozen=True)
+class ProjectExec(PhysicalOperator):
+    input: PhysicalOperator
+    exprs: tuple[tuple[Field, Expr], ...]
+
+    @property
+    def fields(self):
+        return tuple(f for f, _ in self.exprs)
+
+    @property
+    def children(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        return "Project " + ", ".join(
+            str(e) if isinstance(e, ColumnRef) and e.name == f.name else f"{e} AS {f.name}" for f, e in self.exprs)
+
+    def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        schema = self.schema
+        for batch in self.input.execute(partition, ctx):
+            columns = [evaluate_array(e, batch, ctx.params) for _, e in self.exprs]
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import pyarrow as pa
+
+from engine.exec.evaluate import evaluate_predicate
+from engine.exec.operators.base import PhysicalOperator, TaskContext
+from engine.plan.expressions import Expr, and_all
+from engine.plan.logical import Field
+
+
+@dataclass(frozen=True)
+class ScanExec(PhysicalOperator):
+    """Read one partition of a table (every row of a reference table) with pushed-down filters."""
+
+    table_id: int
+    table_name: str
+    fields: tuple[Field, ...]
+    column_names: tuple[str, ...]
+    filters: tuple[Expr, ...] = ()
+    replicated: bool = False
+    batch_rows: Optional[int] = None
+
+    def describe(self) -> str:
+        where = f" filter={and_all(list(self.filters))}" if self.filters else ""
+        kind = "reference " if self.replicated else ""
+        return f"Scan {kind}{self.table_name} [{', '.join(self.column_names)}]{where}"
+
+    def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        ids = [f.id for f in self.fields]
+        predicate = and_all(list(self.filters))
+        for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows):
+            batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
+            if predicate is not None:
+                batch = batch.filter(evaluate_predicate(predicate, batch, ctx.params))
+            if batch.num_rows:
+                yield batch

@@ -1,0 +1,1 @@
+"""Logical rewrite rules: one pure function per file, ``rule(plan, ctx) -> plan``."""

@@ -1,0 +1,69 @@
+"""Keep only the columns a parent needs: narrow scans (projection pushdown) and projections, drop
+unused aggregates. Scans keep the columns their pushed filters read.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from engine.optimizer.context import OptimizerContext
+from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Scan, Sort,
+                                 Union, Values)
+
+
+def prune_columns(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
+    return _prune(plan, None)
+
+
+def _ids(exprs) -> set[str]:
+    out: set[str] = set()
+    for e in exprs:
+        if e is not None:
+            out |= e.column_ids()
+    return out
+
+
+def _prune(node: LogicalPlan, required: Optional[set[str]]) -> LogicalPlan:
+    if isinstance(node, Scan):
+        if required is None:
+            return node
+        needed = required | _ids(node.filters)
+        keep = [(f, c) for f, c in zip(node.fields, node.column_names) if f.id in needed]
+        if not keep:   # COUNT(*): read the narrowest column only to know the row count
+            keep = [min(zip(node.fields, node.column_names), key=lambda fc: _width(fc[0].type))]
+        return Scan(node.table, tuple(f for f, _ in keep), tuple(c for _, c in keep), node.filters, node.alias)
+    if isinstance(node, Values):
+        return node
+    if isinstance(node, Project):
+        exprs = node.exprs if required is None else tuple((f, e) for f, e in node.exprs if f.id in required)
+        if not exprs and node.exprs:
+            exprs = node.exprs[:1]
+        return Project(_prune(node.input, _ids(e for _, e in exprs)), exprs)
+    if isinstance(node, Filter):
+        need = None if required is None else required | node.predicate.column_ids()
+        return Filter(_prune(node.input, need), node.predicate)
+    if isinstance(node, Join):
+        need = (required if required is not None else node.field_ids()) | _ids(node.left_keys) | \
+            _ids(node.right_keys) | _ids([node.residual])
+        left = _prune(node.left, need & node.left.field_ids())
+        right = _prune(node.right, need & node.right.field_ids())
+        return Join(left, right, node.kind, node.left_keys, node.right_keys, node.residual)
+    if isinstance(node, MultiJoin):
+        need = (required if required is not None else node.field_ids()) | _ids(node.conditions)
+        return MultiJoin(tuple(_prune(i, need & i.field_ids()) for i in node.inputs), node.conditions)
+    if isinstance(node, Aggregate):
+        aggs = node.aggregates if required is None else tuple(
+            (f, a) for f, a in node.aggregates if f.id in required)
+        need = _ids(e for _, e in node.keys) | _ids(a.arg for _, a in aggs)
+        return Aggregate(_prune(node.input, need), node.keys, aggs)
+    if isinstance(node, Sort):
+        need = None if required is None else required | _ids(k.expr for k in node.keys)
+        return Sort(_prune(node.input, need), node.keys, node.limit)
+    if isinstance(node, Limit):
+        return Limit(_prune(node.input, required), node.count, node.offset)
+    if isinstance(node, Union):
+        return Union(tuple(_prune(i, None) for i in node.inputs), node.fields)
+    return node
+
+
+def _width(t) -> int:
+    return {"bool": 1, "int": t.bits // 8, "date": 4, "float": 8, "decimal": 16}.get(t.kind, 32)

@@ -1,0 +1,125 @@
+"""Push predicates toward the scans: through projections, into join inputs and join keys, below
+aggregates (on group keys), into union branches, and finally into ``Scan.filters``.
+
+Example: ``SELECT * FROM (SELECT a AS x FROM t) s WHERE x > 1`` becomes a scan of ``t`` with ``a > 1``.
+"""
+from __future__ import annotations
+
+from engine.optimizer.context import OptimizerContext
+from engine.plan.expressions import Call, ColumnRef, Expr, and_all, conjuncts, replace_columns
+from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Scan, Sort,
+                                 Union, Values)
+
+
+def pushdown_filters(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
+    return _push(plan, [])
+
+
+def _wrap(node: LogicalPlan, predicates: list[Expr]) -> LogicalPlan:
+    predicate = and_all(predicates)
+    return Filter(node, predicate) if predicate is not None else node
+
+
+def _deterministic(e: Expr) -> bool:
+    return not any(isinstance(x, Call) and x.op in ("now", "current_date") for x in e.walk())
+
+
+def _push(node: LogicalPlan, predicates: list[Expr]) -> LogicalPlan:
+    if isinstance(node, Filter):
+        return _push(node.input, predicates + conjuncts(node.predicate))
+    if isinstance(node, Scan):
+        local = [p for p in predicates if p.column_ids() and p.column_ids() <= node.field_ids()]
+        rest = [p for p in predicates if p not in local]
+        scan = Scan(node.table, node.fields, node.column_names, node.filters + tuple(local), node.alias)
+        return _wrap(scan, rest)
+    if isinstance(node, Project):
+        mapping = {f.id: e for f, e in node.exprs}
+        pushed = [replace_columns(p, mapping) for p in predicates if _deterministic(p)]
+        kept = [p for p in predicates if not _deterministic(p)]
+        return _wrap(Project(_push(node.input, pushed), node.exprs), kept)
+    if isinstance(node, MultiJoin):
+        conditions = list(node.conditions) + predicates
+        inputs = []
+        for child in node.inputs:
+            ids = child.field_ids()
+            mine = [c for c in conditions if c.column_ids() and c.column_ids() <= ids]
+            conditions = [c for c in conditions if c not in mine]
+            inputs.append(_push(child, mine))
+        return MultiJoin(tuple(inputs), tuple(conditions))
+    if isinstance(node, Join):
+        return _push_join(node, predicates)
+    if isinstance(node, Aggregate):
+        key_map = {f.id: e for f, e in node.keys}
+        below, above = [], []
+        for p in predicates:
+            if p.column_ids() and p.column_ids() <= set(key_map) and _deterministic(p):
+                below.append(replace_columns(p, key_map))
+            else:
+                above.append(p)
+        return _wrap(Aggregate(_push(node.input, below), node.keys, node.aggregates), above)
+    if isinstance(node, Sort):
+        if node.limit is None:
+            return Sort(_push(node.input, predicates), node.keys, node.limit)
+        return _wrap(Sort(_push(node.input, []), node.keys, node.limit), predicates)
+    if isinstance(node, Limit):
+        return _wrap(Limit(_push(node.input, []), node.count, node.offset), predicates)
+    if isinstance(node, Union):
+        branches = []
+        for branch in node.inputs:
+            mapping = {out.id: f.ref() for out, f in zip(node.fields, branch.fields)}
+            branches.append(_push(branch, [replace_columns(p, mapping) for p in predicates]))
+        return Union(tuple(branches), node.fields)
+    if isinstance(node, Values):
+        return _wrap(node, predicates)
+    return _wrap(node, predicates)
+
+
+def _push_join(node: Join, predicates: list[Expr]) -> LogicalPlan:
+    left_ids, right_ids = node.left.field_ids(), node.right.field_ids()
+    to_left, to_right, above = [], [], []
+    left_keys, right_keys = list(node.left_keys), list(node.right_keys)
+    residual = conjuncts(node.residual)
+    for p in predicates:
+        ids = p.column_ids()
+        if ids and ids <= left_ids:
+            to_left.append(p)
+        elif node.kind in ("inner", "cross") and ids and ids <= right_ids:
+            to_right.append(p)
+        elif node.kind in ("inner", "cross") and ids and ids <= left_ids | right_ids:
+            pair = _equi(p, left_ids, right_ids)
+            if pair:
+                left_keys.append(pair[0])
+                right_keys.append(pair[1])
+            else:
+                residual.append(p)
+        else:
+            above.append(p)
+    if node.kind in ("inner", "cross"):
+        # residual conjuncts that mention one side only are filters on that side
+        kept = []
+        for r in residual:
+            ids = r.column_ids()
+            if ids and ids <= left_ids:
+                to_left.append(r)
+            elif ids and ids <= right_ids:
+                to_right.append(r)
+            else:
+                kept.append(r)
+        residual = kept
+    kind = node.kind
+    if kind == "cross" and left_keys:
+        kind = "inner"
+    join = Join(_push(node.left, to_left), _push(node.right, to_right), kind, tuple(left_keys),
+                tuple(right_keys), and_all(residual))
+    return _wrap(join, above)
+
+
+def _equi(p: Expr, left_ids: set[str], right_ids: set[str]):
+    if isinstance(p, Call) and p.op == "eq":
+        a, b = p.args
+        if a.column_ids() and b.column_ids():
+            if a.column_ids() <= left_ids and b.column_ids() <= right_ids:
+                return a, b
+            if b.column_ids() <= left_ids and a.column_ids() <= right_ids:
+                return b, a
+    return None
