@@ -21,6 +21,8 @@ extensions = [
         include_dirs=[numpy.get_include(), "kernels/src"],
         extra_compile_args=compile_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        # Headers under kernels/src hold static inline C; a change there must rebuild every user.
+        depends=sorted(glob.glob("kernels/src/*.h")),
     )
     for path in sorted(glob.glob("kernels/*.pyx"))
 ]

@@ -1,0 +1,31 @@
+"""Canopy's kernels: the per-row work of the engine, compiled from kernels/*.pyx.
+
+The engine imports kernels from here, never from a family module, so that ``CANOPY_KERNELS`` can
+swap in the pure NumPy/pyarrow references of ``kernels/reference`` (read once, at import):
+
+- unset or ``compiled``: the Cython extensions (build them with ``pip install -e .
+  --no-build-isolation`` or ``python setup.py build_ext --inplace``);
+- ``reference``: the references, which give the same results, slower.
+
+``IMPLEMENTATION`` says which one was loaded.
+"""
+import os as _os
+
+_choice = _os.environ.get("CANOPY_KERNELS", "") or "compiled"
+
+if _choice == "reference":
+    from kernels.reference.hashing import hash_columns, partition_ids, scatter_indices, split_batch
+elif _choice == "compiled":
+    try:
+        from kernels.hashing import hash_columns, partition_ids, scatter_indices, split_batch
+    except ImportError as exc:
+        raise ImportError(
+            "the compiled kernels are not built: run `pip install -e . --no-build-isolation` or "
+            "`python setup.py build_ext --inplace`, or set CANOPY_KERNELS=reference"
+        ) from exc
+else:
+    raise ImportError(f"CANOPY_KERNELS must be 'compiled' or 'reference', not {_choice!r}")
+
+IMPLEMENTATION = _choice
+
+__all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices", "split_batch"]

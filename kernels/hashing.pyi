@@ -1,0 +1,46 @@
+"""Type stubs for the compiled kernels/hashing.pyx (see its module docstring for the hash)."""
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+NULL_HASH: Final[np.uint64]
+MAX_PARTITIONS: Final[int]
+
+# Public API (re-exported by kernels/__init__.py).
+def hash_columns(columns: Sequence[pa.Array | pa.ChunkedArray]) -> npt.NDArray[np.uint64]: ...
+def partition_ids(hashes: npt.NDArray[np.uint64], num_partitions: int) -> npt.NDArray[np.int32]: ...
+def scatter_indices(
+    part_ids: npt.NDArray[np.integer], num_partitions: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+def split_batch(
+    batch: pa.RecordBatch | pa.Table, key_columns: Sequence[str | int], num_partitions: int
+) -> list[pa.RecordBatch | pa.Table]: ...
+
+# Low-level kernels: buffers in, caller-allocated `out` modified in place.
+def hash_integers(values: npt.NDArray[np.integer], out: npt.NDArray[np.uint64]) -> None: ...
+def hash_floats(values: npt.NDArray[np.float32 | np.float64], out: npt.NDArray[np.uint64]) -> None: ...
+def hash_booleans(bits: npt.NDArray[np.uint8], bit_offset: int, out: npt.NDArray[np.uint64]) -> None: ...
+def hash_fixed_size_binary(
+    data: npt.NDArray[np.uint8], width: int, out: npt.NDArray[np.uint64]
+) -> None: ...
+def hash_binary(
+    offsets: npt.NDArray[np.int32 | np.int64], data: npt.NDArray[np.uint8], out: npt.NDArray[np.uint64]
+) -> None: ...
+def hash_dictionary_codes(
+    table: npt.NDArray[np.uint64],
+    codes: npt.NDArray[np.integer],
+    validity: npt.NDArray[np.uint8] | None,
+    bit_offset: int,
+    out: npt.NDArray[np.uint64],
+) -> None: ...
+def set_null_hashes(validity: npt.NDArray[np.uint8], bit_offset: int, out: npt.NDArray[np.uint64]) -> None: ...
+def combine_hashes(acc: npt.NDArray[np.uint64], hashes: npt.NDArray[np.uint64]) -> None: ...
+def fastrange_partitions(
+    hashes: npt.NDArray[np.uint64], num_partitions: int, out: npt.NDArray[np.int32]
+) -> None: ...
+def counting_sort_partitions(
+    part_ids: npt.NDArray[np.int32], indices: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
+) -> None: ...
