@@ -1,0 +1,59 @@
+"""Exchanges: where data moves between stages. The stage splitter cuts the plan at each ExchangeExec;
+the producing stage's output is routed by ``kind`` (gather to one task, broadcast to all, repartition by
+the hash of ``keys`` with the same kernel that places rows of sharded tables), and the consuming stage
+reads its share through an ExchangeSourceExec."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+
+from engine.exec.operators.base import PhysicalOperator, TaskContext, conform
+
+
+@dataclass(frozen=True)
+class ExchangeExec(PhysicalOperator):
+    input: PhysicalOperator
+    kind: str                      # gather | broadcast | repartition
+    keys: tuple[str, ...] = ()     # field ids hashed by repartition
+    parallel_input: bool = True    # does the producing stage run on every partition, or once
+
+    @property
+    def fields(self):
+        return self.input.fields
+
+    @property
+    def schema(self):
+        return self.input.schema
+
+    @property
+    def children(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        keys = f" by [{', '.join(self.keys)}]" if self.keys else ""
+        return f"Exchange {self.kind}{keys}"
+
+    def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        raise RuntimeError("ExchangeExec is replaced by the stage splitter and never executed")
+
+
+@dataclass(frozen=True)
+class ExchangeSourceExec(PhysicalOperator):
+    exchange_id: int
+    kind: str
+    source_schema: pa.Schema
+    fields: tuple = ()
+
+    @property
+    def schema(self):
+        return self.source_schema
+
+    def describe(self) -> str:
+        return f"ExchangeSource #{self.exchange_id} ({self.kind})"
+
+    def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        for batch in ctx.exchange_inputs.get(self.exchange_id, []):
+            if batch.num_rows:
+                yield conform(batch, self.source_schema)

@@ -1,0 +1,94 @@
+"""Cut a physical plan into stages at its exchanges.
+
+A :class:`StageSpec` is what a leaf or the aggregator runs: an operator tree without exchanges, whether
+it runs on every partition or once, and where its output goes. Specs are plain frozen dataclasses
+encoded with :func:`encode_stage` (versioned pickle), never live objects or SQL text.
+"""
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from dataclasses import dataclass
+from typing import Optional
+
+from engine.exec.operators.base import PhysicalOperator
+from engine.exec.operators.exchange import ExchangeExec, ExchangeSourceExec
+
+STAGE_CODEC_VERSION = 1
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    stage_id: int
+    root: PhysicalOperator
+    parallel: bool                     # run on every partition (True) or once (False)
+    output_kind: Optional[str]         # gather | broadcast | repartition | None for the final stage
+    output_keys: tuple[str, ...] = ()
+    scans_tables: bool = False         # a once-only stage that reads reference tables runs on a leaf
+
+
+def split_stages(root: PhysicalOperator) -> list[StageSpec]:
+    """Stages in execution order (producers before consumers); the last is the final stage."""
+    stages: list[StageSpec] = []
+
+    def cut(op: PhysicalOperator) -> PhysicalOperator:
+        if isinstance(op, ExchangeExec):
+            child = cut(op.input)
+            stage_id = len(stages)
+            stages.append(StageSpec(stage_id, child, op.parallel_input, op.kind, op.keys, _scans(child)))
+            try:
+                fields = child.fields
+            except AttributeError:
+                fields = ()
+            return ExchangeSourceExec(stage_id, op.kind, child.schema, fields)
+        replaced = {}
+        for f in dataclasses.fields(op):
+            value = getattr(op, f.name)
+            if isinstance(value, PhysicalOperator):
+                replaced[f.name] = cut(value)
+            elif isinstance(value, tuple) and value and all(isinstance(v, PhysicalOperator) for v in value):
+                replaced[f.name] = tuple(cut(v) for v in value)
+        return dataclasses.replace(op, **replaced) if replaced else op
+
+    final = cut(root)
+    stages.append(StageSpec(len(stages), final, False, None, (), _scans(final)))
+    return stages
+
+
+def _scans(op: PhysicalOperator) -> bool:
+    from engine.exec.operators.scan import ScanExec
+    if isinstance(op, ScanExec):
+        return True
+    return any(_scans(c) for c in op.children)
+
+
+def encode_stage(stage: StageSpec) -> bytes:
+    return pickle.dumps((STAGE_CODEC_VERSION, stage), protocol=5)
+
+
+def decode_stage(data: bytes) -> StageSpec:
+    version, stage = pickle.loads(data)
+    if version != STAGE_CODEC_VERSION:
+        raise ValueError(f"stage codec version {version} is not {STAGE_CODEC_VERSION}")
+    return stage
+
+
+def explain_physical(root: PhysicalOperator) -> str:
+    """EXPLAIN text: the operator tree with each stage's placement (leaves or aggregator)."""
+    lines: list[str] = []
+
+    def walk(op: PhysicalOperator, depth: int, where: str) -> None:
+        if isinstance(op, ExchangeExec):
+            target = "aggregator" if op.kind == "gather" else "leaves"
+            lines.append("  " * depth + f"{op.describe()}  -> {target}")
+            source = "leaves (every partition)" if op.parallel_input else "once"
+            walk(op.input, depth + 1, source)
+            return
+        tag = f"  @{where}" if depth == 0 or where else ""
+        lines.append("  " * depth + op.describe() + (tag if depth == 0 else ""))
+        for child in op.children:
+            walk(child, depth + 1, "")
+
+    lines.append("Stage on aggregator:")
+    walk(root, 1, "")
+    return "\n".join(lines)

@@ -1,0 +1,290 @@
+"""Physical planning: choose operators and where data moves.
+
+Every physical subtree has a *distribution*:
+
+* ``hashed(keys)`` — rows spread over all partitions by the hash of ``keys`` (sharded tables, shuffles);
+* ``any`` — spread over all partitions, no known key (keyless tables);
+* ``replicated`` — every partition sees every row (reference tables, broadcasts, constants);
+* ``single`` — one task (the aggregator).
+
+Joins are colocated when both sides are hashed on the join keys, local when one side is replicated,
+otherwise the smaller side is broadcast (below ``broadcast_row_limit`` estimated rows) or both sides
+are repartitioned by the join keys. Aggregates run partial on every partition, shuffle by the group
+keys and finish in parallel (or gather for a global aggregate), unless the input is already hashed on
+a subset of the keys. The root is gathered to the aggregator.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.errors import UnsupportedError
+from engine.exec.operators.base import PhysicalOperator
+from engine.exec.operators.exchange import ExchangeExec
+from engine.exec.operators.filter import FilterExec
+from engine.exec.operators.hash_aggregate import HashAggregateExec
+from engine.exec.operators.hash_join import HashJoinExec
+from engine.exec.operators.limit import LimitExec
+from engine.exec.operators.nested_loop_join import NestedLoopJoinExec
+from engine.exec.operators.project import ProjectExec
+from engine.exec.operators.scan import ScanExec
+from engine.exec.operators.sort import SortExec
+from engine.exec.operators.union import UnionExec
+from engine.exec.operators.values import ValuesExec
+from engine.optimizer.context import OptimizerContext
+from engine.plan.expressions import ColumnRef, and_all
+from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
+                                 Values)
+
+
+@dataclass(frozen=True)
+class Distribution:
+    kind: str                       # hashed | any | replicated | single
+    keys: tuple[str, ...] = ()
+
+    @property
+    def partitioned(self) -> bool:
+        return self.kind in ("hashed", "any")
+
+
+SINGLE = Distribution("single")
+REPLICATED = Distribution("replicated")
+ANY = Distribution("any")
+
+
+class PhysicalPlanner:
+    def __init__(self, ctx: OptimizerContext):
+        self.ctx = ctx
+        self.est = ctx.estimator
+
+    def plan(self, root: LogicalPlan) -> PhysicalOperator:
+        op, dist = self.build(root)
+        return self.to_single(op, dist)
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def to_single(self, op: PhysicalOperator, dist: Distribution) -> PhysicalOperator:
+        if dist.kind == "single":
+            return op
+        return ExchangeExec(op, "gather", (), parallel_input=dist.partitioned)
+
+    def broadcast(self, op, dist) -> PhysicalOperator:
+        return ExchangeExec(op, "broadcast", (), parallel_input=dist.partitioned)
+
+    def repartition(self, op, dist, key_ids: tuple[str, ...]) -> PhysicalOperator:
+        return ExchangeExec(op, "repartition", key_ids, parallel_input=dist.partitioned)
+
+    # -- dispatch ----------------------------------------------------------------------------------
+    def build(self, node: LogicalPlan) -> tuple[PhysicalOperator, Distribution]:
+        method = getattr(self, "_" + type(node).__name__, None)
+        if method is None:
+            raise UnsupportedError(f"no physical operator for {type(node).__name__}")
+        return method(node)
+
+    def _Scan(self, node: Scan):
+        table = node.table
+        op = ScanExec(table.table_id, table.name, node.fields, node.column_names, node.filters, table.reference)
+        if table.reference:
+            return op, REPLICATED
+        if table.shard_key:
+            by_name = {c.lower(): f.id for f, c in zip(node.fields, node.column_names)}
+            if all(k.lower() in by_name for k in table.shard_key):
+                return op, Distribution("hashed", tuple(by_name[k.lower()] for k in table.shard_key))
+        return op, ANY
+
+    def _Values(self, node: Values):
+        return ValuesExec(node.fields, node.rows), REPLICATED
+
+    def _Filter(self, node: Filter):
+        op, dist = self.build(node.input)
+        return FilterExec(op, node.predicate), dist
+
+    def _Project(self, node: Project):
+        op, dist = self.build(node.input)
+        if dist.kind == "hashed":
+            renames = {e.id: f.id for f, e in node.exprs if isinstance(e, ColumnRef)}
+            if all(k in renames for k in dist.keys):
+                dist = Distribution("hashed", tuple(renames[k] for k in dist.keys))
+            else:
+                dist = ANY
+        return ProjectExec(op, node.exprs), dist
+
+    def _Limit(self, node: Limit):
+        op, dist = self.build(node.input)
+        if dist.partitioned and node.count is not None:
+            op = LimitExec(op, node.count + node.offset, 0)
+        op = self.to_single(op, dist)
+        return LimitExec(op, node.count, node.offset), SINGLE
+
+    def _Sort(self, node: Sort):
+        op, dist = self.build(node.input)
+        if dist.partitioned:
+            if node.limit is not None:
+                op = SortExec(op, node.keys, node.limit)      # top-N per partition, merged below
+            op = self.to_single(op, dist)
+        elif dist.kind == "replicated":
+            op = self.to_single(op, dist)
+        return SortExec(op, node.keys, node.limit), SINGLE
+
+    def _Union(self, node: Union):
+        children = []
+        for child in node.inputs:
+            op, dist = self.build(child)
+            children.append(self.to_single(op, dist))
+        return UnionExec(tuple(children), node.fields), SINGLE
+
+    def _Aggregate(self, node: Aggregate):
+        op, dist = self.build(node.input)
+        key_ids = tuple(e.id for _, e in node.keys if isinstance(e, ColumnRef))
+        has_distinct = any(a.distinct for _, a in node.aggregates)
+        out_keys = tuple(f.id for f, _ in node.keys)
+        if dist.kind in ("single", "replicated"):
+            if dist.kind == "replicated":
+                op = self.to_single(op, dist)
+            return HashAggregateExec(op, "single", node.keys, node.aggregates), SINGLE
+        if dist.kind == "hashed" and node.keys and set(dist.keys) <= set(key_ids):
+            return HashAggregateExec(op, "single", node.keys, node.aggregates), \
+                Distribution("hashed", tuple(f.id for f, e in node.keys if isinstance(e, ColumnRef) and e.id in dist.keys))
+        if has_distinct:
+            # DISTINCT states do not merge: move rows by the group keys (or gather) and aggregate once
+            if node.keys:
+                if len(key_ids) != len(node.keys):
+                    pre = tuple((f, e) for f, e in node.keys)
+                    raise UnsupportedError("COUNT(DISTINCT) grouped by computed expressions")
+                op = self.repartition(op, dist, key_ids)
+                return HashAggregateExec(op, "single", node.keys, node.aggregates), Distribution("hashed", out_keys)
+            op = self.to_single(op, dist)
+            return HashAggregateExec(op, "single", node.keys, node.aggregates), SINGLE
+        partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
+        if node.keys:
+            moved = self.repartition(partial, dist, out_keys)
+            return HashAggregateExec(moved, "final", node.keys, node.aggregates), Distribution("hashed", out_keys)
+        moved = self.to_single(partial, dist)
+        return HashAggregateExec(moved, "final", node.keys, node.aggregates), SINGLE
+
+    def _Join(self, node: Join):
+        left, ldist = self.build(node.left)
+        right, rdist = self.build(node.right)
+        fields = node.fields
+        kind = node.kind
+        if not node.left_keys:
+            return self._nested_loop(node, left, ldist, right, rdist)
+        # join keys must be columns to hash-partition on them; compute expressions first
+        left, left_keys = self._key_columns(left, node.left_keys, "lkey")
+        right, right_keys = self._key_columns(right, node.right_keys, "rkey")
+        lkey_ids = tuple(k.id for k in left_keys)
+        rkey_ids = tuple(k.id for k in right_keys)
+        preserve_left = kind != "inner"
+        strategy = ""
+        out_dist: Distribution
+        if rdist.kind == "replicated" and ldist.kind != "single":
+            strategy, out_dist = "local (replicated build)", ldist
+        elif ldist.kind == "single" and rdist.kind == "single":
+            strategy, out_dist = "aggregator", SINGLE
+        elif ldist.kind == "replicated" and rdist.kind == "replicated":
+            strategy, out_dist = "local (both replicated)", REPLICATED
+        elif ldist.kind == "replicated" and not preserve_left and rdist.partitioned:
+            strategy, out_dist = "local (replicated probe)", rdist
+        elif self._colocated(ldist, rdist, lkey_ids, rkey_ids, left_keys, right_keys):
+            strategy, out_dist = "colocated", ldist
+        else:
+            left_rows, right_rows = self.est.rows(node.left), self.est.rows(node.right)
+            limit = self.ctx.broadcast_row_limit
+            if kind == "anti_null_aware" or rdist.kind == "single" or (
+                    right_rows <= limit and right_rows * self.ctx.num_partitions <= left_rows * 2
+                    and ldist.kind != "single"):
+                if ldist.kind == "replicated":
+                    left = self.to_single(left, ldist)
+                    ldist = SINGLE
+                    right = self.to_single(right, rdist)
+                    strategy, out_dist = "aggregator", SINGLE
+                elif ldist.kind == "single":
+                    right = self.to_single(right, rdist)
+                    strategy, out_dist = "aggregator", SINGLE
+                else:
+                    right = self.broadcast(right, rdist)
+                    strategy, out_dist = "broadcast", ldist
+            elif ldist.kind == "single" and not preserve_left and left_rows <= limit:
+                left = self.broadcast(left, ldist)
+                strategy, out_dist = "broadcast probe", rdist
+            else:
+                if ldist.kind == "replicated":
+                    left = self.to_single(left, ldist)
+                    ldist = SINGLE
+                if rdist.kind == "replicated":
+                    right = self.to_single(right, rdist)
+                    rdist = SINGLE
+                if not (ldist.kind == "hashed" and self._hashed_on(ldist, lkey_ids)):
+                    left = self.repartition(left, ldist, lkey_ids)
+                if not (rdist.kind == "hashed" and self._hashed_on(rdist, rkey_ids) and
+                        ldist.kind == "hashed" and _same_order(ldist.keys, lkey_ids, rdist.keys, rkey_ids)):
+                    right = self.repartition(right, rdist, rkey_ids)
+                strategy, out_dist = "repartition", Distribution("hashed", lkey_ids)
+        join = HashJoinExec(left, right, kind, left_keys, right_keys, node.residual, fields, strategy)
+        return join, out_dist
+
+    def _nested_loop(self, node: Join, left, ldist, right, rdist):
+        kind = "inner" if node.kind == "cross" else node.kind
+        if kind == "anti_null_aware":
+            raise UnsupportedError("NOT IN without a comparable key")
+        if rdist.kind == "replicated" and ldist.kind != "single":
+            out = ldist
+        elif ldist.kind == "single" and rdist.kind in ("single", "replicated"):
+            right = self.to_single(right, rdist) if rdist.kind == "replicated" else right
+            out = SINGLE
+        elif ldist.kind == "replicated" and rdist.kind == "replicated":
+            out = REPLICATED
+        else:
+            if ldist.kind == "replicated":
+                left = self.to_single(left, ldist)
+                right = self.to_single(right, rdist)
+                out = SINGLE
+            elif ldist.kind == "single":
+                right = self.to_single(right, rdist)
+                out = SINGLE
+            else:
+                right = self.broadcast(right, rdist)
+                out = ldist
+        return NestedLoopJoinExec(left, right, kind, node.residual, node.fields), out
+
+    def _key_columns(self, op: PhysicalOperator, keys, hint: str):
+        if all(isinstance(k, ColumnRef) for k in keys):
+            return op, tuple(keys)
+        exprs = [(f, f.ref()) for f in op.fields]
+        new_keys = []
+        for i, k in enumerate(keys):
+            if isinstance(k, ColumnRef):
+                new_keys.append(k)
+                continue
+            f = Field(f"{hint}{i}#{id(k) % 100000}", f"{hint}{i}", k.type)
+            exprs.append((f, k))
+            new_keys.append(f.ref())
+        return ProjectExec(op, tuple(exprs)), tuple(new_keys)
+
+    @staticmethod
+    def _hashed_on(dist: Distribution, key_ids: tuple[str, ...]) -> bool:
+        return dist.kind == "hashed" and set(dist.keys) <= set(key_ids) and len(dist.keys) > 0
+
+    def _colocated(self, ldist, rdist, lkey_ids, rkey_ids, left_keys, right_keys) -> bool:
+        if ldist.kind != "hashed" or rdist.kind != "hashed" or len(ldist.keys) != len(rdist.keys):
+            return False
+        if not _same_order(ldist.keys, lkey_ids, rdist.keys, rkey_ids):
+            return False
+        for lk, rk in zip(left_keys, right_keys):
+            if lk.id in ldist.keys and not _hash_compatible(lk.type, rk.type):
+                return False
+        return True
+
+
+def _same_order(lkeys, lkey_ids, rkeys, rkey_ids) -> bool:
+    """Both sides hashed on the same positions of the join key list (so equal keys meet)."""
+    try:
+        lpos = [lkey_ids.index(k) for k in lkeys]
+        rpos = [rkey_ids.index(k) for k in rkeys]
+    except ValueError:
+        return False
+    return lpos == rpos
+
+
+def _hash_compatible(a, b) -> bool:
+    if a.kind == "int" and b.kind == "int":
+        return True
+    return a.to_arrow() == b.to_arrow()
