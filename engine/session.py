@@ -2,11 +2,308 @@
 
 Contract used by every front end (DB-API driver, MySQL wire server, notebooks)::
 
-    session = Session(cluster, database="canopy")
+    session = Session(runner, database="canopy")
     result = session.execute("SELECT ... WHERE a = %s", (5,))     # -> engine.result.Result
     result = session.execute_many("INSERT INTO t VALUES (%s, %s)", [(1, 'a'), (2, 'b')])
     session.close()
 
 Parameters follow PEP 249's ``pyformat`` style (``%s`` positional, ``%(name)s`` named); values are
-substituted into the parsed AST as literals, never spliced into SQL text.
+substituted into the parsed AST as literals, never spliced into SQL text. Several statements separated
+by ``;`` run in order and the last one's result is returned. Every statement commits on its own.
+
+Errors: bad input raises the typed errors of :mod:`engine.errors`; anything else escaping the engine is
+wrapped as :class:`~engine.errors.CanopyInternalError`, so no raw traceback of engine internals reaches a
+client, and the session stays usable.
 """
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+import pyarrow as pa
+from sqlglot import exp
+
+from engine.errors import (BadDataError, BindError, CanopyError, CanopyInternalError, Error,
+                           UnsupportedError, unknown_name_error)
+from engine.result import Result
+from engine.sql import ddl, dml
+from engine.sql.parameters import bind_placeholders, mark_placeholders
+from engine.sql.parser import Statement, parse
+from engine.sql.query import explain_text, plan_query, run_query
+from engine.statistics import RunnerStatistics
+
+
+class Session:
+    def __init__(self, runner, database: Optional[str] = "canopy"):
+        self.runner = runner
+        self.catalog = runner.catalog
+        if database is not None and not self.catalog.has_database(database):
+            self.catalog.create_database(database)
+        self.database = database
+        self.statistics = _statistics_of(runner)
+        self.variables: dict[str, object] = {}
+        self.closed = False
+
+    # -- entry points -----------------------------------------------------------------------------
+    def execute(self, sql: str, params: Optional[Sequence | Mapping] = None) -> Result:
+        self._check_open()
+        return self._guarded(lambda: self._execute(sql, params))
+
+    def execute_many(self, sql: str, seq_of_params) -> Result:
+        """Run ``sql`` once per parameter set. INSERT ... VALUES becomes one columnar append."""
+        self._check_open()
+        return self._guarded(lambda: self._execute_many(sql, list(seq_of_params)))
+
+    def close(self) -> None:
+        self.closed = True
+
+    # -- internals --------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            from engine.errors import InterfaceError
+            raise InterfaceError("the session is closed")
+
+    @staticmethod
+    def _guarded(action) -> Result:
+        try:
+            return action()
+        except Error:
+            raise
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as error:
+            raise BadDataError(str(error).split("\n")[0]) from error
+        except RecursionError:
+            raise UnsupportedError("statement nested too deeply") from None
+        except Exception as error:   # an engine bug: typed, with its cause attached for the report
+            raise CanopyInternalError(f"internal error ({type(error).__name__}): {error}") from error
+
+    def _execute(self, sql: str, params) -> Result:
+        if not isinstance(sql, str):
+            raise BindError(f"the statement must be a string, not {type(sql).__name__}")
+        marked, values = mark_placeholders(sql, params)
+        result = Result(None, rowcount=0)
+        for statement in parse(marked):
+            if not _is_load(statement.node):
+                statement.node = bind_placeholders(statement.node, values)
+            result = self._run(statement)
+        return result
+
+    def _execute_many(self, sql: str, param_sets: list) -> Result:
+        if not param_sets:
+            return Result(None, rowcount=0)
+        first_marked, _ = mark_placeholders(sql, param_sets[0])
+        statements = parse(first_marked)
+        node = statements[0].node
+        if len(statements) == 1 and isinstance(node, exp.Insert) and isinstance(node.expression, exp.Values) \
+                and len(node.expression.expressions) == 1:
+            rows = []
+            template = node.expression.expressions[0]
+            for params in param_sets:
+                marked, values = mark_placeholders(sql, params)
+                if marked != first_marked:
+                    break      # parameter markers differ in shape: fall back to one statement per set
+                rows.append(bind_placeholders(copy.deepcopy(template), values))
+            else:
+                node.expression.set("expressions", rows)
+                return self._run(statements[0])
+        total = 0
+        for params in param_sets:
+            result = self._execute(sql, params)
+            total += max(result.rowcount, 0)
+        return Result(None, rowcount=total)
+
+    def _run(self, statement: Statement) -> Result:
+        node = statement.node
+        if _is_load(node):
+            return self._load_data(node)
+        handler = getattr(self, "_stmt_" + type(node).__name__, None)
+        if handler is None:
+            raise UnsupportedError(f"{type(node).__name__.upper()} statements are not supported")
+        return handler(node, statement)
+
+    # -- queries ------------------------------------------------------------------------------------
+    def _plan(self, node: exp.Expression):
+        return plan_query(node, self.catalog, self.database, self.statistics, self.runner.num_partitions)
+
+    def _query(self, node, statement) -> Result:
+        return run_query(self._plan(node), self.runner)
+
+    _stmt_Select = _stmt_Union = _stmt_Subquery = _stmt_Values = _query
+
+    def _stmt_Intersect(self, node, statement):
+        raise UnsupportedError("INTERSECT is not supported yet")
+
+    _stmt_Except = _stmt_Intersect
+
+    def _stmt_Describe(self, node: exp.Describe, statement) -> Result:
+        target = node.this
+        if isinstance(target, exp.Table):
+            return ddl.describe_table(self._table(target))
+        if node.args.get("style") or node.args.get("kind"):
+            raise UnsupportedError(f"EXPLAIN {node.args.get('style') or node.args.get('kind')}")
+        text = explain_text(self._plan(target))
+        return ddl.text_result(["EXPLAIN"], [(line,) for line in text.splitlines()])
+
+    # -- catalog statements -------------------------------------------------------------------------
+    def _table(self, node: exp.Table):
+        return self.catalog.table(ddl.database_of(node, self.database), node.name)
+
+    def _stmt_Create(self, node: exp.Create, statement: Statement) -> Result:
+        kind = (node.args.get("kind") or "").upper()
+        if_not_exists = bool(node.args.get("exists"))
+        if kind in ("DATABASE", "SCHEMA"):
+            created = self.catalog.create_database(node.this.name, if_not_exists)
+            return Result(None, rowcount=1 if created else 0)
+        if kind != "TABLE":
+            raise UnsupportedError(f"CREATE {kind}")
+        target = node.this.this if isinstance(node.this, exp.Schema) else node.this
+        database = ddl.database_of(target, self.database)
+        if not self.catalog.has_database(database):
+            raise unknown_name_error("database", database, self.catalog.databases())
+        if self.catalog.find_table(database, target.name) is not None:
+            if if_not_exists:
+                return Result(None, rowcount=0)
+            raise BindError(f"table {target.name!r} already exists in database {database!r}")
+        if node.expression is not None:
+            return self._create_table_as(node, statement, database)
+        table = ddl.table_def_from_create(node, statement.table_options, database, self.catalog)
+        self.runner.create_table(table)
+        try:
+            self.catalog.add_table(table)
+        except Error:
+            self.runner.drop_table(table)
+            raise
+        return Result(None, rowcount=0)
+
+    def _create_table_as(self, node: exp.Create, statement: Statement, database: str) -> Result:
+        from engine.catalog import ColumnDef, TableDef
+        planned = self._plan(node.expression)
+        columns = tuple(ColumnDef(name, f.type if f.type.kind != "null" else __import__("engine.types").types.TEXT)
+                        for name, f in zip(planned.names, planned.fields))
+        options = statement.table_options
+        shard = options.shard_key or ()
+        table = TableDef(database, node.this.name, columns, tuple(shard), options.sort_key, options.reference)
+        result = run_query(planned, self.runner)
+        data = pa.Table.from_arrays(result.table.columns, schema=table.arrow_schema)
+        self.runner.create_table(table)
+        self.catalog.add_table(table)
+        self.runner.insert(table, data)
+        return Result(None, rowcount=data.num_rows)
+
+    def _stmt_Drop(self, node: exp.Drop, statement) -> Result:
+        kind = (node.args.get("kind") or "").upper()
+        if_exists = bool(node.args.get("exists"))
+        if kind in ("DATABASE", "SCHEMA"):
+            tables = self.catalog.drop_database(node.this.name, if_exists)
+            for table in tables:
+                self.runner.drop_table(table)
+            if self.database and self.database.lower() == node.this.name.lower():
+                self.database = None
+            return Result(None, rowcount=len(tables))
+        if kind != "TABLE":
+            raise UnsupportedError(f"DROP {kind}")
+        targets = [node.this] + list(node.expressions or [])
+        for target in targets:
+            database = ddl.database_of(target, self.database)
+            if self.catalog.find_table(database, target.name) is None:
+                if if_exists:
+                    continue
+                self.catalog.table(database, target.name)      # raises, naming the closest table
+            table = self.catalog.drop_table(database, target.name)
+            self.runner.drop_table(table)
+            self.statistics.forget(table)
+        return Result(None, rowcount=0)
+
+    def _stmt_Use(self, node: exp.Use, statement) -> Result:
+        name = node.this.name
+        if not self.catalog.has_database(name):
+            raise unknown_name_error("database", name, self.catalog.databases())
+        self.database = next(d for d in self.catalog.databases() if d.lower() == name.lower())
+        return Result(None, rowcount=0)
+
+    def _stmt_Show(self, node: exp.Show, statement) -> Result:
+        what = str(node.this).upper()
+        if what == "DATABASES":
+            return ddl.text_result(["Database"], [(d,) for d in self.catalog.databases()])
+        if what == "TABLES":
+            database = node.args.get("db").name if node.args.get("db") is not None else self.database
+            if database is None:
+                raise BindError("no database selected; run USE <database> first")
+            tables = self.catalog.tables(database)
+            return ddl.text_result([f"Tables_in_{database}"], [(t.name,) for t in tables])
+        if what == "COLUMNS":
+            return ddl.describe_table(self._table(node.args["target"]))
+        if what == "CREATE TABLE":
+            table = self._table(node.args["target"])
+            return ddl.text_result(["Table", "Create Table"], [(table.name, ddl.show_create_table(table))])
+        if what == "WARNINGS":
+            return ddl.text_result(["Level", "Code", "Message"], [])
+        raise UnsupportedError(f"SHOW {what}")
+
+    # -- writes -------------------------------------------------------------------------------------
+    def _stmt_Insert(self, node: exp.Insert, statement) -> Result:
+        if node.args.get("conflict") or node.args.get("overwrite") or node.args.get("alternative"):
+            raise UnsupportedError("INSERT IGNORE / REPLACE / ON DUPLICATE KEY UPDATE (tables have no unique keys)")
+        target = node.this
+        names = None
+        if isinstance(target, exp.Schema):
+            names = [e.name for e in target.expressions]
+            target = target.this
+        table = self._table(target)
+        columns = dml.target_columns(table, names)
+        source = node.expression
+        if isinstance(source, exp.Values):
+            from engine.plan.binder import Binder
+            values, _ = Binder(self.catalog, self.database).bind_values(source)
+            for row_number, row in enumerate(values.rows, start=1):
+                if len(row) != len(columns):
+                    raise BindError(f"column count ({len(columns)}) doesn't match value count "
+                                    f"({len(row)}) at row {row_number}")
+            types = [f.type for f in values.fields]
+            data = dml.rows_to_table(values.rows, types)
+        else:
+            planned = self._plan(source)
+            data = run_query(planned, self.runner).table
+            types = [f.type for f in planned.fields]
+        rows = dml.conform_to_table(data, types, table, columns)
+        return Result(None, rowcount=self.runner.insert(table, rows))
+
+    def _load_data(self, statement) -> Result:
+        from engine.load.delimited import read_delimited
+        database = statement.database or self.database
+        if database is None:
+            raise BindError("no database selected; run USE <database> first")
+        table = self.catalog.table(database, statement.table)
+        data = read_delimited(statement, table)
+        return Result(None, rowcount=self.runner.insert(table, data))
+
+    def _stmt_TruncateTable(self, node: exp.TruncateTable, statement) -> Result:
+        for target in node.expressions:
+            table = self._table(target)
+            partitions = [None] if table.reference else range(self.runner.num_partitions)
+            self.runner.replace_rows(table, {p: [] for p in partitions})
+        return Result(None, rowcount=0)
+
+    # -- session state ------------------------------------------------------------------------------
+    def _stmt_Set(self, node: exp.Set, statement) -> Result:
+        # Clients send SET NAMES / SET autocommit=1 / SET sql_mode=... on connect: record, do not fail.
+        for item in node.expressions:
+            self.variables[item.sql(dialect="mysql")] = True
+        return Result(None, rowcount=0)
+
+    def _stmt_Transaction(self, node, statement) -> Result:
+        return Result(None, rowcount=0)    # every statement autocommits; BEGIN is accepted for clients
+
+    _stmt_Commit = _stmt_Rollback = _stmt_Transaction
+
+
+def _statistics_of(runner) -> RunnerStatistics:
+    stats = getattr(runner, "statistics", None)
+    if stats is None:
+        stats = RunnerStatistics(runner)
+        runner.statistics = stats          # shared by every session of this cluster
+    return stats
+
+
+def _is_load(node) -> bool:
+    return not isinstance(node, exp.Expression)     # a LoadDataStatement (engine.load), not a sqlglot tree

@@ -388,6 +388,10 @@ def _cast(expr, a):
         return pc.round(a, ndigits=target.scale).cast(target)
     if pa.types.is_decimal(target) and pa.types.is_floating(source):
         return pc.round(a, ndigits=target.scale).cast(target)
+    if pa.types.is_decimal(target) and pa.types.is_integer(source):
+        # via the widest decimal: Arrow refuses int64 -> decimal(15,2) by type, even when values fit
+        wide = pa.decimal128(MAX_DECIMAL_PRECISION, target.scale)
+        return a.cast(wide).cast(target)
     if pa.types.is_integer(target) and (pa.types.is_floating(source) or pa.types.is_decimal(source)):
         return pc.round(a.cast(pa.float64()) if pa.types.is_decimal(source) else a).cast(target)
     if pa.types.is_string(target) and pa.types.is_decimal(source):

@@ -1144,6 +1144,8 @@ def _contains_aggregate(node) -> bool:
         return False
     for sub in node.walk():
         if isinstance(sub, tuple(AGGREGATES)):
+            if sub is node:
+                return True
             # aggregates inside a nested subquery belong to that subquery
             parent = sub.parent
             nested = False

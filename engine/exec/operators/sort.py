@@ -39,15 +39,15 @@ class SortExec(PhysicalOperator):
         key_columns, sort_keys = [], []
         for i, key in enumerate(self.keys):
             key_columns.append(evaluate_array(key.expr, batch_like, ctx.params))
-            sort_keys.append((f"k{i}", "ascending" if key.ascending else "descending"))
-        keys_table = pa.table(key_columns, names=[name for name, _ in sort_keys])
-        null_placement = "at_start" if self.keys[0].nulls_first else "at_end"
+            sort_keys.append((f"k{i}", "ascending" if key.ascending else "descending",
+                              "at_start" if key.nulls_first else "at_end"))
+        keys_table = pa.table(key_columns, names=[k[0] for k in sort_keys])
         if self.limit is not None and self.limit < table.num_rows // 8 and not any(
                 c.null_count for c in key_columns):
-            indices = pc.select_k_unstable(keys_table, k=self.limit, sort_keys=sort_keys)
+            indices = pc.select_k_unstable(keys_table, k=self.limit, sort_keys=[k[:2] for k in sort_keys])
             indices = pc.take(indices, pc.sort_indices(pc.take(keys_table, indices), sort_keys=sort_keys))
         else:
-            indices = pc.sort_indices(keys_table, sort_keys=sort_keys, null_placement=null_placement)
+            indices = pc.sort_indices(keys_table, sort_keys=sort_keys)
             if self.limit is not None:
                 indices = indices.slice(0, self.limit)
         yield from table_to_batches(table.take(indices))

@@ -1,0 +1,177 @@
+"""The embedded runner: an aggregator and N leaves in this process.
+
+Plans have the same shape as on the Ray runner: leaf stages run once per partition on the leaf that hosts
+the partition, their output is routed by the stage's exchange (gather to the aggregator, broadcast to
+every partition, repartition by the hash of keys with the same kernel that places rows of sharded
+tables), and the final stage runs once on the aggregator. Partition tasks of a stage run on a thread
+pool: the Arrow kernels release the GIL, so leaves use the machine's cores.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import kernels
+from cluster.leaf import Leaf
+from engine.catalog import Catalog, TableDef
+from engine.errors import CanopyInternalError
+from engine.exec.stages import StageSpec, decode_stage, encode_stage
+from engine.runner import Runner
+
+
+class LocalRunner(Runner):
+    def __init__(self, leaves: int = 2, partitions_per_leaf: int = 4, threads: Optional[int] = None):
+        self.num_leaves = leaves
+        self.partitions_per_leaf = partitions_per_leaf
+        self.leaves = [Leaf(i, range(i * partitions_per_leaf, (i + 1) * partitions_per_leaf))
+                       for i in range(leaves)]
+        self._threads = threads or min(self.num_partitions, os.cpu_count() or 1)
+        self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="canopy-leaf")
+        self._write_lock = threading.Lock()
+        self._keyless_cursor: dict[int, int] = {}
+        self._closed = False
+        # The aggregator's catalog; "canopy" is the database a new session starts in.
+        self.catalog = Catalog()
+        self.catalog.create_database("canopy")
+
+    def leaf_of(self, partition: int) -> Leaf:
+        return self.leaves[partition // self.partitions_per_leaf]
+
+    # -- tables -----------------------------------------------------------------------------------
+    def create_table(self, table: TableDef) -> None:
+        schema = table.arrow_schema
+        for leaf in self.leaves:
+            leaf.storage.create(table.table_id, schema, [None] if table.reference else leaf.partitions)
+
+    def drop_table(self, table: TableDef) -> None:
+        for leaf in self.leaves:
+            leaf.storage.drop(table.table_id)
+
+    def insert(self, table: TableDef, data: pa.Table) -> int:
+        if data.num_rows == 0:
+            return 0
+        data = data.combine_chunks()
+        with self._write_lock:
+            # Route everything first, append after: a routing failure leaves every partition untouched.
+            placements = self._route(table, data)
+            for partition, piece in placements:
+                for batch in piece.to_batches():
+                    for leaf, key in self._targets(table, partition):
+                        leaf.storage.store(table.table_id, key).append(batch)
+        return data.num_rows
+
+    def _route(self, table: TableDef, data: pa.Table) -> list[tuple[Optional[int], pa.Table]]:
+        if table.reference:
+            return [(None, data)]
+        n = self.num_partitions
+        if table.shard_key:
+            pieces = kernels.split_batch(data, list(table.shard_key), n)
+            return [(p, piece) for p, piece in enumerate(pieces) if piece.num_rows]
+        # keyless: contiguous slices, starting where the previous insert stopped, so small inserts spread
+        start = self._keyless_cursor.get(table.table_id, 0)
+        rows = data.num_rows
+        per = -(-rows // n)
+        out = []
+        for i in range(n):
+            piece = data.slice(i * per, per)
+            if piece.num_rows:
+                out.append(((start + i) % n, piece))
+        self._keyless_cursor[table.table_id] = (start + len(out)) % n
+        return out
+
+    def _targets(self, table: TableDef, partition: Optional[int]):
+        if partition is None:
+            return [(leaf, None) for leaf in self.leaves]
+        return [(self.leaf_of(partition), partition)]
+
+    def replace_rows(self, table: TableDef, data_by_partition: dict[Optional[int], list[pa.RecordBatch]]) -> None:
+        with self._write_lock:
+            for partition, batches in data_by_partition.items():
+                for leaf, key in self._targets(table, partition):
+                    leaf.storage.store(table.table_id, key).replace(batches)
+
+    def row_count(self, table: TableDef) -> int:
+        if table.reference:
+            return self.leaves[0].storage.store(table.table_id, None).row_count()
+        return sum(leaf.storage.store(table.table_id, p).row_count()
+                   for leaf in self.leaves for p in leaf.partitions)
+
+    def distinct_count(self, table: TableDef, column: str) -> int:
+        stores = ([self.leaves[0].storage.store(table.table_id, None)] if table.reference else
+                  [leaf.storage.store(table.table_id, p) for leaf in self.leaves for p in leaf.partitions])
+        chunks = [b.column(0) for store in stores for b in store.scan([column])]
+        if not chunks:
+            return 0
+        return pc.count_distinct(pa.chunked_array(chunks), mode="only_valid").as_py()
+
+    # -- queries ----------------------------------------------------------------------------------
+    def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
+        if self._closed:
+            raise CanopyInternalError("the runner has been shut down")
+        n = self.num_partitions
+        # routed[stage_id][partition] = batches that partition of the consuming stage reads
+        routed: dict[int, dict[int, list[pa.RecordBatch]]] = {}
+        result: list[pa.RecordBatch] = []
+        for spec in stages:
+            stage = decode_stage(encode_stage(spec))      # what a remote leaf would receive
+            partitions = range(n) if stage.parallel else [0]
+            inputs_for = lambda p: {sid: parts.get(p, []) for sid, parts in routed.items()}  # noqa: E731
+            outputs = self._run_partitions(stage, partitions, params, inputs_for)
+            if stage.output_kind is None:
+                result = [b for out in outputs for b in out]
+                schema = stage.root.schema
+                continue
+            routed[stage.stage_id] = self._route_output(stage, outputs)
+        if not result:
+            return schema.empty_table()
+        return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
+
+    def _run_partitions(self, stage: StageSpec, partitions, params, inputs_for) -> list[list[pa.RecordBatch]]:
+        def task(p: int) -> list[pa.RecordBatch]:
+            # Once-only stages run on the aggregator; if they read reference tables, on leaf 0's copy.
+            leaf = self.leaf_of(p) if (stage.parallel or stage.scans_tables) else self.leaves[0]
+            return leaf.run_task(stage, p, self.num_partitions, params, inputs_for(p))
+
+        if len(partitions) == 1:
+            return [task(partitions[0])]
+        futures = [self._pool.submit(task, p) for p in partitions]
+        outputs, first_error = [], None
+        for future in futures:              # wait for all, so no task outlives the query
+            try:
+                outputs.append(future.result())
+            except BaseException as error:  # noqa: BLE001 - re-raised below, typed
+                first_error = first_error or error
+        if first_error is not None:
+            raise first_error
+        return outputs
+
+    def _route_output(self, stage: StageSpec, outputs: list[list[pa.RecordBatch]]) -> dict[int, list[pa.RecordBatch]]:
+        batches = [b for out in outputs for b in out]
+        n = self.num_partitions
+        if stage.output_kind == "gather":
+            return {0: batches}
+        if stage.output_kind == "broadcast":
+            return {p: batches for p in range(n)}
+        if stage.output_kind == "repartition":
+            routed: dict[int, list[pa.RecordBatch]] = {p: [] for p in range(n)}
+            for batch in batches:
+                for p, piece in enumerate(kernels.split_batch(batch, list(stage.output_keys), n)):
+                    if piece.num_rows:
+                        routed[p].append(piece)
+            return routed
+        raise CanopyInternalError(f"unknown exchange kind {stage.output_kind!r}")
+
+    def shutdown(self) -> None:
+        self._closed = True
+        self._pool.shutdown(wait=True)
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(batch.columns, schema)], schema=schema)

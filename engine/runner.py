@@ -1,0 +1,79 @@
+"""The runner interface: how the engine reaches the aggregator's cluster of leaves.
+
+``engine`` defines this interface and ``cluster`` implements it (:class:`cluster.local.LocalRunner`, the
+embedded default; the Ray runner later). The session talks to a runner only through these methods, and
+what crosses the boundary is Arrow data, TableDefs and encoded StageSpecs, never SQL text.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Sequence
+
+import pyarrow as pa
+
+from engine.catalog import TableDef
+from engine.errors import UnsupportedError
+from engine.exec.stages import StageSpec
+
+
+class Runner(ABC):
+    num_leaves: int
+    partitions_per_leaf: int
+
+    @property
+    def num_partitions(self) -> int:
+        return self.num_leaves * self.partitions_per_leaf
+
+    # -- tables -----------------------------------------------------------------------------------
+    @abstractmethod
+    def create_table(self, table: TableDef) -> None:
+        """Create empty storage for every partition of ``table`` (every leaf's copy of a reference table)."""
+
+    @abstractmethod
+    def drop_table(self, table: TableDef) -> None:
+        """Release the table's storage on every leaf."""
+
+    @abstractmethod
+    def insert(self, table: TableDef, data: pa.Table) -> int:
+        """Place rows (already of ``table.arrow_schema``) on their partitions atomically; return the count.
+
+        Sharded tables go to the partition of the hash of their shard key, keyless tables are spread
+        evenly, reference tables are copied to every leaf. Either every row becomes visible or none.
+        """
+
+    @abstractmethod
+    def replace_rows(self, table: TableDef, data_by_partition: dict[int, list[pa.RecordBatch]]) -> None:
+        """Atomically replace the rows of the given partitions (DELETE / UPDATE / TRUNCATE)."""
+
+    @abstractmethod
+    def row_count(self, table: TableDef) -> int:
+        """Live rows of the table (answered from metadata, without reading column data)."""
+
+    @abstractmethod
+    def distinct_count(self, table: TableDef, column: str) -> int:
+        """Number of distinct non-null values of ``column`` (for the optimizer's estimates)."""
+
+    # -- queries ----------------------------------------------------------------------------------
+    @abstractmethod
+    def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
+        """Run the stages of one query (producers first, the final stage last); return its result."""
+
+    def shutdown(self) -> None:
+        """Stop the leaves; the runner is unusable afterwards."""
+
+
+def start_runner(kind: str = "local", *, leaves: int = 2, partitions_per_leaf: int = 4,
+                 **options) -> Runner:
+    """Start a cluster of ``leaves`` leaves with ``partitions_per_leaf`` partitions each."""
+    if leaves < 1 or partitions_per_leaf < 1:
+        raise ValueError("leaves and partitions_per_leaf must be at least 1")
+    if kind == "local":
+        from cluster.local import LocalRunner     # cluster imports engine, not the other way round
+        return LocalRunner(leaves=leaves, partitions_per_leaf=partitions_per_leaf, **options)
+    raise UnsupportedError(f"cluster={kind!r}: only the embedded 'local' runner exists so far")
+
+
+def empty_partition_map(num_partitions: int) -> dict[int, list[pa.RecordBatch]]:
+    return {p: [] for p in range(num_partitions)}
+
+

@@ -1,0 +1,158 @@
+"""PEP 249 ``pyformat`` parameters, bound into the parsed statement as literals.
+
+``%s`` (positional) and ``%(name)s`` (named) markers outside string literals, quoted identifiers and
+comments become named placeholders (``:canopy_p0``) before parsing; after parsing, each placeholder node
+is replaced by a literal node built from the Python value. A value is therefore always one literal in the
+tree: no value can change the statement's structure, whatever text it contains.
+"""
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from sqlglot import exp
+
+from engine.errors import BindError, ProgrammingError
+
+PLACEHOLDER_PREFIX = "canopy_p"
+
+
+class ParameterError(BindError):
+    """Wrong number of parameters, a missing name, or a value of a type that cannot be bound."""
+
+
+def mark_placeholders(sql: str, params: Optional[Sequence | Mapping]) -> tuple[str, list[Any]]:
+    """Replace pyformat markers by numbered placeholders; return the text and the values in order.
+
+    With ``params`` None the text is left alone (a literal ``%`` needs no doubling then), as PyMySQL does.
+
+    >>> mark_placeholders("SELECT '%s', a FROM t WHERE b = %s AND c LIKE 'x%%'", (5,))
+    ("SELECT '%s', a FROM t WHERE b = :canopy_p0 AND c LIKE 'x%%'", [5])
+    """
+    if params is None:
+        return sql, []
+    if isinstance(params, (str, bytes)) or not isinstance(params, (Sequence, Mapping)):
+        raise ProgrammingError(f"parameters must be a sequence or a mapping, not {type(params).__name__}")
+    named = isinstance(params, Mapping)
+    out: list[str] = []
+    values: list[Any] = []
+    used_positional = 0
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in ("'", '"', "`"):
+            end = _end_of_quoted(sql, i)
+            out.append(sql[i:end])
+            i = end
+            continue
+        if c == "-" and sql.startswith("--", i) or c == "#":
+            end = sql.find("\n", i)
+            end = n if end < 0 else end
+            out.append(sql[i:end])
+            i = end
+            continue
+        if c == "/" and sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append(sql[i:end])
+            i = end
+            continue
+        if c == "%" and i + 1 < n:
+            nxt = sql[i + 1]
+            if nxt == "%":
+                out.append("%")
+                i += 2
+                continue
+            if nxt == "s":
+                if named:
+                    raise ParameterError("the statement uses %s but the parameters are a mapping")
+                if used_positional >= len(params):
+                    raise ParameterError(
+                        f"the statement has more %s markers than the {len(params)} parameters given")
+                values.append(params[used_positional])
+                used_positional += 1
+                out.append(f":{PLACEHOLDER_PREFIX}{len(values) - 1}")
+                i += 2
+                continue
+            if nxt == "(":
+                close = sql.find(")s", i)
+                if close < 0:
+                    raise ParameterError(f"unterminated %(name)s marker at offset {i}")
+                name = sql[i + 2:close]
+                if not named:
+                    raise ParameterError(f"the statement uses %({name})s but the parameters are a sequence")
+                if name not in params:
+                    raise ParameterError(f"no value for parameter {name!r}")
+                values.append(params[name])
+                out.append(f":{PLACEHOLDER_PREFIX}{len(values) - 1}")
+                i = close + 2
+                continue
+        out.append(c)
+        i += 1
+    if not named and used_positional != len(params):
+        raise ParameterError(
+            f"the statement has {used_positional} %s markers but {len(params)} parameters were given")
+    return "".join(out), values
+
+
+def _end_of_quoted(sql: str, start: int) -> int:
+    quote = sql[start]
+    i = start + 1
+    while i < len(sql):
+        c = sql[i]
+        if c == "\\" and quote != "`":
+            i += 2
+            continue
+        if c == quote:
+            if i + 1 < len(sql) and sql[i + 1] == quote:    # doubled quote inside the literal
+                i += 2
+                continue
+            return i + 1
+        i += 1
+    return len(sql)
+
+
+def bind_placeholders(tree: exp.Expression, values: list[Any]) -> exp.Expression:
+    """Replace every ``:canopy_pN`` placeholder node of ``tree`` by the literal of ``values[N]``."""
+    if not values:
+        return tree
+
+    def replace(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder) and str(node.this or "").startswith(PLACEHOLDER_PREFIX):
+            return to_literal_node(values[int(str(node.this)[len(PLACEHOLDER_PREFIX):])])
+        return node
+
+    return tree.transform(replace, copy=False)
+
+
+def to_literal_node(value: Any) -> exp.Expression:
+    """A sqlglot literal for a Python value (the binder types it like the same literal in SQL text)."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):
+        return exp.Literal.number(str(value))
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise ParameterError(f"cannot bind the float {value!r}: SQL has no NaN or infinity literal")
+        text = repr(value)
+        return exp.Literal.number(text if "e" in text else text + "e0")     # the exponent makes it a DOUBLE
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise ParameterError(f"cannot bind the decimal {value}")
+        return exp.Literal.number(format(value, "f"))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return exp.Literal.string(bytes(value).decode("utf-8", errors="replace"))
+    if isinstance(value, datetime.datetime):
+        return exp.Cast(this=exp.Literal.string(value.isoformat(sep=" ")), to=exp.DataType.build("DATETIME"))
+    if isinstance(value, datetime.date):
+        return exp.Cast(this=exp.Literal.string(value.isoformat()), to=exp.DataType.build("DATE"))
+    if isinstance(value, datetime.time):
+        return exp.Literal.string(value.isoformat())
+    raise ParameterError(f"cannot bind a parameter of Python type {type(value).__name__}")

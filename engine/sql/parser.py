@@ -1,0 +1,166 @@
+"""SQL text -> statements: split on ``;``, recognise what sqlglot cannot parse, map its errors.
+
+sqlglot (MySQL dialect) parses everything except three SingleStore/MySQL spellings this module handles
+on the token stream first:
+
+* ``CREATE REFERENCE TABLE`` — ``REFERENCE`` is removed and recorded;
+* ``SHARD KEY [name] (cols)`` and ``SORT KEY [name] (cols)`` inside ``CREATE TABLE`` — removed and
+  recorded (sqlglot would read them as columns named SHARD/SORT);
+* ``LOAD DATA ... INFILE`` — handed whole to :mod:`engine.load.load_data`.
+
+No sqlglot object leaves ``engine/sql`` and ``engine/plan``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError as SqlglotParseError
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from engine.errors import ParseError, UnsupportedError
+
+DIALECT = "mysql"
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """SingleStore table options cut out of a CREATE TABLE before sqlglot parses it."""
+
+    reference: bool = False
+    shard_key: Optional[tuple[str, ...]] = None     # None: not given; (): SHARD KEY () (keyless)
+    sort_key: tuple[str, ...] = ()
+
+
+@dataclass
+class Statement:
+    """One statement: its sqlglot tree (or a LoadDataStatement), plus what was cut out before parsing."""
+
+    node: Any
+    text: str
+    table_options: TableOptions = field(default_factory=TableOptions)
+
+
+def tokenize(sql: str) -> list[Token]:
+    try:
+        return sqlglot.Dialect.get_or_raise(DIALECT).tokenize(sql)
+    except TokenError as error:
+        raise ParseError(str(error).split("\n")[0]) from None
+
+
+def split_statements(sql: str) -> list[str]:
+    """The statements of ``sql`` without their ``;`` (empty statements dropped)."""
+    tokens = tokenize(sql)
+    pieces, start = [], 0
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            pieces.append(sql[start:token.start])
+            start = token.end + 1
+    pieces.append(sql[start:])
+    return [p for p in pieces if p.strip() and tokenize(p)]
+
+
+def parse(sql: str) -> list[Statement]:
+    """Parse every statement of ``sql``; raise :class:`ParseError` naming line, column and token."""
+    statements = []
+    for text in split_statements(sql):
+        if _starts_with_words(text, "LOAD", "DATA"):
+            from engine.load.load_data import parse_load_data
+            statements.append(Statement(parse_load_data(text), text))
+            continue
+        cleaned, options = extract_table_options(text)
+        statements.append(Statement(parse_one(cleaned), text, options))
+    if not statements:
+        raise ParseError("empty statement")
+    return statements
+
+
+def parse_one(text: str) -> exp.Expression:
+    try:
+        node = sqlglot.parse_one(text, read=DIALECT)
+    except SqlglotParseError as error:
+        detail = error.errors[0] if error.errors else {}
+        message = str(detail.get("description") or error).split("\n")[0]
+        raise ParseError(message, detail.get("line"), detail.get("col"),
+                         detail.get("highlight") or None) from None
+    except TokenError as error:
+        raise ParseError(str(error).split("\n")[0]) from None
+    if node is None:
+        raise ParseError("empty statement")
+    if isinstance(node, exp.Command):
+        words = f"{node.this} {str(node.expression or '').strip()}".split()
+        raise UnsupportedError(f"statement {' '.join(words[:3]).upper()} ... is not supported")
+    return node
+
+
+def extract_table_options(text: str) -> tuple[str, TableOptions]:
+    """Cut REFERENCE, SHARD KEY (...) and SORT KEY (...) out of a CREATE TABLE statement."""
+    tokens = tokenize(text)
+    if not tokens or tokens[0].text.upper() != "CREATE":
+        return text, TableOptions()
+    cuts: list[tuple[int, int]] = []           # character spans to remove
+    reference = False
+    shard_key: Optional[tuple[str, ...]] = None
+    sort_key: tuple[str, ...] = ()
+    i = 1
+    # CREATE [ROWSTORE|COLUMNSTORE] [REFERENCE] TABLE
+    while i < len(tokens) and tokens[i].text.upper() in ("ROWSTORE", "COLUMNSTORE", "REFERENCE"):
+        if tokens[i].text.upper() == "REFERENCE":
+            reference = True
+        cuts.append((tokens[i].start, tokens[i].end + 1))
+        i += 1
+    depth = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 1 and token.text.upper() in ("SHARD", "SORT") and i + 1 < len(tokens) \
+                and tokens[i + 1].text.upper() == "KEY":
+            j = i + 2
+            if j < len(tokens) and tokens[j].token_type != TokenType.L_PAREN:
+                j += 1                                  # an optional key name
+            if j >= len(tokens) or tokens[j].token_type != TokenType.L_PAREN:
+                raise ParseError(f"{token.text.upper()} KEY needs a parenthesised column list",
+                                 token.line, token.col, token.text)
+            names, k = [], j + 1
+            while k < len(tokens) and tokens[k].token_type != TokenType.R_PAREN:
+                if tokens[k].token_type != TokenType.COMMA:
+                    names.append(tokens[k].text)
+                k += 1
+            if k >= len(tokens):
+                raise ParseError(f"unterminated {token.text.upper()} KEY column list", token.line, token.col)
+            end = tokens[k].end + 1
+            # swallow the comma before the clause (or after it, when it comes first)
+            previous = tokens[i - 1]
+            start = token.start
+            if previous.token_type == TokenType.COMMA:
+                start = previous.start
+            elif k + 1 < len(tokens) and tokens[k + 1].token_type == TokenType.COMMA:
+                end = tokens[k + 1].end + 1
+            cuts.append((start, end))
+            if token.text.upper() == "SHARD":
+                shard_key = tuple(names)
+            else:
+                sort_key = tuple(names)
+            i = k + 1
+            continue
+        i += 1
+    if not cuts:
+        return text, TableOptions()
+    out, position = [], 0
+    for start, end in sorted(cuts):
+        out.append(text[position:start])
+        out.append(" ")
+        position = end
+    out.append(text[position:])
+    return "".join(out), TableOptions(reference, shard_key, sort_key)
+
+
+def _starts_with_words(text: str, *words: str) -> bool:
+    tokens = tokenize(text)[:len(words)]
+    return [t.text.upper() for t in tokens] == list(words)
