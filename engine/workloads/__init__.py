@@ -1,0 +1,1 @@
+"""Standard workloads (data generators, schemas, query sets) shared by the demo, tests and benchmarks."""

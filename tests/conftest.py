@@ -1,0 +1,80 @@
+"""Session-wide fixtures: TPC-H data generated once (cached under ``.data/tpch``), loaded into Canopy
+and into DuckDB, the reference the query results are compared with.
+
+SF 0.01 backs the default suite; SF 0.1 backs the tests marked ``slow`` (``pytest -m slow``).
+The engine and DuckDB are imported inside the fixtures so that tests that need neither (the kernels)
+can run without them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.workloads import tpch
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tpch_dir(sf: float) -> Path:
+    return tpch.generate(sf, tpch.default_cache_dir())
+
+
+def _canopy_with_tpch(data_dir: Path):
+    import engine
+
+    con = engine.connect()
+    tpch.create_schema(con)
+    counts = tpch.load(con, data_dir)
+    assert all(rows > 0 for rows in counts.values()), counts
+    return con
+
+
+def _duckdb_with_tpch(data_dir: Path):
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect(":memory:")
+    tpch.load_duckdb(con, data_dir)
+    return con
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def tpch_dir_sf001() -> Path:
+    return _tpch_dir(0.01)
+
+
+@pytest.fixture(scope="session")
+def tpch_canopy_sf001(tpch_dir_sf001):
+    con = _canopy_with_tpch(tpch_dir_sf001)
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="session")
+def tpch_duckdb_sf001(tpch_dir_sf001):
+    con = _duckdb_with_tpch(tpch_dir_sf001)
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="session")
+def tpch_dir_sf01() -> Path:
+    return _tpch_dir(0.1)
+
+
+@pytest.fixture(scope="session")
+def tpch_canopy_sf01(tpch_dir_sf01):
+    con = _canopy_with_tpch(tpch_dir_sf01)
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="session")
+def tpch_duckdb_sf01(tpch_dir_sf01):
+    con = _duckdb_with_tpch(tpch_dir_sf01)
+    yield con
+    con.close()
