@@ -1,0 +1,55 @@
+# Canopy's two commands: `make demo` (TPC-H end to end; SF=1 for a bigger run) and `make test`.
+# Everything runs in .venv, created and filled on first use; stamps keep later runs from reinstalling.
+
+PYTHON  ?= python3
+SF      ?= 0.1
+VENV    := .venv
+PY      := $(VENV)/bin/python
+# Re-install when the declared dependencies change; rebuild kernels when their sources change.
+INSTALL_STAMP := $(VENV)/.canopy-installed
+KERNEL_STAMP  := build/.canopy-kernels
+KERNEL_SOURCES := $(wildcard kernels/*.pyx kernels/*.pxd kernels/src/*.h kernels/src/*.c) setup.py
+
+.PHONY: venv kernels demo test test-slow bench clean distclean
+
+venv: $(INSTALL_STAMP) $(KERNEL_STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# setup.py imports Cython and numpy, and the editable install runs without build isolation (so the
+# kernels build against the venv's numpy): the build requirements go in first. The "python3"
+# kernelspec installed into the venv makes Jupyter started from the venv run this interpreter.
+$(INSTALL_STAMP): $(PY) pyproject.toml setup.py
+	$(PY) -m pip install --upgrade pip "setuptools>=68" wheel "Cython>=3.0" "numpy>=1.26"
+	$(PY) -m pip install --no-build-isolation -e ".[test,bench]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (canopy .venv)"
+	touch $@
+
+$(KERNEL_STAMP): $(INSTALL_STAMP) $(KERNEL_SOURCES)
+	$(PY) setup.py build_ext --inplace
+	@mkdir -p $(dir $@)
+	touch $@
+
+kernels: $(KERNEL_STAMP)
+
+demo: venv
+	$(PY) -m engine.demo --sf $(SF)
+
+test: venv
+	$(PY) -m pytest -q
+
+test-slow: venv
+	$(PY) -m pytest -q -m slow
+
+bench: venv
+	$(PY) -m benchmarks.tpch --sf 1
+
+clean:
+	rm -rf build .pytest_cache .hypothesis .asv kernels/*.so kernels/*.c kernels/*.cpp
+	find . -name __pycache__ -type d -not -path "./$(VENV)/*" -prune -exec rm -rf {} +
+	rm -f $(INSTALL_STAMP)
+
+# Also the virtual environment and the generated TPC-H data.
+distclean: clean
+	rm -rf $(VENV) .data

@@ -1,0 +1,132 @@
+"""TPC-H on Canopy and DuckDB in the same run: ``python -m benchmarks.tpch --sf 1``.
+
+Both engines get the same CSV files (``tpchgen-cli``, cached under ``.data/tpch``) with the same column
+types, loaded before any timing. Each query runs once as a warm-up on each engine, then ``--repeat``
+times alternating between them; the median is reported with the ratio Canopy / DuckDB (below 1 means
+Canopy is faster). Results are fetched as Arrow tables on both sides, the cheapest form for each.
+DuckDB runs with its default thread count (printed); Canopy runs its embedded cluster.
+
+    python -m benchmarks.tpch --sf 1 --queries q01,q06 --repeat 5 --json out.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+
+def _time_query(run, sql, repeat):
+    """(median seconds, rows) of ``repeat`` runs after one warm-up; ``run(sql)`` returns an Arrow table."""
+    rows = run(sql).num_rows
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run(sql)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), rows
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.tpch", description=__doc__.splitlines()[0])
+    parser.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
+    parser.add_argument("--queries", default="", help="comma-separated subset, e.g. q01,q06")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per query after one warm-up")
+    parser.add_argument("--leaves", type=int, default=2)
+    parser.add_argument("--partitions-per-leaf", type=int, default=4)
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--data-dir", type=Path, default=None, help="data cache (default .data/tpch)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    import duckdb
+
+    import engine
+    from engine.workloads import tpch
+
+    args = _parse_args(argv)
+    wanted = {q.strip() for q in args.queries.split(",") if q.strip()}
+    selected = [(n, sql) for n, sql in tpch.queries() if not wanted or n in wanted]
+    if wanted - {n for n, _ in selected}:
+        print(f"unknown queries: {', '.join(sorted(wanted - {n for n, _ in selected}))}", file=sys.stderr)
+        return 2
+
+    data_dir = tpch.generate(args.sf, args.data_dir or tpch.default_cache_dir())
+    canopy = engine.connect(leaves=args.leaves, partitions_per_leaf=args.partitions_per_leaf)
+    duck = duckdb.connect(":memory:")
+    duck_threads = duck.execute("SELECT current_setting('threads')").fetchone()[0]
+
+    print(f"TPC-H SF {args.sf:g} from {data_dir}; median of {args.repeat} after one warm-up")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(f"Canopy {engine.__version__}: embedded cluster, {args.leaves} leaves x {args.partitions_per_leaf} partitions")
+    print(f"DuckDB {duckdb.__version__}: {duck_threads} threads (default)\n")
+
+    start = time.perf_counter()
+    tpch.create_schema(canopy)
+    canopy_rows = tpch.load(canopy, data_dir)
+    canopy_load = time.perf_counter() - start
+    start = time.perf_counter()
+    duck_rows = tpch.load_duckdb(duck, data_dir)
+    duck_load = time.perf_counter() - start
+    print(f"load: Canopy {canopy_load:.2f} s, DuckDB {duck_load:.2f} s")
+    if canopy_rows != duck_rows:
+        print(f"  row counts differ: Canopy {canopy_rows} DuckDB {duck_rows}")
+    print()
+
+    def run_canopy(sql):
+        return canopy.execute(sql).fetch_arrow_table()
+
+    def run_duckdb(sql):
+        return duck.execute(sql).to_arrow_table()
+
+    results = {}
+    print(f"{'query':<6} {'canopy s':>10} {'duckdb s':>10} {'ratio':>8} {'rows':>8}")
+    for name, sql in selected:
+        duck_s, duck_n = _time_query(run_duckdb, sql, args.repeat)
+        entry = {"duckdb_s": duck_s, "duckdb_rows": duck_n}
+        try:
+            canopy_s, canopy_n = _time_query(run_canopy, sql, args.repeat)
+        except engine.Error as exc:  # keep timing the other queries; the error is reported and counted
+            entry["error"] = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+            print(f"{name:<6} {'ERROR':>10} {duck_s:>10.4f} {'':>8} {duck_n:>8}  {entry['error']}")
+        else:
+            entry.update(canopy_s=canopy_s, canopy_rows=canopy_n, ratio=canopy_s / duck_s)
+            flag = "" if canopy_n == duck_n else f"  rows differ: DuckDB {duck_n}"
+            print(f"{name:<6} {canopy_s:>10.4f} {duck_s:>10.4f} {entry['ratio']:>8.2f} {canopy_n:>8}{flag}")
+        results[name] = entry
+        sys.stdout.flush()
+
+    timed = [e for e in results.values() if "canopy_s" in e]
+    totals = {
+        "queries": len(timed),
+        "failed": sorted(n for n, e in results.items() if "error" in e),
+        "canopy_s": sum(e["canopy_s"] for e in timed),
+        "duckdb_s": sum(e["duckdb_s"] for e in timed),
+    }
+    totals["ratio"] = totals["canopy_s"] / totals["duckdb_s"] if timed else None
+    ratio = f"{totals['ratio']:>8.2f}" if timed else f"{'n/a':>8}"
+    print(f"{'total':<6} {totals['canopy_s']:>10.4f} {totals['duckdb_s']:>10.4f} {ratio}"
+          f"  ({len(timed)} queries{', failed: ' + ','.join(totals['failed']) if totals['failed'] else ''})")
+
+    if args.json:
+        args.json.write_text(json.dumps({
+            "sf": args.sf, "repeat": args.repeat,
+            "machine": {"cpus": os.cpu_count(), "processor": platform.processor(), "python": platform.python_version()},
+            "canopy": {"version": engine.__version__, "leaves": args.leaves,
+                       "partitions_per_leaf": args.partitions_per_leaf, "load_s": canopy_load},
+            "duckdb": {"version": duckdb.__version__, "threads": duck_threads, "load_s": duck_load},
+            "queries": results, "totals": totals,
+        }, indent=2))
+        print(f"wrote {args.json}")
+    canopy.close()
+    duck.close()
+    return 1 if totals["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
