@@ -54,9 +54,18 @@ class Estimator:
             for child in plan.inputs:
                 self.rows(child)
             self._register(plan)
+            # Selectivities ask for NDVs capped by this node's rows: answer with its input's rows meanwhile
+            self._rows[id(plan)] = (plan, self._provisional(plan))
             cached = (plan, max(1.0, self._estimate(plan)))
             self._rows[id(plan)] = cached
         return cached[1]
+
+    def _provisional(self, plan: LogicalPlan) -> float:
+        if isinstance(plan, Scan):
+            return max(1.0, float(self.stats.table_rows(plan.table)))
+        if plan.inputs:
+            return max(self.rows(i) for i in plan.inputs)
+        return 1000.0
 
     def _estimate(self, plan: LogicalPlan) -> float:
         if isinstance(plan, Scan):
