@@ -148,10 +148,15 @@ def _arith(expr: Call, a: Datum, b: Datum, name: str) -> Datum:
     pa_, pb_ = a.type.precision, b.type.precision
     excess = pa_ + pb_ + 1 - MAX_DECIMAL_PRECISION
     if excess > 0:
+        # Cut declared digits where there is most room (a SUM's DECIMAL(38, s) rarely uses them all;
+        # a literal like 100.00 uses every one): the checked cast raises if a value would not fit.
         room_a, room_b = pa_ - a.type.scale - 1, pb_ - b.type.scale - 1
-        cut_b = min(room_b, excess // 2)
-        cut_a = min(room_a, excess - cut_b)
-        cut_b = min(room_b, excess - cut_a)
+        if room_b >= room_a:
+            cut_b = min(room_b, excess)
+            cut_a = min(room_a, excess - cut_b)
+        else:
+            cut_a = min(room_a, excess)
+            cut_b = min(room_b, excess - cut_a)
         if cut_a + cut_b < excess:
             product = pc.multiply(a.cast(pa.float64()), b.cast(pa.float64()))
             return _round_to_decimal(product, rt)

@@ -88,6 +88,7 @@ class Binder:
         self.database = database
         self.ids = ids or IdGenerator()
         self.subqueries: list[Query] = []
+        self.visible_ctes: dict = {}
 
     # ---------------------------------------------------------------------------------------------
     # queries
@@ -98,6 +99,13 @@ class Binder:
 
     def bind_query(self, node: exp.Expression, outer: Optional[Scope], ctes: dict) -> tuple[LogicalPlan, list[str]]:
         ctes = self._with_ctes(node, ctes)
+        saved, self.visible_ctes = self.visible_ctes, ctes      # scalar subqueries see the CTEs (TPC-H Q15)
+        try:
+            return self._bind_query(node, outer, ctes)
+        finally:
+            self.visible_ctes = saved
+
+    def _bind_query(self, node: exp.Expression, outer: Optional[Scope], ctes: dict) -> tuple[LogicalPlan, list[str]]:
         if isinstance(node, exp.Subquery):
             return self.bind_query(node.this, outer, ctes)
         if isinstance(node, exp.Select):
@@ -700,7 +708,7 @@ class Binder:
         probe = Scope(parent=ctx.scope)
         sub = Binder(self.catalog, self.database, self.ids)
         sub.subqueries = self.subqueries
-        plan, names = sub.bind_query(node.this, probe, {})
+        plan, names = sub.bind_query(node.this, probe, self.visible_ctes)
         if probe.outer_refs:
             raise UnsupportedError(
                 f"correlated scalar subquery in {ctx.clause}; only a comparison in WHERE is decorrelated")
@@ -841,6 +849,7 @@ class Binder:
         return result
 
     def _bind_Like(self, node, ctx, escape: Optional[str] = None, negated: bool = False) -> Expr:
+        negated = negated or bool(node.args.get("negate"))      # sqlglot >= 28 folds NOT into LIKE
         a = self.bind_expr(node.this, ctx)
         pattern = self.bind_expr(node.expression, ctx)
         if a.type.kind != "string":
@@ -860,7 +869,8 @@ class Binder:
         a = self.bind_expr(node.this, ctx)
         lowered = Call("lower", (a,), T.TEXT)
         pattern = self.bind_expr(node.expression, ctx)
-        return self._fold(Call("like", (lowered, self._fold(Call("lower", (pattern,), T.TEXT))), T.BOOLEAN))
+        op = "not_like" if node.args.get("negate") else "like"
+        return self._fold(Call(op, (lowered, self._fold(Call("lower", (pattern,), T.TEXT))), T.BOOLEAN))
 
     def _bind_Case(self, node: exp.Case, ctx) -> Expr:
         operand = self.bind_expr(node.this, ctx) if node.this is not None else None
