@@ -1,0 +1,66 @@
+"""OR-factoring: pull the conjuncts every branch of an OR shares out in front of it.
+
+``(a AND b) OR (a AND c)`` becomes ``a AND (b OR c)``. TPC-H Q19 needs it: each of its three OR branches
+repeats ``p_partkey = l_partkey``; once factored out, that equality is a hash-join key instead of a
+predicate checked on the cross product of part and lineitem. A branch left with no conjuncts makes the
+whole OR true, so the OR disappears (``a OR (a AND b)`` is ``a``).
+
+>>> from engine.plan.expressions import Call, ColumnRef
+>>> from engine import types as T
+>>> a, b, c = (Call("eq", (ColumnRef(n, T.BIGINT), ColumnRef(n + "'", T.BIGINT)), T.BOOLEAN) for n in "abc")
+>>> print(factor_expression(Call("or", (Call("and", (a, b), T.BOOLEAN), Call("and", (a, c), T.BOOLEAN)), T.BOOLEAN)))
+((a = a') AND ((b = b') OR (c = c')))
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from engine import types as T
+from engine.optimizer.context import OptimizerContext
+from engine.plan.expressions import Call, Expr, and_all, conjuncts
+from engine.plan.logical import Filter, Join, LogicalPlan, MultiJoin
+
+
+def factor_or(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
+    from engine.optimizer.rules.order_joins import _map_inputs
+    plan = _map_inputs(plan, lambda child: factor_or(child, ctx))
+    if isinstance(plan, Filter):
+        return Filter(plan.input, factor_expression(plan.predicate))
+    if isinstance(plan, MultiJoin):
+        factored: list[Expr] = []
+        for condition in plan.conditions:
+            factored.extend(conjuncts(factor_expression(condition)))
+        return MultiJoin(plan.inputs_, tuple(factored))
+    if isinstance(plan, Join) and plan.residual is not None:
+        return dataclasses.replace(plan, residual=factor_expression(plan.residual))
+    return plan
+
+
+def factor_expression(expr: Expr) -> Expr:
+    """Factor every OR among the conjuncts of ``expr`` (recursively); other expressions are unchanged."""
+    out: list[Expr] = []
+    for conjunct in conjuncts(expr):
+        out.extend(conjuncts(_factor_or(conjunct)))
+    return and_all(out) if out else expr
+
+
+def _disjuncts(expr: Expr) -> list[Expr]:
+    if isinstance(expr, Call) and expr.op == "or":
+        return [d for arg in expr.args for d in _disjuncts(arg)]
+    return [expr]
+
+
+def _factor_or(expr: Expr) -> Expr:
+    if not (isinstance(expr, Call) and expr.op == "or"):
+        return expr
+    branches = [conjuncts(factor_expression(d)) for d in _disjuncts(expr)]
+    common = [c for c in branches[0] if all(c in other for other in branches[1:])]
+    if not common:
+        return expr
+    rests = [[c for c in branch if c not in common] for branch in branches]
+    if any(not rest for rest in rests):
+        return and_all(common)          # one branch is exactly the common part: the OR adds nothing
+    disjunction = and_all(rests[0])
+    for rest in rests[1:]:
+        disjunction = Call("or", (disjunction, and_all(rest)), T.BOOLEAN)
+    return and_all(common + [disjunction])
