@@ -1,0 +1,396 @@
+"""Read a delimited text file (``LOAD DATA INFILE``) into an Arrow table of a target table's schema.
+
+The whole file is parsed by ``pyarrow.csv`` (multi-threaded, typed conversion in C++); Python only
+prepares options and, on the error path, finds the offending line. The contract:
+
+* the result has exactly ``table.arrow_schema``: file fields map to the statement's column list (or to
+  all table columns in order), ``@var`` fields are read and dropped, other columns get their DEFAULT or
+  NULL;
+* ``\\N`` (the escape character then ``N``, as a whole field) is NULL; an empty field is an empty string
+  for text columns and an error for other types; ``\\t``, ``\\n``, ``\\r``, ``\\0``, ``\\b``, ``\\Z`` are
+  MySQL's control characters and ``\\x`` is ``x`` otherwise;
+* bad data raises :class:`~engine.errors.BadDataError` naming the file, the 1-based line (header lines
+  counted; embedded newlines in quoted values and skipped blank lines are not) and the column; NULL in a
+  NOT NULL column raises :class:`~engine.errors.ConstraintError`; an unreadable file raises
+  :class:`~engine.errors.ExecutionError`.
+
+MySQL escapes versus pyarrow. pyarrow un-escapes a field *before* it compares it with ``null_values``
+(``\\N`` would become ``N``) and knows no control-character escapes. So when the escape character occurs
+in the data at all, the bytes are rewritten first with a few C-speed ``bytes.replace`` passes, using two
+bytes that never occur in UTF-8 as placeholders: an escaped escape character becomes ``0xFE``, ``\\N``
+becomes ``0xFF`` (a whole-field ``0xFF`` is the NULL marker), and ``\\n`` becomes the escape character
+followed by a real LF, which pyarrow's own escape handling turns into a literal LF. Text columns are then
+read as binary and the placeholders put back before the UTF-8 cast. Files without the escape character
+(TPC-H's) skip all of this.
+"""
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from engine.catalog import TableDef
+from engine.errors import (BadDataError, BindError, ConstraintError, ExecutionError, UnsupportedError,
+                           unknown_name_error)
+from engine.load.load_data import LoadDataStatement
+from engine.types import SqlType
+
+BLOCK_SIZE = 16 << 20
+_ESCAPED_ESCAPE = b"\xfe"   # placeholder for an escaped escape character (never in UTF-8)
+_NULL_MARK = b"\xff"        # placeholder for \N (never in UTF-8); a whole field of it is NULL
+_CONTROL_ESCAPES = ((b"n", b"\n"), (b"t", b"\t"), (b"r", b"\r"), (b"0", b"\x00"), (b"b", b"\x08"),
+                    (b"Z", b"\x1a"))
+_UTF8_CHARSETS = {"utf8", "utf8mb4", "utf8mb3", "utf-8", "ascii", "us-ascii", "binary"}
+_MYSQL_CODECS = {"latin1": "cp1252", "latin2": "iso8859-2", "cp1251": "cp1251", "greek": "iso8859-7",
+                 "hebrew": "iso8859-8", "koi8r": "koi8-r", "ucs2": "utf-16-be", "utf16": "utf-16-be",
+                 "utf16le": "utf-16-le", "utf32": "utf-32-be", "sjis": "shift_jis", "gbk": "gbk",
+                 "big5": "big5", "euckr": "euc-kr", "ujis": "euc-jp", "gb2312": "gb2312"}
+_COMPRESSION = {".gz": "gzip", ".gzip": "gzip", ".lz4": "lz4", ".zst": "zstd", ".zstd": "zstd",
+                ".bz2": "bz2"}
+_COLUMN_COUNT = re.compile(r"Expected (\d+) columns, got (\d+)")
+_CONVERSION = re.compile(r"In CSV column #(\d+): (.*)", re.S)
+
+
+@dataclass(frozen=True)
+class _Field:
+    """One field of a file row: where it goes (``column`` index into the table, None for @var)."""
+
+    name: str                 # pyarrow's name for it: unique, never shown
+    label: str                # what error messages call it: the column name or '@var'
+    column: Optional[int]
+
+
+def read_delimited(statement: LoadDataStatement, table: TableDef) -> pa.Table:
+    """Read ``statement.path`` into a table of ``table.arrow_schema`` (see the module docstring)."""
+    if statement.set_clauses:
+        raise UnsupportedError("LOAD DATA ... SET is not supported yet")
+    reader = _Reader(statement, table)
+    return reader.read()
+
+
+class _Reader:
+    def __init__(self, statement: LoadDataStatement, table: TableDef):
+        self.statement = statement
+        self.table = table
+        self.path = statement.path
+        self.delimiter, self.quote, self.escape = _dialect(statement)
+        self.fields = _fields(statement, table)
+
+    # -- the success path ---------------------------------------------------------------------
+    def read(self) -> pa.Table:
+        data = _decode(_read_file(self.path), self.statement.character_set, self.path)
+        offset = _skip_lines(data, self.statement.ignore_lines)
+        self.escaped = bool(self.escape) and data.find(self.escape.encode(), offset) >= 0
+        if self.escaped:
+            data = self._rewrite_escapes(data, offset)
+            offset = _skip_lines(data, self.statement.ignore_lines)
+        self.buffer = pa.py_buffer(data).slice(offset)
+        self.newlines_in_values = bool(self.quote) and data.find(self.quote.encode(), offset) >= 0
+        if self.quote:
+            self._check_quotes(data, offset)
+
+        if self.buffer.size == 0:
+            parsed = {f.name: pa.chunked_array([], self._read_type(f)) for f in self.fields
+                      if f.column is not None}
+            num_rows = 0
+        else:
+            try:
+                result = self._parse(self.buffer)
+            except pa.ArrowInvalid as e:
+                raise self._explain(e) from None
+            parsed = {name: result.column(name) for name in result.column_names}
+            num_rows = result.num_rows
+
+        by_column = {f.column: f for f in self.fields if f.column is not None}
+        arrays = []
+        for index, column in enumerate(self.table.columns):
+            arrow_type = column.type.to_arrow()
+            field = by_column.get(index)
+            if field is None:
+                arrays.append(self._default(index, num_rows))
+                continue
+            values = parsed[field.name]
+            if self.escaped and column.type.kind == "string":
+                values = self._restore_text(values, field)
+            self._check_values(values, column.type, field)
+            arrays.append(values if values.type == arrow_type else values.cast(arrow_type))
+        return pa.Table.from_arrays(arrays, schema=self.table.arrow_schema)
+
+    def _read_type(self, field: _Field) -> pa.DataType:
+        sql_type = self.table.columns[field.column].type
+        if sql_type.kind == "string" and self.escaped:
+            return pa.binary()  # placeholders are not UTF-8; restored by _restore_text
+        return sql_type.to_arrow()
+
+    def _parse(self, buffer: pa.Buffer, use_threads: bool = True,
+               types: Optional[dict[str, pa.DataType]] = None,
+               on_invalid_row: Optional[Callable] = None) -> pa.Table:
+        if types is None:
+            types = {f.name: self._read_type(f) for f in self.fields if f.column is not None}
+        return pacsv.read_csv(
+            pa.BufferReader(buffer),
+            read_options=pacsv.ReadOptions(column_names=[f.name for f in self.fields],
+                                           use_threads=use_threads, block_size=BLOCK_SIZE),
+            parse_options=pacsv.ParseOptions(
+                delimiter=self.delimiter, quote_char=self.quote or False, double_quote=True,
+                escape_char=self.escape if self.escaped else False,
+                newlines_in_values=self.newlines_in_values, ignore_empty_lines=True,
+                invalid_row_handler=on_invalid_row),
+            convert_options=pacsv.ConvertOptions(
+                column_types=types, include_columns=list(types),
+                null_values=[_NULL_MARK] if self.escaped else [], strings_can_be_null=True,
+                quoted_strings_can_be_null=False, check_utf8=True))
+
+    def _default(self, index: int, num_rows: int) -> pa.Array:
+        column = self.table.columns[index]
+        arrow_type = column.type.to_arrow()
+        if column.has_default and column.default is not None:
+            return pa.repeat(pa.scalar(column.default, arrow_type), num_rows)
+        if not column.nullable and num_rows:
+            raise ConstraintError(
+                f"LOAD DATA {self.path}: column {column.name!r} is NOT NULL, is not in the column list "
+                f"and has no non-NULL DEFAULT")
+        return pa.nulls(num_rows, arrow_type)
+
+    # -- escapes ------------------------------------------------------------------------------
+    def _rewrite_escapes(self, data: bytes, offset: int) -> bytes:
+        if data.find(_ESCAPED_ESCAPE, offset) >= 0 or data.find(_NULL_MARK, offset) >= 0:
+            bad = min(i for i in (data.find(_ESCAPED_ESCAPE, offset), data.find(_NULL_MARK, offset))
+                      if i >= 0)
+            line = data.count(b"\n", 0, bad) + 1
+            raise BadDataError(f"LOAD DATA {self.path}: line {line}: the file is not valid UTF-8 "
+                               f"(byte 0x{data[bad]:02X}); name its CHARACTER SET")
+        escape = self.escape.encode()
+        data = data.replace(escape + escape, _ESCAPED_ESCAPE)
+        # Every escape character left starts a pair with the next byte, so pair-wise rewrites are exact.
+        for letter, control in _CONTROL_ESCAPES:
+            data = data.replace(escape + letter, escape + control)
+        return data.replace(escape + b"N", _NULL_MARK)
+
+    def _restore_text(self, values: pa.ChunkedArray, field: _Field) -> pa.ChunkedArray:
+        values = pc.replace_substring(values, _NULL_MARK, b"N")  # \N inside a longer field is 'N'
+        values = pc.replace_substring(values, _ESCAPED_ESCAPE, self.escape.encode())
+        try:
+            return values.cast(pa.string())
+        except pa.ArrowInvalid:
+            row = _first_failing(values, lambda chunk: chunk.cast(pa.string()))
+            raise self._bad(row, field, "invalid UTF-8 text") from None
+
+    # -- checks after parsing -----------------------------------------------------------------
+    def _check_values(self, values: pa.ChunkedArray, sql_type: SqlType, field: _Field) -> None:
+        column = self.table.columns[field.column]
+        if not column.nullable and values.null_count:
+            row = pc.index(pc.is_null(values), True).as_py()
+            raise ConstraintError(f"LOAD DATA {self.path}: line {self._line(row)}: NULL (\\N) in NOT "
+                                  f"NULL column {column.name!r}")
+        if sql_type.kind == "string" and sql_type.length is not None and len(values):
+            lengths = pc.utf8_length(values)
+            longest = pc.max(lengths).as_py()
+            if longest is not None and longest > sql_type.length:
+                row = pc.index(pc.greater(lengths, sql_type.length), True).as_py()
+                raise self._bad(row, field, f"value of {lengths[row].as_py()} characters is too long "
+                                            f"for {sql_type}")
+        if sql_type.kind == "decimal" and len(values) > values.null_count:
+            # pyarrow's CSV reader checks the scale but not the precision of a decimal.
+            limit = 10 ** (sql_type.precision - sql_type.scale)
+            low, high = pc.min_max(values).values()
+            if high.as_py() >= limit or low.as_py() <= -limit:
+                wide = pa.decimal256(76, sql_type.scale)  # holds the limit, which values.type cannot
+                too_big = pc.greater_equal(pc.abs(values.cast(wide)), pa.scalar(limit).cast(wide))
+                row = pc.index(too_big, True).as_py()
+                raise self._bad(row, field, f"value {values[row].as_py()} is out of range for {sql_type}")
+
+    def _check_quotes(self, data: bytes, offset: int) -> None:
+        """Raise for an opening quote that is never closed (pyarrow silently ends it at the line end
+        or swallows the rest of the file). Counting quotes is the cheap test; only an odd count pays
+        for the regex walk, which tells a real unterminated field from a stray quote mid-field."""
+        quote = self.quote.encode()
+        count = data.count(quote, offset)
+        if self.escaped:
+            count -= data.count(self.escape.encode() + quote, offset)
+        if count % 2 == 0:
+            return
+        q, d = re.escape(quote), re.escape(self.delimiter.encode())
+        if self.escaped:
+            e = re.escape(self.escape.encode())
+            body = rb"(?:[^" + q + e + rb"]|" + e + rb".|" + q + q + rb")*"
+        else:
+            body = rb"(?:[^" + q + rb"]|" + q + q + rb")*"
+        if not self.newlines_in_values:
+            body = body.replace(rb"[^", rb"[^\n", 1)
+        pattern = re.compile(rb"(?:^|(?<=" + d + rb"))" + q + body + rb"(" + q + rb")?", re.M | re.S)
+        for match in pattern.finditer(data, offset):
+            if match.group(1) is None:
+                line = data.count(b"\n", 0, match.start()) + 1
+                snippet = data[match.start():match.start() + 40].split(b"\n")[0]
+                raise BadDataError(f"LOAD DATA {self.path}: line {line}: unterminated quoted field "
+                                   f"starting {snippet.decode('utf-8', 'replace')!r}")
+
+    # -- the error path -----------------------------------------------------------------------
+    def _explain(self, error: pa.ArrowInvalid) -> Exception:
+        message = str(error)
+        if _COLUMN_COUNT.search(message):
+            return self._explain_column_count()
+        conversion = _CONVERSION.search(message)
+        if conversion:
+            return self._explain_conversion(int(conversion.group(1)), conversion.group(2))
+        return BadDataError(f"LOAD DATA {self.path}: {message}")
+
+    def _explain_column_count(self) -> BadDataError:
+        first: list = []
+
+        def record(row) -> str:
+            first.append(row)
+            return "error"
+
+        try:  # single-threaded: only then does pyarrow number the rows
+            self._parse(self.buffer, use_threads=False, on_invalid_row=record)
+        except pa.ArrowInvalid:
+            pass
+        if not first:
+            return BadDataError(f"LOAD DATA {self.path}: a row has the wrong number of fields")
+        row = first[0]
+        line = f"line {row.number + self.statement.ignore_lines}" if row.number is not None else "a line"
+        return BadDataError(
+            f"LOAD DATA {self.path}: {line}: expected {row.expected_columns} fields, got "
+            f"{row.actual_columns}: {row.text[:200]!r}")
+
+    def _explain_conversion(self, position: int, detail: str) -> BadDataError:
+        field = self.fields[position]
+        sql_type = self.table.columns[field.column].type
+        try:
+            raw = self._parse(self.buffer, types={field.name: pa.binary()}).column(field.name)
+        except pa.ArrowInvalid:
+            raw = None
+        target = self._read_type(field)
+
+        def convert(chunk: pa.Array) -> pa.Array:
+            return chunk if target == pa.binary() else chunk.cast(pa.string()).cast(target)
+
+        row = _first_failing(raw, convert) if raw is not None else None
+        if row is None:
+            return BadDataError(f"LOAD DATA {self.path}: column {field.label!r}: {detail}")
+        value = raw[row].as_py().decode("utf-8", "replace")
+        what = "invalid UTF-8 text" if sql_type.kind == "string" else \
+            f"invalid value {value!r} for {sql_type}"
+        return self._bad(row, field, what)
+
+    def _bad(self, row: int, field: _Field, what: str) -> BadDataError:
+        return BadDataError(f"LOAD DATA {self.path}: line {self._line(row)}, column {field.label!r}: {what}")
+
+    def _line(self, row: int) -> int:
+        return self.statement.ignore_lines + row + 1
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _dialect(statement: LoadDataStatement) -> tuple[str, str, str]:
+    """(delimiter, quote, escape) as pyarrow takes them, or UnsupportedError naming the option."""
+    delimiter = statement.fields_terminated_by
+    if len(delimiter) != 1 or delimiter in "\r\n" or not delimiter.isascii():
+        raise UnsupportedError(f"FIELDS TERMINATED BY {delimiter!r}: Canopy reads one ASCII character "
+                               f"other than a line break")
+    if statement.lines_terminated_by not in ("\n", "\r\n"):
+        raise UnsupportedError(f"LINES TERMINATED BY {statement.lines_terminated_by!r}: Canopy reads "
+                               f"'\\n' and '\\r\\n' line ends")
+    if statement.lines_starting_by:
+        raise UnsupportedError(f"LINES STARTING BY {statement.lines_starting_by!r} is not supported")
+    quote, escape = statement.fields_enclosed_by, statement.fields_escaped_by
+    for option, value in (("ENCLOSED BY", quote), ("ESCAPED BY", escape)):
+        if len(value) > 1 or not value.isascii() or value in ("\r", "\n"):
+            raise UnsupportedError(f"FIELDS {option} {value!r}: Canopy reads one ASCII character or ''")
+        if value and value == delimiter:
+            raise UnsupportedError(f"FIELDS {option} {value!r} equal to FIELDS TERMINATED BY")
+    if quote and escape == quote:
+        raise UnsupportedError(f"FIELDS ESCAPED BY {escape!r} equal to ENCLOSED BY")
+    return delimiter, quote, escape
+
+
+def _fields(statement: LoadDataStatement, table: TableDef) -> list[_Field]:
+    if not statement.columns:
+        return [_Field(f"f{i}", c.name, i) for i, c in enumerate(table.columns)]
+    fields, seen = [], set()
+    for i, name in enumerate(statement.columns):
+        if name.startswith("@"):
+            fields.append(_Field(f"f{i}", name, None))
+            continue
+        index = table.column_index(name)  # BindError with a did-you-mean for an unknown name
+        if index in seen:
+            raise BindError(f"column {table.columns[index].name!r} appears twice in the LOAD DATA "
+                            f"column list")
+        seen.add(index)
+        fields.append(_Field(f"f{i}", table.columns[index].name, index))
+    return fields
+
+
+def _read_file(path: str) -> bytes:
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        raise ExecutionError(f"LOAD DATA: file {path!r} not found") from None
+    except IsADirectoryError:
+        raise ExecutionError(f"LOAD DATA: {path!r} is a directory, not a file") from None
+    except PermissionError:
+        raise ExecutionError(f"LOAD DATA: permission denied reading {path!r}") from None
+    except OSError as e:
+        raise ExecutionError(f"LOAD DATA: cannot open {path!r}: {e.strerror or e}") from None
+    with handle:
+        compression = next((codec for ext, codec in _COMPRESSION.items()
+                            if path.lower().endswith(ext)), None)
+        try:
+            if compression is None:
+                return handle.read()
+            return pa.input_stream(handle, compression=compression).read()
+        except (pa.ArrowException, OSError) as e:
+            kind = f"{compression} " if compression else ""
+            raise BadDataError(f"LOAD DATA {path}: cannot read {kind}data: {e}") from None
+
+
+def _decode(data: bytes, charset: Optional[str], path: str) -> bytes:
+    """The file as UTF-8 (pyarrow's only text encoding)."""
+    if charset is None or charset.lower() in _UTF8_CHARSETS:
+        return data
+    name = _MYSQL_CODECS.get(charset.lower(), charset.lower())
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        raise UnsupportedError(f"CHARACTER SET {charset}") from None
+    try:
+        return data.decode(name).encode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise BadDataError(f"LOAD DATA {path}: line {line}: not valid {charset} text") from None
+
+
+def _skip_lines(data: bytes, count: int) -> int:
+    """Byte offset after the first ``count`` lines (the whole file when it has fewer)."""
+    offset = 0
+    for _ in range(count):
+        end = data.find(b"\n", offset)
+        if end < 0:
+            return len(data)
+        offset = end + 1
+    return offset
+
+
+def _first_failing(values: pa.ChunkedArray, convert: Callable[[pa.Array], object]) -> Optional[int]:
+    """Index of the first element ``convert`` rejects, by bisection (conversions are element-wise)."""
+    array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    try:
+        convert(array)
+        return None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    low, high = 0, len(array)  # a failing element lies in array[low:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        try:
+            convert(array.slice(low, middle - low))
+            low = middle
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            high = middle
+    return low
