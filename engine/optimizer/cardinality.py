@@ -112,12 +112,16 @@ class Estimator:
         return 1000.0
 
     def join_selectivity(self, left_keys, right_keys, left: LogicalPlan, right: LogicalPlan) -> float:
-        selectivity = 1.0
+        # Distinct key combinations of each side: the product of the columns' NDVs, but never more than
+        # the side's rows. Multiplying per-column selectivities instead treats (ps_partkey, ps_suppkey)
+        # as independent and estimates lineitem x partsupp at 2,400 rows instead of 6M (TPC-H Q9).
+        ndv_l, ndv_r = 1.0, 1.0
         for lk, rk in zip(left_keys, right_keys):
-            ndv_l = self.ndv(lk.id, left) if isinstance(lk, ColumnRef) else self.rows(left)
-            ndv_r = self.ndv(rk.id, right) if isinstance(rk, ColumnRef) else self.rows(right)
-            selectivity *= 1.0 / max(ndv_l, ndv_r, 1.0)
-        return selectivity
+            ndv_l *= self.ndv(lk.id, left) if isinstance(lk, ColumnRef) else self.rows(left)
+            ndv_r *= self.ndv(rk.id, right) if isinstance(rk, ColumnRef) else self.rows(right)
+        ndv_l = min(ndv_l, self.rows(left))
+        ndv_r = min(ndv_r, self.rows(right))
+        return 1.0 / max(ndv_l, ndv_r, 1.0)
 
     def selectivity(self, predicate: Expr, plan: LogicalPlan, rows: float) -> float:
         if isinstance(predicate, Call):
