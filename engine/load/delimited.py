@@ -35,8 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from engine.catalog import TableDef
-from engine.errors import (BadDataError, BindError, ConstraintError, ExecutionError, UnsupportedError,
-                           unknown_name_error)
+from engine.errors import BadDataError, BindError, ConstraintError, ExecutionError, UnsupportedError
 from engine.load.load_data import LoadDataStatement
 from engine.types import SqlType
 
@@ -166,15 +165,24 @@ class _Reader:
             raise BadDataError(f"LOAD DATA {self.path}: line {line}: the file is not valid UTF-8 "
                                f"(byte 0x{data[bad]:02X}); name its CHARACTER SET")
         escape = self.escape.encode()
-        data = data.replace(escape + escape, _ESCAPED_ESCAPE)
+        followers = _escaped_bytes(data, escape, offset)
+        # A replace copies the whole file: do only those whose sequence occurs.
+        self.has_escaped_escape = followers is None or escape in followers
+        if self.has_escaped_escape:
+            data = data.replace(escape + escape, _ESCAPED_ESCAPE)
+            followers = _escaped_bytes(data, escape, offset)
         # Every escape character left starts a pair with the next byte, so pair-wise rewrites are exact.
         for letter, control in _CONTROL_ESCAPES:
-            data = data.replace(escape + letter, escape + control)
-        return data.replace(escape + b"N", _NULL_MARK)
+            if followers is None or letter in followers:
+                data = data.replace(escape + letter, escape + control)
+        self.has_null_mark = followers is None or b"N" in followers
+        return data.replace(escape + b"N", _NULL_MARK) if self.has_null_mark else data
 
     def _restore_text(self, values: pa.ChunkedArray, field: _Field) -> pa.ChunkedArray:
-        values = pc.replace_substring(values, _NULL_MARK, b"N")  # \N inside a longer field is 'N'
-        values = pc.replace_substring(values, _ESCAPED_ESCAPE, self.escape.encode())
+        if self.has_null_mark:
+            values = pc.replace_substring(values, _NULL_MARK, b"N")  # \N inside a longer field is 'N'
+        if self.has_escaped_escape:
+            values = pc.replace_substring(values, _ESCAPED_ESCAPE, self.escape.encode())
         try:
             return values.cast(pa.string())
         except pa.ArrowInvalid:
@@ -364,6 +372,18 @@ def _decode(data: bytes, charset: Optional[str], path: str) -> bytes:
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise BadDataError(f"LOAD DATA {path}: line {line}: not valid {charset} text") from None
+
+
+def _escaped_bytes(data: bytes, escape: bytes, offset: int, limit: int = 10_000) -> Optional[set[bytes]]:
+    """The bytes that follow the escape character, or None when there are too many escapes to visit
+    one by one (then every rewrite just runs). Exact once escaped escapes are replaced."""
+    if data.count(escape, offset) > limit:
+        return None
+    followers, position = set(), data.find(escape, offset)
+    while position >= 0:
+        followers.add(data[position + 1:position + 2])
+        position = data.find(escape, position + 1)
+    return followers
 
 
 def _skip_lines(data: bytes, count: int) -> int:

@@ -51,7 +51,8 @@ class LoadDataStatement:
     lines_starting_by: str = ""
     lines_terminated_by: str = "\n"
     ignore_lines: int = 0
-    columns: tuple[str, ...] = ()    # target column list; '@name' entries are user variables (read and dropped)
+    # target column list; '@name' entries are user variables (read and dropped)
+    columns: tuple[str, ...] = ()
     set_clauses: tuple[tuple[str, str], ...] = ()   # (column, expression SQL text); not executed yet
     character_set: Optional[str] = None
     skip_errors: Optional[str] = None  # SingleStore SKIP {PARSER|CONSTRAINT|DUPLICATE KEY|ALL} ERRORS

@@ -84,6 +84,14 @@ def test_mysql_escape_sequences(tmp_path):
         "b": ["a\x00b\x1ac", "comma,here", "\\N", None]}
 
 
+def test_many_escapes_take_the_bulk_rewrite_path(tmp_path):
+    tbl = table(col("a", TEXT), col("b", INT))
+    path = write(tmp_path, "a\\tb\\\\,\\N\n" * 12_000)  # more escapes than are visited one by one
+    result = load(path, tbl)
+    assert result.num_rows == 12_000 and result.column("b").null_count == 12_000
+    assert set(result.column("a").to_pylist()) == {"a\tb\\"}
+
+
 def test_escaped_by_empty_makes_backslash_ordinary(tmp_path):
     tbl = table(col("a", TEXT), col("b", TEXT))
     path = write(tmp_path, "\\N,c:\\dir\\n\n")
@@ -94,7 +102,8 @@ def test_escaped_by_empty_makes_backslash_ordinary(tmp_path):
 def test_other_escape_character(tmp_path):
     tbl = table(col("a", TEXT), col("b", INT))
     path = write(tmp_path, "x!,y!!z,!N\n")
-    assert load(path, tbl, "FIELDS TERMINATED BY ',' ESCAPED BY '!'").to_pydict() == {"a": ["x,y!z"], "b": [None]}
+    result = load(path, tbl, "FIELDS TERMINATED BY ',' ESCAPED BY '!'")
+    assert result.to_pydict() == {"a": ["x,y!z"], "b": [None]}
 
 
 def test_quoted_field_with_newline(tmp_path):
@@ -111,7 +120,8 @@ def test_crlf_line_ends(tmp_path):
 
 
 def test_column_list_user_variables_and_defaults(tmp_path):
-    tbl = table(col("id", BIGINT, False), col("name", TEXT), col("qty", INT, False, default=5, has_default=True),
+    tbl = table(col("id", BIGINT, False), col("name", TEXT),
+                col("qty", INT, False, default=5, has_default=True),
                 col("note", TEXT), col("price", D152, True, default=Decimal("1.25"), has_default=True))
     path = write(tmp_path, "x-ignored,Ann,1\ny-ignored,Bob,2\n")
     result = load(path, tbl, CSV + " (@skip, NAME, ID)")  # names match case-insensitively
@@ -279,7 +289,8 @@ def test_set_clauses_are_not_executed_yet(tmp_path):
 
 # -- real tpchgen-cli files against DuckDB -------------------------------------------------------
 LINEITEM = table(
-    *(col(n, BIGINT, False) for n in ("l_orderkey", "l_partkey", "l_suppkey")), col("l_linenumber", INT, False),
+    *(col(n, BIGINT, False) for n in ("l_orderkey", "l_partkey", "l_suppkey")),
+    col("l_linenumber", INT, False),
     *(col(n, D152, False) for n in ("l_quantity", "l_extendedprice", "l_discount", "l_tax")),
     col("l_returnflag", varchar(1, "CHAR"), False), col("l_linestatus", varchar(1, "CHAR"), False),
     *(col(n, DATE, False) for n in ("l_shipdate", "l_commitdate", "l_receiptdate")),
