@@ -55,34 +55,29 @@ class LocalRunner(Runner):
     def insert(self, table: TableDef, data: pa.Table) -> int:
         if data.num_rows == 0:
             return 0
-        data = data.combine_chunks()
+        # Route batch by batch on the pool (small takes stay in cache; the kernels release the GIL),
+        # then append everything under the write lock: a routing failure leaves every partition untouched.
+        batches = [b for b in data.to_batches() if b.num_rows]
+        routed = self._pool.map(lambda batch: self._route(table, batch), batches)
+        placements = [placement for pieces in routed for placement in pieces]
         with self._write_lock:
-            # Route everything first, append after: a routing failure leaves every partition untouched.
-            placements = self._route(table, data)
             for partition, piece in placements:
-                for batch in piece.to_batches():
-                    for leaf, key in self._targets(table, partition):
-                        leaf.storage.store(table.table_id, key).append(batch)
+                for leaf, key in self._targets(table, partition):
+                    leaf.storage.store(table.table_id, key).append(piece)
         return data.num_rows
 
-    def _route(self, table: TableDef, data: pa.Table) -> list[tuple[Optional[int], pa.Table]]:
+    def _route(self, table: TableDef, batch: pa.RecordBatch) -> list[tuple[Optional[int], pa.RecordBatch]]:
         if table.reference:
-            return [(None, data)]
+            return [(None, batch)]
         n = self.num_partitions
         if table.shard_key:
-            pieces = kernels.split_batch(data, list(table.shard_key), n)
+            pieces = kernels.split_batch(batch, list(table.shard_key), n)
             return [(p, piece) for p, piece in enumerate(pieces) if piece.num_rows]
-        # keyless: contiguous slices, starting where the previous insert stopped, so small inserts spread
-        start = self._keyless_cursor.get(table.table_id, 0)
-        rows = data.num_rows
-        per = -(-rows // n)
-        out = []
-        for i in range(n):
-            piece = data.slice(i * per, per)
-            if piece.num_rows:
-                out.append(((start + i) % n, piece))
-        self._keyless_cursor[table.table_id] = (start + len(out)) % n
-        return out
+        # keyless: each batch goes whole to the next partition in turn, so rows spread evenly
+        with self._write_lock:
+            partition = self._keyless_cursor.get(table.table_id, 0)
+            self._keyless_cursor[table.table_id] = (partition + 1) % n
+        return [(partition, batch)]
 
     def _targets(self, table: TableDef, partition: Optional[int]):
         if partition is None:

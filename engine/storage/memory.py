@@ -13,9 +13,14 @@ _COALESCE_BELOW_ROWS = 64 * 1024
 
 
 class MemoryPartitionStore(PartitionStore):
+    """Sealed batches plus a tail of small ones. Small appends (INSERT ... VALUES, the pieces a load
+    routes to each partition) collect in the tail and are concatenated once it holds enough rows, so a
+    scan never iterates over thousands of tiny batches and appends never re-copy what is sealed."""
+
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
-        self._batches: tuple[pa.RecordBatch, ...] = ()
+        self._sealed: tuple[pa.RecordBatch, ...] = ()
+        self._tail: tuple[pa.RecordBatch, ...] = ()
         self._rows = 0
         self._lock = threading.Lock()
 
@@ -25,18 +30,21 @@ class MemoryPartitionStore(PartitionStore):
         if batch.schema != self.schema:
             batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
         with self._lock:
-            batches = list(self._batches)
-            if batches and batches[-1].num_rows < _COALESCE_BELOW_ROWS and batch.num_rows < _COALESCE_BELOW_ROWS:
-                merged = pa.Table.from_batches([batches[-1], batch]).combine_chunks().to_batches()
-                batches[-1:] = merged
+            if batch.num_rows >= _COALESCE_BELOW_ROWS:
+                self._sealed = self._sealed + (batch,)
             else:
-                batches.append(batch)
-            self._batches = tuple(batches)
+                tail = self._tail + (batch,)
+                if sum(b.num_rows for b in tail) >= _COALESCE_BELOW_ROWS:
+                    merged = pa.Table.from_batches(tail, schema=self.schema).combine_chunks().to_batches()
+                    self._sealed = self._sealed + tuple(merged)
+                    tail = ()
+                self._tail = tail
             self._rows += batch.num_rows
 
     def scan(self, columns: Optional[Sequence[str]] = None,
              batch_rows: Optional[int] = None) -> Iterator[pa.RecordBatch]:
-        snapshot = self._batches
+        with self._lock:
+            snapshot = self._sealed + self._tail
         for batch in snapshot:
             if columns is not None:
                 batch = batch.select(list(columns))
@@ -52,5 +60,5 @@ class MemoryPartitionStore(PartitionStore):
     def replace(self, batches: Sequence[pa.RecordBatch]) -> None:
         batches = tuple(b for b in batches if b.num_rows)
         with self._lock:
-            self._batches = batches
+            self._sealed, self._tail = batches, ()
             self._rows = sum(b.num_rows for b in batches)
