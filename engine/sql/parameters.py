@@ -30,7 +30,7 @@ def mark_placeholders(sql: str, params: Optional[Sequence | Mapping]) -> tuple[s
     With ``params`` None the text is left alone (a literal ``%`` needs no doubling then), as PyMySQL does.
 
     >>> mark_placeholders("SELECT '%s', a FROM t WHERE b = %s AND c LIKE 'x%%'", (5,))
-    ("SELECT '%s', a FROM t WHERE b = :canopy_p0 AND c LIKE 'x%%'", [5])
+    ("SELECT '%s', a FROM t WHERE b = :canopy_p0 AND c LIKE 'x%'", [5])
     """
     if params is None:
         return sql, []
@@ -45,7 +45,9 @@ def mark_placeholders(sql: str, params: Optional[Sequence | Mapping]) -> tuple[s
         c = sql[i]
         if c in ("'", '"', "`"):
             end = _end_of_quoted(sql, i)
-            out.append(sql[i:end])
+            # As in Python's % formatting (and PyMySQL), %% is one percent everywhere once parameters
+            # are given; a %s inside a literal stays text, since a value never goes inside a literal.
+            out.append(sql[i:end].replace("%%", "%"))
             i = end
             continue
         if c == "-" and sql.startswith("--", i) or c == "#":
