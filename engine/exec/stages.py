@@ -74,21 +74,25 @@ def decode_stage(data: bytes) -> StageSpec:
 
 
 def explain_physical(root: PhysicalOperator) -> str:
-    """EXPLAIN text: the operator tree with each stage's placement (leaves or aggregator)."""
+    """EXPLAIN text: the operator tree, with the first operator of each stage tagged by where it runs.
+
+    ``[aggregator]`` runs once on the aggregator; ``[leaves]`` runs on every partition, on the leaf that
+    hosts it; ``[leaf, once]`` runs once on a leaf (it reads a reference table). An ``Exchange`` line
+    says where the rows of the stage below it go.
+    """
     lines: list[str] = []
 
-    def walk(op: PhysicalOperator, depth: int, where: str) -> None:
+    def walk(op: PhysicalOperator, depth: int, tag: str) -> None:
         if isinstance(op, ExchangeExec):
-            target = "aggregator" if op.kind == "gather" else "leaves"
-            lines.append("  " * depth + f"{op.describe()}  -> {target}")
-            source = "leaves (every partition)" if op.parallel_input else "once"
+            target = {"gather": "to the aggregator", "broadcast": "to every partition",
+                      "repartition": "to the partitions of their hash"}[op.kind]
+            lines.append("  " * depth + f"{op.describe()}  ({target})")
+            source = "[leaves]" if op.parallel_input else ("[leaf, once]" if _scans(op.input) else "[aggregator]")
             walk(op.input, depth + 1, source)
             return
-        tag = f"  @{where}" if depth == 0 or where else ""
-        lines.append("  " * depth + op.describe() + (tag if depth == 0 else ""))
+        lines.append("  " * depth + op.describe() + (f"  {tag}" if tag else ""))
         for child in op.children:
             walk(child, depth + 1, "")
 
-    lines.append("Stage on aggregator:")
-    walk(root, 1, "")
+    walk(root, 0, "[aggregator]")
     return "\n".join(lines)

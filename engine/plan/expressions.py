@@ -73,6 +73,8 @@ class Call(Expr):
         if self.op == "in_list":
             values = ", ".join(str(Literal(v, self.args[0].type)) for v in self.options[0])
             return f"({self.args[0]} IN ({values}))"
+        if self.op == "extract":
+            return f"extract({self.options[0]} FROM {self.args[0]})"
         if self.op == "cast":
             return f"CAST({self.args[0]} AS {self.type})"
         if self.op in ("like", "not_like"):
