@@ -289,7 +289,7 @@ class Cursor:
         self._result = result
         if result.table is not None:
             self._table = _user_named(result)
-        self.messages = [(errors.Warning, message) for _level, _code, message in result.warnings]
+        self.messages = [(errors.Warning, errors.Warning(message)) for _level, _code, message in result.warnings]
 
     # -- result metadata ---------------------------------------------------------------------
     @property

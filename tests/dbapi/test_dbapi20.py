@@ -1,6 +1,7 @@
 """PEP 249 compliance: the cases of Stuart Bishop's classic ``dbapi20.py`` suite, against the real engine.
 
-Each test opens its own connection (a fresh local runner), creates the tables it needs and drops them.
+Each test opens its own connection (a fresh local runner with an empty catalog) and creates the tables it
+needs.
 Optional PEP 249 parts Canopy does not offer (``callproc``, ``nextset``) are left out.
 """
 from __future__ import annotations
@@ -22,12 +23,10 @@ SAMPLES = ["Carlton Cold", "Carlton Draft", "Mountain Goat", "Redback", "Victori
 
 @pytest.fixture
 def con():
+    # Each connection starts its own runner with its own catalog, so tests cannot see each other's tables.
     connection = engine.connect()
     yield connection
-    if not connection.closed:
-        for table in (BOOZE, BARFLY):
-            connection.execute(f"DROP TABLE IF EXISTS {table}")
-        connection.close()
+    connection.close()
 
 
 @pytest.fixture
@@ -363,12 +362,9 @@ def test_type_objects():
 def test_description_type_codes(cur):
     cur.execute("CREATE TABLE dbapi20test_types (i BIGINT, d DECIMAL(15,2), f DOUBLE, s VARCHAR(10), "
                 "dt DATE, ts DATETIME)")
-    try:
-        cur.execute("SELECT i, d, f, s, dt, ts FROM dbapi20test_types")
-        codes = [column[1] for column in cur.description]
-        assert codes[0] == engine.NUMBER and codes[1] == engine.NUMBER and codes[2] == engine.NUMBER
-        assert codes[3] == engine.STRING
-        assert codes[4] == engine.DATETIME and codes[5] == engine.DATETIME
-        assert cur.description[1][4:6] == (15, 2)  # precision, scale
-    finally:
-        cur.execute("DROP TABLE dbapi20test_types")
+    cur.execute("SELECT i, d, f, s, dt, ts FROM dbapi20test_types")
+    codes = [column[1] for column in cur.description]
+    assert codes[0] == engine.NUMBER and codes[1] == engine.NUMBER and codes[2] == engine.NUMBER
+    assert codes[3] == engine.STRING
+    assert codes[4] == engine.DATETIME and codes[5] == engine.DATETIME
+    assert cur.description[1][4:6] == (15, 2)  # precision, scale
