@@ -103,7 +103,10 @@ def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_p
     from engine.runner import start_runner
     from engine.session import Session
 
-    runner = start_runner(cluster, leaves=leaves, partitions_per_leaf=partitions_per_leaf, **options)
+    try:
+        runner = start_runner(cluster, leaves=leaves, partitions_per_leaf=partitions_per_leaf, **options)
+    except ValueError as exc:   # a bad cluster shape is the caller's mistake; PEP 249 wants an Error
+        raise ProgrammingError(f"connect: {exc}") from exc
     try:
         session = Session(runner, database=database)
     except BaseException:

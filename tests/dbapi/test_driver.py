@@ -219,6 +219,17 @@ def test_engine_errors_are_pep249_classes(con):
     assert isinstance(info.value, engine.errors.CanopyError)
 
 
+@pytest.mark.parametrize("shape", [{"leaves": 0}, {"partitions_per_leaf": 0}])
+def test_connect_rejects_bad_cluster_shape(shape):
+    with pytest.raises(engine.ProgrammingError, match="at least 1"):
+        engine.connect(**shape)
+
+
+def test_connect_rejects_unknown_cluster_kind():
+    with pytest.raises(engine.NotSupportedError):
+        engine.connect(cluster="no-such-kind")
+
+
 def test_use_after_connection_close_raises():
     con = engine.connect()
     cur = con.execute("SELECT 1")
