@@ -84,11 +84,17 @@ class LocalRunner(Runner):
             return [(leaf, None) for leaf in self.leaves]
         return [(self.leaf_of(partition), partition)]
 
-    def replace_rows(self, table: TableDef, data_by_partition: dict[Optional[int], list[pa.RecordBatch]]) -> None:
+    def replace_table(self, table: TableDef, data: Optional[pa.Table]) -> None:
+        batches = [b for b in data.to_batches() if b.num_rows] if data is not None else []
+        placements = [p for pieces in self._pool.map(lambda b: self._route(table, b), batches) for p in pieces]
+        by_partition: dict[Optional[int], list[pa.RecordBatch]] = \
+            {None: []} if table.reference else {p: [] for p in range(self.num_partitions)}
+        for partition, piece in placements:
+            by_partition[partition].append(piece)
         with self._write_lock:
-            for partition, batches in data_by_partition.items():
+            for partition, pieces in by_partition.items():
                 for leaf, key in self._targets(table, partition):
-                    leaf.storage.store(table.table_id, key).replace(batches)
+                    leaf.storage.store(table.table_id, key).replace(pieces)
 
     def row_count(self, table: TableDef) -> int:
         if table.reference:

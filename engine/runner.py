@@ -42,8 +42,11 @@ class Runner(ABC):
         """
 
     @abstractmethod
-    def replace_rows(self, table: TableDef, data_by_partition: dict[int, list[pa.RecordBatch]]) -> None:
-        """Atomically replace the rows of the given partitions (DELETE / UPDATE / TRUNCATE)."""
+    def replace_table(self, table: TableDef, data: "pa.Table | None") -> None:
+        """Atomically replace every row of ``table`` by ``data`` (None: no rows), placed as insert does.
+
+        DELETE, UPDATE and TRUNCATE go through this: readers see the old rows or the new, never a mix.
+        """
 
     @abstractmethod
     def row_count(self, table: TableDef) -> int:
@@ -71,9 +74,5 @@ def start_runner(kind: str = "local", *, leaves: int = 2, partitions_per_leaf: i
         from cluster.local import LocalRunner     # cluster imports engine, not the other way round
         return LocalRunner(leaves=leaves, partitions_per_leaf=partitions_per_leaf, **options)
     raise UnsupportedError(f"cluster={kind!r}: only the embedded 'local' runner exists so far")
-
-
-def empty_partition_map(num_partitions: int) -> dict[int, list[pa.RecordBatch]]:
-    return {p: [] for p in range(num_partitions)}
 
 

@@ -193,22 +193,31 @@ class Session:
     def _stmt_Drop(self, node: exp.Drop, statement) -> Result:
         kind = (node.args.get("kind") or "").upper()
         if_exists = bool(node.args.get("exists"))
+        # sqlglot >= 27 lists the dropped objects in "tables"; older versions used this/expressions
+        targets = list(node.args.get("tables") or []) or [node.this] + list(node.expressions or [])
         if kind in ("DATABASE", "SCHEMA"):
-            tables = self.catalog.drop_database(node.this.name, if_exists)
-            for table in tables:
-                self.runner.drop_table(table)
-            if self.database and self.database.lower() == node.this.name.lower():
-                self.database = None
-            return Result(None, rowcount=len(tables))
+            dropped = 0
+            for target in targets:
+                tables = self.catalog.drop_database(target.name, if_exists)
+                for table in tables:
+                    self.runner.drop_table(table)
+                    self.statistics.forget(table)
+                if self.database and self.database.lower() == target.name.lower():
+                    self.database = None
+                dropped += len(tables)
+            return Result(None, rowcount=dropped)
         if kind != "TABLE":
             raise UnsupportedError(f"DROP {kind}")
-        targets = [node.this] + list(node.expressions or [])
         for target in targets:
             database = ddl.database_of(target, self.database)
             if self.catalog.find_table(database, target.name) is None:
                 if if_exists:
                     continue
                 self.catalog.table(database, target.name)      # raises, naming the closest table
+        for target in targets:       # all names checked first: DROP TABLE a, missing drops nothing
+            database = ddl.database_of(target, self.database)
+            if self.catalog.find_table(database, target.name) is None:
+                continue
             table = self.catalog.drop_table(database, target.name)
             self.runner.drop_table(table)
             self.statistics.forget(table)
@@ -279,10 +288,54 @@ class Session:
 
     def _stmt_TruncateTable(self, node: exp.TruncateTable, statement) -> Result:
         for target in node.expressions:
-            table = self._table(target)
-            partitions = [None] if table.reference else range(self.runner.num_partitions)
-            self.runner.replace_rows(table, {p: [] for p in partitions})
+            self.runner.replace_table(self._table(target), None)
         return Result(None, rowcount=0)
+
+    def _stmt_Delete(self, node: exp.Delete, statement) -> Result:
+        """DELETE rewrites the table without the matching rows (the columnstore's delete bitmaps replace
+        this with issue 4). The kept rows are computed first, so a failing predicate deletes nothing."""
+        if node.args.get("using") or node.args.get("limit") or node.args.get("order"):
+            raise UnsupportedError("DELETE with USING, ORDER BY or LIMIT")
+        table = self._table(node.this)
+        where = node.args.get("where")
+        if where is None:
+            before = self.runner.row_count(table)
+            self.runner.replace_table(table, None)
+            return Result(None, rowcount=before)
+        matched = _is_true(where.this)
+        kept = self._select_rows(table, node.this, [exp.column(c.name) for c in table.columns], exp.not_(matched))
+        before = self.runner.row_count(table)
+        self.runner.replace_table(table, kept)
+        return Result(None, rowcount=before - kept.num_rows)
+
+    def _stmt_Update(self, node: exp.Update, statement) -> Result:
+        """UPDATE rewrites the table with each matching row's new values; rowcount counts matched rows."""
+        if node.args.get("from") or node.args.get("from_") or node.args.get("limit") or node.args.get("order"):
+            raise UnsupportedError("UPDATE with FROM, ORDER BY or LIMIT")
+        table = self._table(node.this)
+        assignments = {}
+        for item in node.expressions:
+            column = table.column(item.this.name)          # raises for an unknown column
+            assignments[column.name.lower()] = item.expression
+        where = node.args.get("where")
+        matched = _is_true(where.this) if where is not None else exp.true()
+        projection = [exp.If(this=matched.copy(), true=assignments[c.name.lower()].copy(), false=exp.column(c.name))
+                      if c.name.lower() in assignments else exp.column(c.name) for c in table.columns]
+        count = self._select_rows(table, node.this, [exp.Count(this=exp.Star())], matched).column(0)[0].as_py()
+        rows = self._select_rows(table, node.this, projection, None)
+        self.runner.replace_table(table, rows)
+        return Result(None, rowcount=count)
+
+    def _select_rows(self, table, table_node: exp.Table, projection, where) -> pa.Table:
+        """Run ``SELECT projection FROM table [WHERE where]`` and cast the result to the table's types."""
+        select = exp.Select(expressions=projection).from_(table_node.copy())
+        if where is not None:
+            select = select.where(where)
+        planned = self._plan(select)
+        data = run_query(planned, self.runner).table
+        if len(projection) != len(table.columns):
+            return data
+        return dml.conform_to_table(data, [f.type for f in planned.fields], table, list(table.columns))
 
     # -- session state ------------------------------------------------------------------------------
     def _stmt_Set(self, node: exp.Set, statement) -> Result:
@@ -307,3 +360,8 @@ def _statistics_of(runner) -> RunnerStatistics:
 
 def _is_load(node) -> bool:
     return not isinstance(node, exp.Expression)     # a LoadDataStatement (engine.load), not a sqlglot tree
+
+
+def _is_true(predicate: exp.Expression) -> exp.Expression:
+    """``(predicate) IS TRUE``: NULL counts as not matched, as in a WHERE clause."""
+    return exp.Is(this=exp.Paren(this=predicate.copy()), expression=exp.true())

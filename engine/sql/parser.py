@@ -53,34 +53,60 @@ def tokenize(sql: str) -> list[Token]:
 
 def split_statements(sql: str) -> list[str]:
     """The statements of ``sql`` without their ``;`` (empty statements dropped)."""
-    tokens = tokenize(sql)
-    pieces, start = [], 0
+    return [sql[start:end] for start, end, _ in _split(sql, tokenize(sql))]
+
+
+def _split(sql: str, tokens: list[Token]) -> list[tuple[int, int, list[Token]]]:
+    """(start, end, tokens) of each non-empty statement; offsets index ``sql``."""
+    pieces, start, current = [], 0, []
     for token in tokens:
         if token.token_type == TokenType.SEMICOLON:
-            pieces.append(sql[start:token.start])
-            start = token.end + 1
-    pieces.append(sql[start:])
-    return [p for p in pieces if p.strip() and tokenize(p)]
+            if current:
+                pieces.append((start, token.start, current))
+            start, current = token.end + 1, []
+        else:
+            current.append(token)
+    if current:
+        pieces.append((start, len(sql), current))
+    return pieces
 
 
 def parse(sql: str) -> list[Statement]:
-    """Parse every statement of ``sql``; raise :class:`ParseError` naming line, column and token."""
+    """Parse every statement of ``sql``; raise :class:`ParseError` naming line, column and token.
+
+    The text is tokenized once; sqlglot's parser reads each statement's tokens (a 20,000-row INSERT
+    costs one tokenization, not one per step). Only a CREATE statement is re-tokenized, after its
+    SingleStore options are cut out.
+    """
     statements = []
-    for text in split_statements(sql):
-        if _starts_with_words(text, "LOAD", "DATA"):
+    for start, end, tokens in _split(sql, tokenize(sql)):
+        text = sql[start:end]
+        words = [t.text.upper() for t in tokens[:2]]
+        if words == ["LOAD", "DATA"]:
             from engine.load.load_data import parse_load_data
             statements.append(Statement(parse_load_data(text), text))
-            continue
-        cleaned, options = extract_table_options(text)
-        statements.append(Statement(parse_one(cleaned), text, options))
+        elif words[0] == "CREATE":
+            cleaned, options = extract_table_options(text)
+            statements.append(Statement(parse_one(cleaned), text, options))
+        else:
+            statements.append(Statement(_checked(lambda: _parse_tokens(tokens, sql)), text))
     if not statements:
         raise ParseError("empty statement")
     return statements
 
 
+def _parse_tokens(tokens: list[Token], sql: str) -> Optional[exp.Expression]:
+    parsed = sqlglot.Dialect.get_or_raise(DIALECT).parser().parse(tokens, sql)
+    return parsed[0] if parsed else None
+
+
 def parse_one(text: str) -> exp.Expression:
+    return _checked(lambda: sqlglot.parse_one(text, read=DIALECT))
+
+
+def _checked(parse_call) -> exp.Expression:
     try:
-        node = sqlglot.parse_one(text, read=DIALECT)
+        node = parse_call()
     except SqlglotParseError as error:
         detail = error.errors[0] if error.errors else {}
         message = str(detail.get("description") or error).split("\n")[0]
@@ -160,7 +186,3 @@ def extract_table_options(text: str) -> tuple[str, TableOptions]:
     out.append(text[position:])
     return "".join(out), TableOptions(reference, shard_key, sort_key)
 
-
-def _starts_with_words(text: str, *words: str) -> bool:
-    tokens = tokenize(text)[:len(words)]
-    return [t.text.upper() for t in tokens] == list(words)

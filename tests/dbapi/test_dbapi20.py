@@ -370,9 +370,6 @@ def test_description_type_codes(cur):
     assert cur.description[1][4:6] == (15, 2)  # precision, scale
 
 
-@pytest.mark.xfail(strict=True, raises=engine.InternalError,
-                   reason="engine bug: session._stmt_Drop reads node.this, but sqlglot 30 puts the targets "
-                          "of DROP TABLE in node.args['tables']")
 def test_drop_table(cur):
     # The classic suite drops its tables in tearDown; here every connection has its own catalog, so this
     # one test covers DROP on its own.

@@ -64,6 +64,12 @@ class HashJoinExec(PhysicalOperator):
                                coalesce_keys=False, use_threads=False)
             yield from table_to_batches(joined.select(out_names))
             return
+        if kind in ("semi", "anti"):
+            inequality = _column_inequality(self.residual, left.schema.names, right.schema.names)
+            if inequality is not None:
+                yield from table_to_batches(self._semi_anti_inequality(
+                    left, right, left_names, right_names, *inequality).select(out_names))
+                return
         # residual: inner-join on the keys, filter, then derive outer / semi / anti from matched row ids
         left = left.append_column(_ROW_ID, pa.array(np.arange(left.num_rows, dtype=np.int64)))
         pairs = left.join(right, keys=left_names, right_keys=right_names, join_type="inner",
@@ -85,6 +91,29 @@ class HashJoinExec(PhysicalOperator):
             padded = pa.table({**{n: unmatched.column(n) for n in out_names if n in unmatched.schema.names}, **pad})
             yield from table_to_batches(pairs.select(out_names))
             yield from table_to_batches(padded.select(out_names).cast(pairs.select(out_names).schema))
+
+    def _semi_anti_inequality(self, left: pa.Table, right: pa.Table, left_names, right_names,
+                              left_column: str, right_column: str) -> pa.Table:
+        """Semi/anti join whose residual is ``left_column <> right_column`` (TPC-H Q21's "another
+        supplier of the same order"), without materializing the key-matched pairs.
+
+        Some right row with an equal key has a different value exactly when the group of right rows
+        with that key has non-null values whose MIN or MAX differs from the left value. So the build
+        side shrinks to one row per key (MIN, MAX) and the join becomes a one-to-one lookup.
+        """
+        groups = right.group_by(right_names, use_threads=False).aggregate(
+            [(right_column, "min"), (right_column, "max")])
+        lo, hi = f"{right_column}_min", f"{right_column}_max"
+        left = left.append_column(_ROW_ID, pa.array(np.arange(left.num_rows, dtype=np.int64)))
+        probe = left.select(left_names + [left_column, _ROW_ID])
+        joined = probe.join(groups, keys=left_names, right_keys=right_names, join_type="inner",
+                            coalesce_keys=False, use_threads=False)
+        value = joined.column(left_column)
+        differs = pc.or_(pc.not_equal(joined.column(lo), value), pc.not_equal(joined.column(hi), value))
+        matched = joined.column(_ROW_ID).filter(differs.fill_null(False))
+        hit = pc.is_in(left.column(_ROW_ID), value_set=matched.combine_chunks() if matched.num_chunks else
+                       pa.array([], pa.int64()))
+        return left.filter(hit if self.kind == "semi" else pc.invert(hit))
 
     def _not_in(self, left: pa.Table, right: pa.Table, left_names, right_names) -> pa.Table:
         """NOT IN: no row survives if the subquery returned a NULL; a NULL probe survives only an empty set."""
@@ -120,3 +149,18 @@ def _filter_table(table: pa.Table, predicate: Expr, ctx: TaskContext) -> pa.Tabl
         return table
     batch = table.combine_chunks().to_batches()[0]
     return table.filter(evaluate_predicate(predicate, batch, ctx.params))
+
+
+def _column_inequality(residual: Expr, left_names, right_names) -> Optional[tuple[str, str]]:
+    """(left column, right column) when ``residual`` is ``l <> r`` between a column of each side."""
+    from engine.plan.expressions import Call
+    if not (isinstance(residual, Call) and residual.op == "ne"):
+        return None
+    a, b = residual.args
+    if not (isinstance(a, ColumnRef) and isinstance(b, ColumnRef)):
+        return None
+    if a.id in left_names and b.id in right_names:
+        return a.id, b.id
+    if b.id in left_names and a.id in right_names:
+        return b.id, a.id
+    return None
