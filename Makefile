@@ -21,7 +21,7 @@ $(PY):
 # kernels build against the venv's numpy): the build requirements go in first. The "python3"
 # kernelspec installed into the venv makes Jupyter started from the venv run this interpreter.
 $(INSTALL_STAMP): $(PY) pyproject.toml setup.py
-	$(PY) -m pip install --upgrade pip "setuptools>=68" wheel "Cython>=3.0" "numpy>=1.26"
+	$(PY) -m pip install "setuptools>=68" wheel "Cython>=3.0" "numpy>=1.26"
 	$(PY) -m pip install --no-build-isolation -e ".[test,bench]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (canopy .venv)"
 	touch $@
