@@ -69,6 +69,7 @@ NULL = SqlType("null", "NULL")
 BOOLEAN = SqlType("bool", "BOOLEAN")
 TINYINT = SqlType("int", "TINYINT", bits=8)
 SMALLINT = SqlType("int", "SMALLINT", bits=16)
+MEDIUMINT = SqlType("int", "MEDIUMINT", bits=32)   # 24 bits in MySQL; stored in 32, named as declared
 INT = SqlType("int", "INT", bits=32)
 BIGINT = SqlType("int", "BIGINT", bits=64)
 FLOAT = SqlType("float", "FLOAT", bits=32)
@@ -76,6 +77,7 @@ DOUBLE = SqlType("float", "DOUBLE", bits=64)
 TEXT = SqlType("string", "TEXT")
 DATE = SqlType("date", "DATE")
 DATETIME = SqlType("datetime", "DATETIME")
+TIMESTAMP = SqlType("datetime", "TIMESTAMP")      # stored like DATETIME; DESCRIBE shows what was declared
 
 
 def decimal_type(precision: int, scale: int) -> SqlType:
@@ -116,10 +118,11 @@ def from_arrow(t: pa.DataType) -> SqlType:
 # sqlglot DataType names -> constructor (the binder passes sqlglot's DType name and parameters)
 _SIMPLE_TYPES = {
     "TINYINT": TINYINT, "UTINYINT": SMALLINT, "SMALLINT": SMALLINT, "USMALLINT": INT,
-    "MEDIUMINT": INT, "UMEDIUMINT": INT, "INT": INT, "UINT": BIGINT, "BIGINT": BIGINT,
+    "MEDIUMINT": MEDIUMINT, "UMEDIUMINT": INT, "INT": INT, "UINT": BIGINT, "BIGINT": BIGINT,
     "UBIGINT": decimal_type(20, 0), "BOOLEAN": BOOLEAN, "BIT": BOOLEAN,
-    "FLOAT": FLOAT, "DOUBLE": DOUBLE, "DATE": DATE, "DATETIME": DATETIME, "TIMESTAMP": DATETIME,
-    "DATETIME64": DATETIME, "TIMESTAMPTZ": DATETIME, "TIMESTAMPLTZ": DATETIME,
+    "FLOAT": FLOAT, "DOUBLE": DOUBLE, "DATE": DATE, "DATETIME": DATETIME, "TIMESTAMP": TIMESTAMP,
+    "DATETIME64": DATETIME, "TIMESTAMPTZ": TIMESTAMP,  # sqlglot reads MySQL TIMESTAMP as TIMESTAMPTZ
+    "TIMESTAMPLTZ": DATETIME,
     "TEXT": TEXT, "MEDIUMTEXT": TEXT, "LONGTEXT": TEXT, "TINYTEXT": TEXT,
 }
 
@@ -175,6 +178,10 @@ def common_type(a: SqlType, b: SqlType, context: str = "") -> SqlType:
         return a
     if a.kind == b.kind == "int":
         return a if a.bits >= b.bits else b
+    if a.kind == b.kind == "datetime":
+        return DATETIME                  # DATETIME and TIMESTAMP: same values, different names
+    if a.kind == b.kind == "float":
+        return DOUBLE
     if a.kind == b.kind == "string":
         return TEXT if (a.length is None or b.length is None) else varchar(max(a.length, b.length))
     if a.is_numeric and b.is_numeric:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from typing import Callable, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +20,10 @@ from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
 from engine.types import MAX_DECIMAL_PRECISION, SqlType
 
 Datum = Union[pa.Array, pa.ChunkedArray, pa.Scalar]
+
+# MySQL rounds exact values half away from zero (ROUND(-2.5) = -3, CAST(2.5 AS SIGNED) = 3, 1/32 = 0.0313);
+# pyarrow's default is half to even.
+HALF_AWAY = "half_towards_infinity"
 
 _FUNCTIONS: dict[str, Callable[..., Datum]] = {}
 
@@ -165,7 +169,7 @@ def _arith(expr: Call, a: Datum, b: Datum, name: str) -> Datum:
 
 
 def _round_to_decimal(values: Datum, rt: SqlType) -> Datum:
-    return pc.round(values, ndigits=rt.scale).cast(rt.to_arrow())
+    return pc.round(values, ndigits=rt.scale, round_mode=HALF_AWAY).cast(rt.to_arrow())
 
 
 @function("add")
@@ -205,7 +209,7 @@ def _divide(expr, a, b):
     arrow_precision = p1 - s1 + s2 + arrow_scale
     if arrow_precision <= MAX_DECIMAL_PRECISION and arrow_scale >= rt.scale:
         quotient = pc.divide(a, b)
-        return pc.round(quotient, ndigits=rt.scale).cast(rt.to_arrow())
+        return pc.round(quotient, ndigits=rt.scale, round_mode=HALF_AWAY).cast(rt.to_arrow())
     quotient = pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))
     return _round_to_decimal(quotient, rt)
 
@@ -390,19 +394,29 @@ def _cast(expr, a):
         return a
     source = a.type
     if pa.types.is_decimal(target) and pa.types.is_decimal(source) and source.scale > target.scale:
-        return pc.round(a, ndigits=target.scale).cast(target)
+        return pc.round(a, ndigits=target.scale, round_mode=HALF_AWAY).cast(target)
     if pa.types.is_decimal(target) and pa.types.is_floating(source):
-        return pc.round(a, ndigits=target.scale).cast(target)
+        return pc.round(a, ndigits=target.scale, round_mode=HALF_AWAY).cast(target)
+    if pa.types.is_decimal(target) and pa.types.is_string(source) and target.scale < 18:
+        # parse with spare digits, then round: CAST('1.239' AS DECIMAL(5,2)) is 1.24 in MySQL
+        wide = pa.decimal128(MAX_DECIMAL_PRECISION, 18)
+        return pc.round(pc.utf8_trim_whitespace(a).cast(wide), ndigits=target.scale,
+                        round_mode=HALF_AWAY).cast(target)
     if pa.types.is_decimal(target) and pa.types.is_integer(source):
         # via the widest decimal: Arrow refuses int64 -> decimal(15,2) by type, even when values fit
         wide = pa.decimal128(MAX_DECIMAL_PRECISION, target.scale)
         return a.cast(wide).cast(target)
     if pa.types.is_integer(target) and (pa.types.is_floating(source) or pa.types.is_decimal(source)):
-        return pc.round(a.cast(pa.float64()) if pa.types.is_decimal(source) else a).cast(target)
+        return pc.round(a, round_mode=HALF_AWAY).cast(target)
     if pa.types.is_string(target) and pa.types.is_decimal(source):
         return a.cast(target)
     if pa.types.is_date(target) and pa.types.is_string(source):
-        return pc.strptime(pc.utf8_trim_whitespace(a), format="%Y-%m-%d", unit="s").cast(target)
+        # Arrow's string -> date32 cast rejects impossible dates ('2024-02-30'); strptime rolls them over.
+        trimmed = pc.utf8_trim_whitespace(a)
+        try:
+            return trimmed.cast(target)
+        except pa.ArrowInvalid:      # a datetime string: MySQL's CAST(... AS DATE) keeps the date part
+            return pc.cast(trimmed.cast(pa.timestamp("us")), target, safe=False)
     if pa.types.is_timestamp(target) and pa.types.is_string(source):
         trimmed = pc.utf8_trim_whitespace(a)
         return trimmed.cast(target)
@@ -484,22 +498,40 @@ def _reverse(expr, s):
     return pc.utf8_reverse(s)
 
 
+def _constant_count(n: Datum, what: str) -> Optional[int]:
+    if not _is_scalar(n):
+        raise UnsupportedError(f"{what} with a non-constant length")
+    return n.as_py()
+
+
 @function("left")
 def _left(expr, s, n):
-    return pc.utf8_slice_codeunits(s, 0, max(n.as_py() or 0, 0))
+    count = _constant_count(n, "LEFT")
+    if count is None:
+        return pa.scalar(None, pa.string())
+    return pc.utf8_slice_codeunits(s, 0, max(count, 0))
 
 
 @function("right")
 def _right(expr, s, n):
-    count = n.as_py() or 0
+    count = _constant_count(n, "RIGHT")
+    if count is None:
+        return pa.scalar(None, pa.string())
     return pc.utf8_slice_codeunits(s, -count) if count > 0 else pc.utf8_slice_codeunits(s, 0, 0)
 
 
 @function("locate")
-def _locate(expr, needle, haystack):
+def _locate(expr, needle, haystack, start=None):
+    """LOCATE(needle, haystack [, start]): 1-based position of the first match at or after start, 0 if none."""
     if not _is_scalar(needle):
         raise UnsupportedError("LOCATE/INSTR with a non-constant substring")
-    return pc.add(pc.find_substring(haystack, needle.as_py()), 1).cast(pa.int64())
+    first = 1 if start is None else _constant_count(start, "LOCATE")
+    if needle.as_py() is None or first is None:
+        return pa.scalar(None, pa.int64())
+    if first < 1:
+        return pc.multiply(pc.utf8_length(haystack), 0).cast(pa.int64())    # MySQL: 0, NULL stays NULL
+    found = pc.find_substring(pc.utf8_slice_codeunits(haystack, first - 1), needle.as_py())
+    return pc.if_else(pc.less(found, 0), 0, pc.add(found, first)).cast(pa.int64())
 
 
 @function("starts_with")
@@ -516,7 +548,8 @@ def _abs(expr, a):
 @function("round")
 def _round(expr, a, digits=None):
     nd = digits.as_py() if digits is not None else 0
-    result = pc.round(a, ndigits=nd, round_mode="half_to_even" if pa.types.is_floating(a.type) else "half_up")
+    # MySQL: exact values round half away from zero, doubles to nearest even (the C library's rint)
+    result = pc.round(a, ndigits=nd, round_mode="half_to_even" if pa.types.is_floating(a.type) else HALF_AWAY)
     return result.cast(expr.type.to_arrow())
 
 
@@ -536,9 +569,21 @@ def _float_fn(name):
     return fn
 
 
-for _sql, _pc in (("sqrt", "sqrt"), ("ln", "ln"), ("log10", "log10"), ("log2", "log2"), ("exp", "exp"),
-                  ("power", "power"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan")):
+for _sql, _pc in (("exp", "exp"), ("power", "power"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan")):
     function(_sql)(_float_fn(_pc))
+
+
+def _null_outside_domain(name):
+    """MySQL returns NULL (not NaN or -inf) for SQRT of a negative number and LN / LOG of x <= 0."""
+    def fn(expr, a):
+        a = a.cast(pa.float64())
+        outside = pc.less(a, 0) if name == "sqrt" else pc.less_equal(a, 0)
+        return pc.if_else(outside, pa.scalar(None, pa.float64()), getattr(pc, name)(a))
+    return fn
+
+
+for _sql in ("sqrt", "ln", "log10", "log2"):
+    function(_sql)(_null_outside_domain(_sql))
 
 
 @function("sign")

@@ -1022,7 +1022,41 @@ class Binder:
     def _bind_StrPosition(self, node, ctx) -> Expr:
         haystack = self._string_arg(node.this, ctx)
         needle = self._string_arg(node.args["substr"], ctx)
-        return self._fold(Call("locate", (needle, haystack), T.BIGINT))
+        args = (needle, haystack)
+        if node.args.get("position") is not None:        # LOCATE(substr, str, pos)
+            args += (self._int_arg(node.args["position"], ctx),)
+        return self._fold(Call("locate", args, T.BIGINT))
+
+    def _int_arg(self, node, ctx) -> Expr:
+        e = self.bind_expr(node, ctx)
+        return e if e.type.kind in ("int", "null") else self.coerce(e, T.BIGINT)
+
+    def _bind_Left(self, node, ctx) -> Expr:
+        args = (self._string_arg(node.this, ctx), self._int_arg(node.expression, ctx))
+        return self._fold(Call("left", args, T.TEXT))
+
+    def _bind_Right(self, node, ctx) -> Expr:
+        args = (self._string_arg(node.this, ctx), self._int_arg(node.expression, ctx))
+        return self._fold(Call("right", args, T.TEXT))
+
+    def _bind_Replace(self, node, ctx) -> Expr:
+        args = tuple(self._string_arg(node.args[name], ctx) for name in ("this", "expression", "replacement"))
+        return self._fold(Call("replace", args, T.TEXT))
+
+    def _bind_TsOrDsToDate(self, node, ctx) -> Expr:
+        """DATE(x): the date part of a DATETIME, or a string read as a date."""
+        d = self.bind_expr(node.this, ctx)
+        if d.type.kind not in ("date", "datetime", "string", "null"):
+            raise TypeMismatchError(f"DATE() needs a date, datetime or string, got {d.type} in {node_name(node)}")
+        return self.coerce(d, T.DATE)
+
+    def _bind_Log(self, node, ctx) -> Expr:
+        """MySQL LOG(x) is ln(x); LOG(b, x) is the logarithm of x to the base b."""
+        if node.expression is None:
+            return self._fold(Call("ln", (self.bind_expr(node.this, ctx),), T.DOUBLE))
+        base, x = self.bind_expr(node.this, ctx), self.bind_expr(node.expression, ctx)
+        ln_x, ln_base = Call("ln", (x,), T.DOUBLE), Call("ln", (base,), T.DOUBLE)
+        return self._fold(Call("divide", (ln_x, ln_base), T.DOUBLE))
 
     def _bind_Round(self, node, ctx) -> Expr:
         a = self.bind_expr(node.this, ctx)
@@ -1127,7 +1161,7 @@ _SIMPLE_FUNCTIONS = {
     exp.Upper: ("upper", "string"), exp.Lower: ("lower", "string"), exp.Reverse: ("reverse", "string"),
     exp.Abs: ("abs", "same"), exp.Sqrt: ("sqrt", "float"), exp.Ln: ("ln", "float"), exp.Exp: ("exp", "float"),
     exp.Pow: ("power", "float"), exp.Floor: ("floor", "int"), exp.Ceil: ("ceil", "int"),
-    exp.Sign: ("sign", "int"), exp.Log: ("log10", "float"),
+    exp.Sign: ("sign", "int"),
 }
 
 
