@@ -60,11 +60,11 @@ class TPCHQueries:
         self.canopy.execute(self.sql).fetch_arrow_table()
 
     def time_duckdb(self, data_dir, query):
-        self.duck.execute(self.sql).to_arrow_table()
+        self.duck.sql(self.sql).to_arrow_table()
 
     def track_ratio_canopy_duckdb(self, data_dir, query):
         canopy = _median_seconds(lambda: self.canopy.execute(self.sql).fetch_arrow_table())
-        duck = _median_seconds(lambda: self.duck.execute(self.sql).to_arrow_table())
+        duck = _median_seconds(lambda: self.duck.sql(self.sql).to_arrow_table())
         return canopy / duck
 
     track_ratio_canopy_duckdb.unit = "canopy/duckdb"

@@ -31,6 +31,17 @@ def _time_query(run, sql, repeat):
     return statistics.median(times), rows
 
 
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.tpch", description=__doc__.splitlines()[0])
     parser.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
@@ -62,7 +73,7 @@ def main(argv=None) -> int:
     duck_threads = duck.execute("SELECT current_setting('threads')").fetchone()[0]
 
     print(f"TPC-H SF {args.sf:g} from {data_dir}; median of {args.repeat} after one warm-up")
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(f"machine: {_cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     print(f"Canopy {engine.__version__}: embedded cluster, {args.leaves} leaves x {args.partitions_per_leaf} partitions")
     print(f"DuckDB {duckdb.__version__}: {duck_threads} threads (default)\n")
 
@@ -82,7 +93,7 @@ def main(argv=None) -> int:
         return canopy.execute(sql).fetch_arrow_table()
 
     def run_duckdb(sql):
-        return duck.execute(sql).to_arrow_table()
+        return duck.sql(sql).to_arrow_table()
 
     results = {}
     print(f"{'query':<6} {'canopy s':>10} {'duckdb s':>10} {'ratio':>8} {'rows':>8}")
@@ -116,7 +127,7 @@ def main(argv=None) -> int:
     if args.json:
         args.json.write_text(json.dumps({
             "sf": args.sf, "repeat": args.repeat,
-            "machine": {"cpus": os.cpu_count(), "processor": platform.processor(), "python": platform.python_version()},
+            "machine": {"cpus": os.cpu_count(), "processor": _cpu_name(), "python": platform.python_version()},
             "canopy": {"version": engine.__version__, "leaves": args.leaves,
                        "partitions_per_leaf": args.partitions_per_leaf, "load_s": canopy_load},
             "duckdb": {"version": duckdb.__version__, "threads": duck_threads, "load_s": duck_load},
