@@ -144,28 +144,36 @@ def _arith(expr: Call, a: Datum, b: Datum, name: str) -> Datum:
         return getattr(pc, name + "_checked")(_as_type(a, rt), _as_type(b, rt))
     a, b = _decimal_operand(a), _decimal_operand(b)
     if name in ("add", "subtract"):
-        operand = pa.decimal128(min(rt.precision, MAX_DECIMAL_PRECISION - 1), rt.scale)
+        # Arrow's sum has one digit more than its operands: at 38 digits, add in decimal256 and let the
+        # checked cast to the result type raise only when the value itself does not fit.
+        operand = pa.decimal128(rt.precision, rt.scale) if rt.precision < MAX_DECIMAL_PRECISION \
+            else pa.decimal256(rt.precision, rt.scale)
         a, b = a.cast(operand), b.cast(operand)
         return pc.add_checked(a, b).cast(rt.to_arrow()) if name == "add" else \
             pc.subtract_checked(a, b).cast(rt.to_arrow())
     # multiply: Arrow's result precision is p1 + p2 + 1; shrink operands so that fits in 38 digits.
-    pa_, pb_ = a.type.precision, b.type.precision
-    excess = pa_ + pb_ + 1 - MAX_DECIMAL_PRECISION
-    if excess > 0:
-        # Cut declared digits where there is most room (a SUM's DECIMAL(38, s) rarely uses them all;
-        # a literal like 100.00 uses every one): the checked cast raises if a value would not fit.
-        room_a, room_b = pa_ - a.type.scale - 1, pb_ - b.type.scale - 1
-        if room_b >= room_a:
-            cut_b = min(room_b, excess)
-            cut_a = min(room_a, excess - cut_b)
-        else:
-            cut_a = min(room_a, excess)
-            cut_b = min(room_b, excess - cut_a)
-        if cut_a + cut_b < excess:
+    if a.type.precision + b.type.precision + 1 > MAX_DECIMAL_PRECISION:
+        # Declared digits are often unused (a SUM's DECIMAL(38, s), a BIGINT literal 10), so shrink each
+        # operand to the digits its values use; the product then is exact, and the checked cast to the
+        # result type raises if it does not fit.
+        used_a, used_b = _used_precision(a), _used_precision(b)
+        if used_a + used_b + 1 > MAX_DECIMAL_PRECISION:
             product = pc.multiply(a.cast(pa.float64()), b.cast(pa.float64()))
             return _round_to_decimal(product, rt)
-        a, b = _decimal_shrink(a, pa_ - cut_a), _decimal_shrink(b, pb_ - cut_b)
+        a, b = _decimal_shrink(a, used_a), _decimal_shrink(b, used_b)
     return pc.multiply_checked(a, b).cast(rt.to_arrow())
+
+
+def _used_precision(d: Datum) -> int:
+    """The number of digits the values of a decimal operand use (at least its scale + 1)."""
+    if _is_scalar(d):
+        extremes = [d.as_py()]
+    else:
+        min_max = pc.min_max(d)
+        extremes = [min_max["min"].as_py(), min_max["max"].as_py()]
+    largest = max((abs(v) for v in extremes if v is not None), default=0)
+    integer_digits = len(str(int(largest))) if largest >= 1 else 0
+    return max(integer_digits, 1) + d.type.scale
 
 
 def _round_to_decimal(values: Datum, rt: SqlType) -> Datum:
@@ -397,9 +405,11 @@ def _cast(expr, a):
         return pc.round(a, ndigits=target.scale, round_mode=HALF_AWAY).cast(target)
     if pa.types.is_decimal(target) and pa.types.is_floating(source):
         return pc.round(a, ndigits=target.scale, round_mode=HALF_AWAY).cast(target)
-    if pa.types.is_decimal(target) and pa.types.is_string(source) and target.scale < 18:
+    spare_scale = min(18, MAX_DECIMAL_PRECISION - (target.precision - target.scale)) \
+        if pa.types.is_decimal(target) else 0
+    if pa.types.is_decimal(target) and pa.types.is_string(source) and target.scale < spare_scale:
         # parse with spare digits, then round: CAST('1.239' AS DECIMAL(5,2)) is 1.24 in MySQL
-        wide = pa.decimal128(MAX_DECIMAL_PRECISION, 18)
+        wide = pa.decimal128(MAX_DECIMAL_PRECISION, spare_scale)
         return pc.round(pc.utf8_trim_whitespace(a).cast(wide), ndigits=target.scale,
                         round_mode=HALF_AWAY).cast(target)
     if pa.types.is_decimal(target) and pa.types.is_integer(source):

@@ -660,7 +660,13 @@ class Binder:
             a = self.coerce(a, b.type)
         elif b.type.kind == "string" and a.type.is_temporal:
             b = self.coerce(b, a.type)
+        if isinstance(b, Literal) and not isinstance(a, Literal) and _fits_exactly(b, a.type):
+            return self._fold(Call(op, (a, self.coerce(b, a.type)), T.BOOLEAN))    # cast the constant,
+        if isinstance(a, Literal) and not isinstance(b, Literal) and _fits_exactly(a, b.type):
+            return self._fold(Call(op, (self.coerce(a, b.type), b), T.BOOLEAN))    # not every row
         common = T.common_type(a.type, b.type, f"comparison {a} {op} {b}")
+        if common.kind == "null":
+            common = T.BOOLEAN       # NULL = NULL: any concrete type will do, the kernels need one
         return self._fold(Call(op, (self.coerce(a, common), self.coerce(b, common)), T.BOOLEAN))
 
     # leaves
@@ -750,6 +756,8 @@ class Binder:
     def _as_bool(self, e: Expr) -> Expr:
         if e.type.kind == "int":
             return self.make_comparison("ne", e, Literal(0, T.BIGINT))
+        if e.type.kind == "null":
+            return self.coerce(e, T.BOOLEAN)     # NULL AND FALSE: the Kleene kernels need a boolean NULL
         return e
 
     def _bind_interval_arith(self, node, op: str, ctx) -> Expr:
@@ -759,7 +767,7 @@ class Binder:
                 raise TypeMismatchError(f"cannot subtract a date from an interval: {node_name(node)}")
             date_node, interval = interval, date_node
         d = self.bind_expr(date_node, ctx)
-        if d.type.kind == "string":
+        if d.type.kind in ("string", "null"):
             d = self.coerce(d, T.DATE)
         if not d.type.is_temporal:
             raise TypeMismatchError(f"INTERVAL arithmetic needs a DATE or DATETIME, got {d.type} in {node_name(node)}")
@@ -793,7 +801,7 @@ class Binder:
 
     def _date_add(self, node, ctx, sign) -> Expr:
         d = self.bind_expr(node.this, ctx)
-        if d.type.kind == "string":
+        if d.type.kind in ("string", "null"):
             d = self.coerce(d, T.DATE)
         interval = node.expression
         if not isinstance(interval, exp.Interval):
@@ -947,16 +955,21 @@ class Binder:
     def _bind_Extract(self, node: exp.Extract, ctx) -> Expr:
         unit = node.this.name.upper()
         d = self.bind_expr(node.expression, ctx)
-        if d.type.kind == "string":
+        if d.type.kind in ("string", "null"):
             d = self.coerce(d, T.DATE)
         if not d.type.is_temporal:
             raise TypeMismatchError(f"EXTRACT({unit} FROM ...) needs a date, got {d.type}")
         return self._fold(Call("extract", (d,), T.BIGINT, (unit,)))
 
     def _date_part(self, node, ctx, unit) -> Expr:
-        d = self.bind_expr(node.this, ctx)
-        if d.type.kind == "string":
+        inner = node.this
+        if isinstance(inner, exp.TsOrDsToDate):     # sqlglot reads YEAR(x) as YEAR(DATE(x))
+            inner = inner.this
+        d = self.bind_expr(inner, ctx)
+        if d.type.kind in ("string", "null"):
             d = self.coerce(d, T.DATE)
+        if not d.type.is_temporal:
+            raise TypeMismatchError(f"{unit}() needs a date, got {d.type} in {node_name(node)}")
         return self._fold(Call("extract", (d,), T.BIGINT, (unit,)))
 
     def _bind_Year(self, node, ctx):
@@ -982,8 +995,8 @@ class Binder:
 
     def _bind_DateDiff(self, node, ctx) -> Expr:
         a, b = self.bind_expr(node.this, ctx), self.bind_expr(node.expression, ctx)
-        a = self.coerce(a, T.DATE) if a.type.kind == "string" else a
-        b = self.coerce(b, T.DATE) if b.type.kind == "string" else b
+        a = self.coerce(a, T.DATE) if a.type.kind in ("string", "null") else a
+        b = self.coerce(b, T.DATE) if b.type.kind in ("string", "null") else b
         return self._fold(Call("datediff", (a, b), T.BIGINT))
 
     def _bind_CurrentDate(self, node, ctx) -> Expr:
@@ -1231,3 +1244,21 @@ def _equi_pair(c: Expr, left_ids: set[str], right_ids: set[str]) -> Optional[tup
     if ia and ib and ib <= left_ids and ia <= right_ids:
         return b, a
     return None
+
+
+def _fits_exactly(literal: Literal, target: T.SqlType) -> bool:
+    """Whether a numeric constant converts to ``target`` without changing its value (so a comparison
+    can cast the constant once instead of casting the column on every row)."""
+    value = literal.value
+    if value is None or isinstance(value, bool) or literal.type.kind not in ("int", "decimal"):
+        return False
+    if target.kind == "int":
+        bits = target.bits
+        return (literal.type.kind == "int" or value == value.to_integral_value()) and \
+            -(1 << (bits - 1)) <= int(value) < (1 << (bits - 1))
+    if target.kind == "decimal":
+        d = decimal.Decimal(value)
+        if d != d.quantize(decimal.Decimal(1).scaleb(-target.scale)):
+            return False
+        return abs(d) < decimal.Decimal(10) ** (target.precision - target.scale)
+    return False

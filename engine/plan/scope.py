@@ -72,9 +72,11 @@ class Scope:
             if found is not None:
                 self.outer_refs.add(found.id)
                 return found
-        shown = f"{qualifier}.{name}" if qualifier else name
-        candidates = [f.name for r in self.all_relations() for f in r.fields]
-        raise unknown_name_error("column", shown, candidates)
+        if qualifier:      # t.bb: suggest t.b, a column of that table, spelled the way the user did
+            candidates = [f"{qualifier}.{f.name}" for r in self.all_relations()
+                          if r.alias.lower() == qualifier.lower() for f in r.fields]
+            raise unknown_name_error("column", f"{qualifier}.{name}", candidates)
+        raise unknown_name_error("column", name, [f.name for r in self.all_relations() for f in r.fields])
 
     def resolve_optional(self, qualifier: Optional[str], name: str) -> Optional[Field]:
         hits = self.lookup_local(qualifier, name)

@@ -71,10 +71,8 @@ def mark_placeholders(sql: str, params: Optional[Sequence | Mapping]) -> tuple[s
             if nxt == "s":
                 if named:
                     raise ParameterError("the statement uses %s but the parameters are a mapping")
-                if used_positional >= len(params):
-                    raise ParameterError(
-                        f"the statement has more %s markers than the {len(params)} parameters given")
-                values.append(params[used_positional])
+                # past the last parameter: keep counting markers, so the error below says how many
+                values.append(params[used_positional] if used_positional < len(params) else None)
                 used_positional += 1
                 out.append(f":{PLACEHOLDER_PREFIX}{len(values) - 1}")
                 i += 2

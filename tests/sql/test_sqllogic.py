@@ -103,9 +103,9 @@ def parse_test_file(path: Path) -> list[Record]:
             if words[1:2] == ["error"]:
                 record.expect_error = True
                 rest = line.split(None, 2)[2] if len(words) > 2 else ""
-                match = re.match(r"(\w+):\s*(.*)$", rest)
+                match = re.match(r"(\w+)(?::\s*(.*)|\s*)$", rest)      # "Class: fragment" or "Class"
                 if match and isinstance(getattr(engine, match.group(1), None), type):
-                    record.error_class, rest = match.group(1), match.group(2)
+                    record.error_class, rest = match.group(1), match.group(2) or ""
                 record.error_fragment = rest.strip()
             elif words[1:2] != ["ok"]:
                 raise ValueError(f"{path.name}:{header_line}: expected 'statement ok' or 'statement error'")
