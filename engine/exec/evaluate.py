@@ -412,6 +412,8 @@ def _cast(expr, a):
         wide = pa.decimal128(MAX_DECIMAL_PRECISION, spare_scale)
         return pc.round(pc.utf8_trim_whitespace(a).cast(wide), ndigits=target.scale,
                         round_mode=HALF_AWAY).cast(target)
+    if pa.types.is_string(source) and (pa.types.is_integer(target) or pa.types.is_floating(target)):
+        return pc.utf8_trim_whitespace(a).cast(target)      # MySQL reads ' 42 ' as 42
     if pa.types.is_decimal(target) and pa.types.is_integer(source):
         # via the widest decimal: Arrow refuses int64 -> decimal(15,2) by type, even when values fit
         wide = pa.decimal128(MAX_DECIMAL_PRECISION, target.scale)

@@ -657,9 +657,9 @@ class Binder:
 
     def make_comparison(self, op: str, a: Expr, b: Expr) -> Expr:
         if a.type.kind == "string" and b.type.is_temporal:
-            a = self.coerce(a, b.type)
+            a = self.coerce(a, _temporal_of_string(a, b.type))
         elif b.type.kind == "string" and a.type.is_temporal:
-            b = self.coerce(b, a.type)
+            b = self.coerce(b, _temporal_of_string(b, a.type))
         if isinstance(b, Literal) and not isinstance(a, Literal) and _fits_exactly(b, a.type):
             return self._fold(Call(op, (a, self.coerce(b, a.type)), T.BOOLEAN))    # cast the constant,
         if isinstance(a, Literal) and not isinstance(b, Literal) and _fits_exactly(a, b.type):
@@ -1015,6 +1015,8 @@ class Binder:
 
     def _string_arg(self, node, ctx) -> Expr:
         e = self.bind_expr(node, ctx)
+        if e.type.kind == "bool":
+            e = self.coerce(e, T.BIGINT)     # MySQL's booleans are integers: CONCAT(TRUE) is '1'
         return e if e.type.kind == "string" else self.coerce(e, T.TEXT)
 
     def _bind_Length(self, node, ctx) -> Expr:
@@ -1244,6 +1246,14 @@ def _equi_pair(c: Expr, left_ids: set[str], right_ids: set[str]) -> Optional[tup
     if ia and ib and ib <= left_ids and ia <= right_ids:
         return b, a
     return None
+
+
+def _temporal_of_string(s: Expr, other: T.SqlType) -> T.SqlType:
+    """The type a string compared with a DATE or DATETIME is read as. MySQL compares a DATE with a
+    constant that has a time part as DATETIMEs: DATE '2024-01-01' < '2024-01-01 10:00:00' is true."""
+    if other.kind == "date" and isinstance(s, Literal) and isinstance(s.value, str) and len(s.value.strip()) > 10:
+        return T.DATETIME
+    return other
 
 
 def _fits_exactly(literal: Literal, target: T.SqlType) -> bool:

@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from engine import types as T
 from engine.catalog import Catalog, ColumnDef, TableDef
-from engine.errors import BindError, TypeMismatchError, UnsupportedError
+from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
 from engine.plan.binder import Binder, ExprContext
 from engine.plan.expressions import Call, Literal
@@ -80,6 +80,8 @@ def column_def(node: exp.ColumnDef, binder: Binder) -> tuple[ColumnDef, bool]:
     if kind is None:
         raise BindError(f"column {name!r} has no type")
     sql_type = binder.sql_type(kind)
+    if sql_type == T.TEXT and kind.is_type(exp.DataType.Type.CHAR):
+        sql_type = T.varchar(1, "CHAR")        # a column's bare CHAR is CHAR(1); only CAST(x AS CHAR) is TEXT
     nullable, default, has_default, primary = True, None, False, False
     for constraint in node.args.get("constraints") or []:
         c = constraint.args.get("kind")
@@ -107,7 +109,10 @@ def constant_of_type(node: exp.Expression, sql_type: T.SqlType, binder: Binder, 
     bound = binder.bind_expr(node, ExprContext(Scope(), clause=what))
     if bound.type.kind == "null":
         return None
-    value = fold_constant(Call("cast", (bound,), sql_type)) if bound.type != sql_type else bound
+    try:
+        value = fold_constant(Call("cast", (bound,), sql_type)) if bound.type != sql_type else bound
+    except BadDataError as error:
+        raise BadDataError(f"{what}: {error}") from None
     if not isinstance(value, Literal):
         raise TypeMismatchError(f"{what} must be a constant")
     return value.value
