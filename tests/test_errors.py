@@ -232,3 +232,14 @@ def test_every_error_is_a_pep249_error(con):
             con.execute(sql)
         assert_clean(info.value)
     assert_still_usable(con)
+
+
+# --- bad constants and ragged VALUES -----------------------------------------------------------------
+def test_values_rows_of_different_lengths(con):
+    expect(con, "INSERT INTO orders (o_orderkey, o_status) VALUES (5, 'F'), (6)", engine.ProgrammingError,
+           "row 2")
+
+
+def test_number_out_of_range_literals(con):
+    expect(con, "SELECT 1e400", engine.DataError, "1e400")
+    expect(con, "SELECT 123456789012345678901234567890123456789012", engine.DataError, "38 digits")

@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from engine import types as T
 from engine.catalog import Catalog
-from engine.errors import BindError, TypeMismatchError, UnsupportedError
+from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
 from engine.plan.expressions import (AggCall, Call, ColumnRef, Expr, Literal, ScalarParam, and_all,
                                      conjuncts)
@@ -178,6 +178,9 @@ class Binder:
             items = row.expressions if isinstance(row, exp.Tuple) else [row]
             rows.append([self.bind_expr(i, ExprContext(Scope(), clause="VALUES")) for i in items])
         width = len(rows[0])
+        for number, row in enumerate(rows, start=1):
+            if len(row) != width:
+                raise BindError(f"VALUES rows differ in length: row 1 has {width} values, row {number} has {len(row)}")
         names = [f"column_{i}" for i in range(width)]
         types = []
         for i in range(width):
@@ -691,10 +694,15 @@ class Binder:
         text = node.this
         if any(c in text for c in ".eE") and not text.lower().startswith("0x"):
             if "e" in text.lower():
-                return Literal(float(text), T.DOUBLE)
+                value = float(text)
+                if value in (float("inf"), float("-inf")):
+                    raise BadDataError(f"the number {text} is out of the range of DOUBLE")
+                return Literal(value, T.DOUBLE)
             value = decimal.Decimal(text)
-            return Literal(value, T.python_type_of(value))
-        value = int(text, 0) if text.lower().startswith("0x") else int(text)
+        else:
+            value = int(text, 0) if text.lower().startswith("0x") else int(text)
+        if len(decimal.Decimal(value).as_tuple().digits) > T.MAX_DECIMAL_PRECISION:
+            raise BadDataError(f"the number {text} has more than {T.MAX_DECIMAL_PRECISION} digits")
         return Literal(value, T.python_type_of(value))
 
     def _bind_Null(self, node, ctx) -> Expr:
