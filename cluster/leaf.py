@@ -50,8 +50,9 @@ class Leaf:
         self.partitions = tuple(partitions)
         self.storage = LeafStorage()
 
-    def run_task(self, stage: StageSpec, partition: int, num_partitions: int, params: Sequence,
+    def run_task(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
                  exchange_inputs: dict[int, list[pa.RecordBatch]]) -> list[pa.RecordBatch]:
-        """Run one partition of a stage to completion (the stage's output, not yet routed)."""
-        ctx = TaskContext(partition, num_partitions, params, self.storage, exchange_inputs)
-        return [b for b in stage.root.execute(partition, ctx) if b.num_rows]
+        """Run one task of a stage to completion over all of this leaf's partitions (the stage's
+        output, not yet routed)."""
+        ctx = TaskContext(task, num_partitions, params, self.storage, exchange_inputs, self.partitions)
+        return [b for b in stage.root.execute(task, ctx) if b.num_rows]

@@ -30,7 +30,9 @@ class LocalRunner(Runner):
         self.partitions_per_leaf = partitions_per_leaf
         self.leaves = [Leaf(i, range(i * partitions_per_leaf, (i + 1) * partitions_per_leaf))
                        for i in range(leaves)]
-        self._threads = threads or min(self.num_partitions, os.cpu_count() or 1)
+        # The aggregator runs once-only stages; it hosts no partitions.
+        self.aggregator = Leaf(-1, ())
+        self._threads = threads or max(2, min(self.num_partitions, os.cpu_count() or 1))
         self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="canopy-leaf")
         self._write_lock = threading.Lock()
         self._keyless_cursor: dict[int, int] = {}
@@ -114,56 +116,56 @@ class LocalRunner(Runner):
     def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
         if self._closed:
             raise CanopyInternalError("the runner has been shut down")
-        n = self.num_partitions
-        # routed[stage_id][partition] = batches that partition of the consuming stage reads
+        # routed[stage_id][task] = the batches that task of the consuming stage reads
         routed: dict[int, dict[int, list[pa.RecordBatch]]] = {}
-        result: list[pa.RecordBatch] = []
         for spec in stages:
             stage = decode_stage(encode_stage(spec))      # what a remote leaf would receive
-            partitions = range(n) if stage.parallel else [0]
-            inputs_for = lambda p: {sid: parts.get(p, []) for sid, parts in routed.items()}  # noqa: E731
-            outputs = self._run_partitions(stage, partitions, params, inputs_for)
+            tasks = range(self.num_leaves) if stage.parallel else [0]
+            inputs_for = lambda t: {sid: parts.get(t, []) for sid, parts in routed.items()}  # noqa: E731
+            outputs = self._run_tasks(stage, tasks, params, inputs_for)
             if stage.output_kind is None:
-                result = [b for out in outputs for b in out]
                 schema = stage.root.schema
-                continue
+                result = [b for out in outputs for b in out]
+                return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
             routed[stage.stage_id] = self._route_output(stage, outputs)
-        if not result:
-            return schema.empty_table()
-        return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
+        raise CanopyInternalError("a plan without a final stage")
 
-    def _run_partitions(self, stage: StageSpec, partitions, params, inputs_for) -> list[list[pa.RecordBatch]]:
-        def task(p: int) -> list[pa.RecordBatch]:
-            # Once-only stages run on the aggregator; if they read reference tables, on leaf 0's copy.
-            leaf = self.leaf_of(p) if (stage.parallel or stage.scans_tables) else self.leaves[0]
-            return leaf.run_task(stage, p, self.num_partitions, params, inputs_for(p))
+    def _run_tasks(self, stage: StageSpec, tasks, params, inputs_for) -> list[list[pa.RecordBatch]]:
+        """One task per leaf for a parallel stage; one task for a once-only stage (on the aggregator,
+        or on leaf 0's copy when it reads reference tables)."""
+        def task(t: int) -> list[pa.RecordBatch]:
+            if stage.parallel:
+                return self.leaves[t].run_task(stage, t, self.num_partitions, params, inputs_for(t))
+            leaf = self.leaves[0] if stage.scans_tables else self.aggregator
+            return leaf.run_task(stage, t, self.num_partitions, params, inputs_for(t))
 
-        if len(partitions) == 1:
-            return [task(partitions[0])]
-        futures = [self._pool.submit(task, p) for p in partitions]
+        if len(tasks) == 1:
+            return [task(tasks[0])]
+        futures = [self._pool.submit(task, t) for t in tasks]
         outputs, first_error = [], None
         for future in futures:              # wait for all, so no task outlives the query
             try:
                 outputs.append(future.result())
-            except BaseException as error:  # noqa: BLE001 - re-raised below, typed
+            except BaseException as error:  # noqa: BLE001 - re-raised below
                 first_error = first_error or error
         if first_error is not None:
             raise first_error
         return outputs
 
     def _route_output(self, stage: StageSpec, outputs: list[list[pa.RecordBatch]]) -> dict[int, list[pa.RecordBatch]]:
+        """Where the output of a stage goes, keyed by the consuming task (a leaf, or task 0)."""
         batches = [b for out in outputs for b in out]
-        n = self.num_partitions
         if stage.output_kind == "gather":
             return {0: batches}
         if stage.output_kind == "broadcast":
-            return {p: batches for p in range(n)}
+            return {leaf: batches for leaf in range(self.num_leaves)}
         if stage.output_kind == "repartition":
-            routed: dict[int, list[pa.RecordBatch]] = {p: [] for p in range(n)}
+            routed: dict[int, list[pa.RecordBatch]] = {leaf: [] for leaf in range(self.num_leaves)}
             for batch in batches:
-                for p, piece in enumerate(kernels.split_batch(batch, list(stage.output_keys), n)):
+                pieces = kernels.split_batch(batch, list(stage.output_keys), self.num_partitions)
+                for partition, piece in enumerate(pieces):
                     if piece.num_rows:
-                        routed[p].append(piece)
+                        routed[partition // self.partitions_per_leaf].append(piece)
             return routed
         raise CanopyInternalError(f"unknown exchange kind {stage.output_kind!r}")
 

@@ -121,7 +121,27 @@ class Estimator:
             ndv_r *= self.ndv(rk.id, right) if isinstance(rk, ColumnRef) else self.rows(right)
         ndv_l = min(ndv_l, self.rows(left))
         ndv_r = min(ndv_r, self.rows(right))
+        # Containment: the keys of one side are drawn from the other side's domain, the key values of
+        # its *unfiltered* table. lineitem's (l_suppkey, l_partkey) pairs are at most partsupp's 800k
+        # pairs, not 6M; so lineitem x partsupp keeps lineitem's rows, and a filtered part is preferred.
+        ndv_l = min(ndv_l, self._domain(right_keys))
+        ndv_r = min(ndv_r, self._domain(left_keys))
         return 1.0 / max(ndv_l, ndv_r, 1.0)
+
+    def _domain(self, keys) -> float:
+        """Distinct key combinations of the unfiltered table the key columns come from (inf if unknown)."""
+        tables = set()
+        product = 1.0
+        for k in keys:
+            origin = self._origins.get(k.id) if isinstance(k, ColumnRef) else None
+            if origin is None:
+                return float("inf")
+            tables.add(origin[0].table_id)
+            product *= max(1.0, float(self.stats.column_ndv(*origin)))
+        if len(tables) == 1:
+            table = self._origins[keys[0].id][0]
+            product = min(product, float(self.stats.table_rows(table)))
+        return product
 
     def selectivity(self, predicate: Expr, plan: LogicalPlan, rows: float) -> float:
         if isinstance(predicate, Call):

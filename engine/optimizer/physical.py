@@ -212,12 +212,21 @@ class PhysicalPlanner:
                 if rdist.kind == "replicated":
                     right = self.to_single(right, rdist)
                     rdist = SINGLE
-                if not (ldist.kind == "hashed" and self._hashed_on(ldist, lkey_ids)):
+                # Move only what is not already in place: a side hashed on (some of) its join keys, as a
+                # table sharded on them is, stays; the other side is repartitioned on the matching keys.
+                if self._hashed_on(ldist, lkey_ids):
+                    target = tuple(rkey_ids[lkey_ids.index(k)] for k in ldist.keys)
+                    if not (rdist.kind == "hashed" and rdist.keys == target):
+                        right = self.repartition(right, rdist, target)
+                    out_keys = ldist.keys
+                elif self._hashed_on(rdist, rkey_ids):
+                    out_keys = tuple(lkey_ids[rkey_ids.index(k)] for k in rdist.keys)
+                    left = self.repartition(left, ldist, out_keys)
+                else:
                     left = self.repartition(left, ldist, lkey_ids)
-                if not (rdist.kind == "hashed" and self._hashed_on(rdist, rkey_ids) and
-                        ldist.kind == "hashed" and _same_order(ldist.keys, lkey_ids, rdist.keys, rkey_ids)):
                     right = self.repartition(right, rdist, rkey_ids)
-                strategy, out_dist = "repartition", Distribution("hashed", lkey_ids)
+                    out_keys = lkey_ids
+                strategy, out_dist = "repartition", Distribution("hashed", out_keys)
         join = HashJoinExec(left, right, kind, left_keys, right_keys, node.residual, fields, strategy)
         return join, out_dist
 

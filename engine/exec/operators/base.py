@@ -14,19 +14,32 @@ from engine.plan.logical import Field
 
 
 class TaskContext:
-    """What an operator may touch while it runs one partition of one stage on a leaf or the aggregator."""
+    """What an operator may touch while it runs one task of one stage on a leaf or the aggregator.
 
-    def __init__(self, partition: int, num_partitions: int, params: Sequence, storage=None,
-                 exchange_inputs: Optional[dict[int, list[pa.RecordBatch]]] = None):
-        self.partition = partition
+    A leaf runs one task per stage over all the partitions it hosts (``partitions``), so a hash table
+    built from a broadcast side is built once per leaf, not once per partition, and partial aggregates
+    are per leaf (MemSQL's local aggregation). ``task`` numbers the stage's tasks; task 0 is the one
+    that emits a scalar aggregate's row when its input is empty.
+    """
+
+    def __init__(self, task: int, num_partitions: int, params: Sequence, storage=None,
+                 exchange_inputs: Optional[dict[int, list[pa.RecordBatch]]] = None,
+                 partitions: Optional[Sequence[int]] = None):
+        self.task = task
+        self.partition = task                       # kept for operators that log or label by task
+        self.partitions = tuple(partitions) if partitions is not None else (task,)
         self.num_partitions = num_partitions
         self.params = tuple(params)
         self.storage = storage                      # the leaf's storage (scan access), None on the aggregator
         self.exchange_inputs = exchange_inputs or {}
 
-    def scan(self, table_id: int, partition: int, columns: Sequence[str], replicated: bool,
-             batch_rows: Optional[int] = None):
-        return self.storage.scan(table_id, None if replicated else partition, columns, batch_rows)
+    def scan(self, table_id: int, task: int, columns: Sequence[str], replicated: bool,
+             batch_rows: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+        if replicated:
+            yield from self.storage.scan(table_id, None, columns, batch_rows)
+            return
+        for partition in self.partitions:
+            yield from self.storage.scan(table_id, partition, columns, batch_rows)
 
 
 def schema_of(fields: Sequence[Field]) -> pa.Schema:

@@ -161,8 +161,8 @@ class HashAggregateExec(PhysicalOperator):
                                  + state_fields(self.aggregates))
         batches = [b for b in self.input.execute(partition, ctx) if b.num_rows]
         table = pa.Table.from_batches(batches, schema=state_schema) if batches else state_schema.empty_table()
-        if not self.keys and table.num_rows == 0 and ctx.partition != 0:
-            return       # a scalar aggregate produces its one row in partition 0 only
+        if not self.keys and table.num_rows == 0 and ctx.task != 0:
+            return       # a scalar aggregate produces its one row in task 0 only
         specs, names = [], []
         for f, call in self.aggregates:
             for suffix, _, merge in _STATES[call.func]:
