@@ -136,8 +136,9 @@ def create_schema(con: Any) -> None:
 
 def load_table(con: Any, data_dir: Path, table: str) -> int:
     """``LOAD DATA`` one table's CSV exactly as ``shared/tpch/README.md`` shows; return ``COUNT(*)``."""
-    path = (Path(data_dir) / f"{table}.csv").resolve()
-    con.execute(LOAD_DATA_SQL.format(path=path, table=table))
+    path = str((Path(data_dir) / f"{table}.csv").resolve())
+    mysql_literal = path.replace("\\", "\\\\").replace("'", "''")  # MySQL string-literal escaping
+    con.execute(LOAD_DATA_SQL.format(path=mysql_literal, table=table))
     return con.execute(f"SELECT COUNT(*) FROM {table}").fetchall()[0][0]
 
 
@@ -196,7 +197,7 @@ def load_duckdb(duck: Any, data_dir: Path) -> dict[str, int]:
     for stmt in duckdb_schema_statements():
         duck.execute(stmt)
     for table in TABLES:
-        path = (Path(data_dir) / f"{table}.csv").resolve()
+        path = str((Path(data_dir) / f"{table}.csv").resolve()).replace("'", "''")
         duck.execute(f"COPY {table} FROM '{path}' (FORMAT csv, HEADER true, DELIMITER ',', QUOTE '\"')")
         counts[table] = duck.execute(f"SELECT COUNT(*) FROM {table}").fetchall()[0][0]
     return counts
