@@ -131,7 +131,7 @@ class Session:
     _stmt_Select = _stmt_Union = _stmt_Subquery = _stmt_Values = _query
 
     def _stmt_Intersect(self, node, statement):
-        raise UnsupportedError("INTERSECT is not supported yet")
+        raise UnsupportedError(f"{type(node).__name__.upper()} is not supported yet")
 
     _stmt_Except = _stmt_Intersect
 
@@ -178,7 +178,8 @@ class Session:
     def _create_table_as(self, node: exp.Create, statement: Statement, database: str) -> Result:
         from engine.catalog import ColumnDef, TableDef
         planned = self._plan(node.expression)
-        columns = tuple(ColumnDef(name, f.type if f.type.kind != "null" else __import__("engine.types").types.TEXT)
+        from engine.types import TEXT
+        columns = tuple(ColumnDef(name, f.type if f.type.kind != "null" else TEXT, f.nullable)
                         for name, f in zip(planned.names, planned.fields))
         options = statement.table_options
         shard = options.shard_key or ()
@@ -232,14 +233,15 @@ class Session:
 
     def _stmt_Show(self, node: exp.Show, statement) -> Result:
         what = str(node.this).upper()
+        like = _like_filter(node.args.get("like"))
         if what == "DATABASES":
-            return ddl.text_result(["Database"], [(d,) for d in self.catalog.databases()])
+            return ddl.text_result(["Database"], [(d,) for d in self.catalog.databases() if like(d)])
         if what == "TABLES":
             database = node.args.get("db").name if node.args.get("db") is not None else self.database
             if database is None:
                 raise BindError("no database selected; run USE <database> first")
             tables = self.catalog.tables(database)
-            return ddl.text_result([f"Tables_in_{database}"], [(t.name,) for t in tables])
+            return ddl.text_result([f"Tables_in_{database}"], [(t.name,) for t in tables if like(t.name)])
         if what == "COLUMNS":
             return ddl.describe_table(self._table(node.args["target"]))
         if what == "CREATE TABLE":
@@ -365,3 +367,14 @@ def _is_load(node) -> bool:
 def _is_true(predicate: exp.Expression) -> exp.Expression:
     """``(predicate) IS TRUE``: NULL counts as not matched, as in a WHERE clause."""
     return exp.Is(this=exp.Paren(this=predicate.copy()), expression=exp.true())
+
+
+def _like_filter(pattern: Optional[exp.Expression]):
+    """A predicate on names for SHOW ... LIKE 'pattern' (MySQL: case-insensitive, % and _)."""
+    if pattern is None:
+        return lambda name: True
+    import re
+    text = pattern.name if isinstance(pattern, exp.Literal) else pattern.sql()
+    regex = re.compile("".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in text),
+                       re.IGNORECASE | re.DOTALL)
+    return lambda name: regex.fullmatch(name) is not None

@@ -65,15 +65,11 @@ def test_syntax_error_misspelled_keyword(con):
     expect(con, "SELECT o_orderkey FORM orders", engine.ProgrammingError, "line 1", "orders")
 
 
-@pytest.mark.xfail(strict=True, reason="lead: parser.parse_one passes sqlglot's description through: "
-                                       "\"Required keyword: 'this' missing for <class 'sqlglot...Where'>\"")
 @pytest.mark.parametrize("sql", ["SELECT * FROM orders WHERE", "SELECT o_total FROM orders WHERE o_total >"])
 def test_syntax_error_messages_speak_sql_not_parser_internals(con, sql):
     expect(con, sql, engine.ProgrammingError, "syntax error", "line 1")
 
 
-@pytest.mark.xfail(strict=True, reason="lead: parser.tokenize / parse_one raise ParseError without line and "
-                                       "column for sqlglot TokenError (unterminated string or identifier)")
 def test_unterminated_string_names_its_position(con):
     expect(con, "SELECT 'abc FROM orders", engine.ProgrammingError, "line 1")
 
@@ -167,8 +163,6 @@ def test_unsupported_names_the_construct(con, sql, construct):
     expect(con, sql, engine.NotSupportedError, construct)
 
 
-@pytest.mark.xfail(strict=True, reason="lead: session._stmt_Except = _stmt_Intersect reports every EXCEPT as "
-                                       "'INTERSECT is not supported yet'")
 def test_except_is_named_except(con):
     expect(con, "SELECT o_orderkey FROM orders EXCEPT SELECT o_orderkey FROM orders", engine.NotSupportedError,
            "EXCEPT")

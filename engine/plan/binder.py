@@ -509,7 +509,10 @@ class Binder:
                 plan = Filter(plan, having_expr)
 
         # projection (visible + hidden ORDER BY expressions)
-        out_fields = [Field(self.ids.new(name), name, e.type) for name, e in select_exprs]
+        # A plain column keeps its NOT NULL (CREATE TABLE ... AS SELECT copies it); anything else may be NULL.
+        not_null = {f.id for r in scope.relations for f in r.fields if not f.nullable} if not aggregating else set()
+        out_fields = [Field(self.ids.new(name), name, e.type,
+                            not (isinstance(e, ColumnRef) and e.id in not_null)) for name, e in select_exprs]
         projection = list(zip(out_fields, [e for _, e in select_exprs]))
         sort_keys: list[SortKey] = []
         hidden = 0

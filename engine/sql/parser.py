@@ -12,6 +12,7 @@ No sqlglot object leaves ``engine/sql`` and ``engine/plan``.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -47,8 +48,47 @@ class Statement:
 def tokenize(sql: str) -> list[Token]:
     try:
         return sqlglot.Dialect.get_or_raise(DIALECT).tokenize(sql)
-    except TokenError as error:
-        raise ParseError(str(error).split("\n")[0]) from None
+    except TokenError:
+        raise _unterminated(sql) from None
+
+
+def _unterminated(sql: str) -> ParseError:
+    """sqlglot's TokenError carries no position: find the quote that is never closed."""
+    i = 0
+    while i < len(sql):
+        c = sql[i]
+        if c in ("'", '"', "`"):
+            j = i + 1
+            while j < len(sql):
+                if sql[j] == "\\" and c != "`":
+                    j += 2
+                    continue
+                if sql[j] == c:
+                    if j + 1 < len(sql) and sql[j + 1] == c:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            if j >= len(sql):
+                line = sql.count("\n", 0, i) + 1
+                column = i - (sql.rfind("\n", 0, i) + 1) + 1
+                what = {"'": "string literal", '"': "quoted string", "`": "quoted identifier"}[c]
+                return ParseError(f"unterminated {what}", line, column, sql[i:i + 20])
+            i = j + 1
+            continue
+        i += 1
+    return ParseError("the statement could not be tokenized")
+
+
+_MISSING = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+
+
+def _plain_message(message: str) -> str:
+    """sqlglot names its own classes when a clause ends early; say what SQL is missing instead."""
+    match = _MISSING.search(message)
+    if match:
+        return f"incomplete {match.group(2).upper()}: an expression is missing"
+    return re.sub(r"<class '[\w.]*?(\w+)'>", lambda m: m.group(1).upper(), message)
 
 
 def split_statements(sql: str) -> list[str]:
@@ -109,11 +149,9 @@ def _checked(parse_call) -> exp.Expression:
         node = parse_call()
     except SqlglotParseError as error:
         detail = error.errors[0] if error.errors else {}
-        message = str(detail.get("description") or error).split("\n")[0]
+        message = _plain_message(str(detail.get("description") or error).split("\n")[0])
         raise ParseError(message, detail.get("line"), detail.get("col"),
                          detail.get("highlight") or None) from None
-    except TokenError as error:
-        raise ParseError(str(error).split("\n")[0]) from None
     if node is None:
         raise ParseError("empty statement")
     if isinstance(node, exp.Command):

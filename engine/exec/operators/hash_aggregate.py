@@ -38,12 +38,21 @@ def state_fields(aggregates: tuple[tuple[Field, AggCall], ...]) -> list[pa.Field
 
 
 def _sum_type(call: AggCall) -> pa.DataType:
+    # Integer sums are kept as DECIMAL(38, 0), as MySQL types SUM(int): Arrow's int64 sum would wrap
+    # silently past 2**63.
     arg_type = call.arg.type
     if arg_type.kind == "decimal":
         return pa.decimal128(38, arg_type.scale)
     if arg_type.kind == "float":
         return pa.float64()
-    return pa.int64()
+    return pa.decimal128(38, 0)
+
+
+def _state_input(call: AggCall, values: pa.Array) -> pa.Array:
+    """The argument column as the aggregate's state accumulates it (integers summed as decimals)."""
+    if call.func in ("sum", "avg") and call.arg.type.kind in ("int", "bool"):
+        return values.cast(pa.int64()).cast(pa.decimal128(38, 0))
+    return values
 
 
 @dataclass(frozen=True)
@@ -100,8 +109,8 @@ class HashAggregateExec(PhysicalOperator):
         pieces = []
         for batch in self.input.execute(partition, ctx):
             cols = [evaluate_array(e, batch, ctx.params) for _, e in self.keys]
-            cols += [evaluate_array(call.arg, batch, ctx.params) for i, (_, call) in enumerate(self.aggregates)
-                     if i in arg_names]
+            cols += [_state_input(call, evaluate_array(call.arg, batch, ctx.params))
+                     for i, (_, call) in enumerate(self.aggregates) if i in arg_names]
             pieces.append(pa.RecordBatch.from_arrays(cols, names=key_names + list(arg_names.values()))
                           if cols else pa.RecordBatch.from_arrays([pa.nulls(batch.num_rows)], names=["__rows"]))
         del columns
