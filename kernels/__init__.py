@@ -15,9 +15,11 @@ _choice = _os.environ.get("CANOPY_KERNELS", "") or "compiled"
 
 if _choice == "reference":
     from kernels.reference.hashing import hash_columns, partition_ids, scatter_indices, split_batch
+    from kernels.reference.hll import hll_add, hll_estimate, hll_merge
 elif _choice == "compiled":
     try:
         from kernels.hashing import hash_columns, partition_ids, scatter_indices, split_batch
+        from kernels.hll import hll_add, hll_estimate, hll_merge
     except ImportError as exc:
         raise ImportError(
             "the compiled kernels are not built: run `pip install -e . --no-build-isolation` or "
@@ -28,4 +30,5 @@ else:
 
 IMPLEMENTATION = _choice
 
-__all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices", "split_batch"]
+__all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices", "split_batch",
+           "hll_add", "hll_merge", "hll_estimate"]
