@@ -541,8 +541,8 @@ def test_switch_exports_reference():
     result = _import_kernels("reference")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[0] == "reference"
-    assert "['IMPLEMENTATION', 'hash_columns', 'partition_ids', 'scatter_indices', 'split_batch']" \
-        in result.stdout
+    for name in ("'IMPLEMENTATION'", "'hash_columns'", "'partition_ids'", "'scatter_indices'", "'split_batch'"):
+        assert name in result.stdout      # other families add their own exports beside these
     assert result.stdout.split()[-1] == "kernels.reference.hashing"
 
 
