@@ -21,7 +21,7 @@ from cluster.leaf import Leaf
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
 from engine.exec.stages import StageSpec, decode_stage, encode_stage
-from engine.runner import Runner
+from engine.runner import LoadWriter, Runner
 
 
 class LocalRunner(Runner):
@@ -68,6 +68,9 @@ class LocalRunner(Runner):
                     leaf.storage.store(table.table_id, key).append(piece)
         return data.num_rows
 
+    def begin_load(self, table: TableDef) -> "_RoutedLoad":
+        return _RoutedLoad(self, table)
+
     def _route(self, table: TableDef, batch: pa.RecordBatch) -> list[tuple[Optional[int], pa.RecordBatch]]:
         if table.reference:
             return [(None, batch)]
@@ -111,6 +114,18 @@ class LocalRunner(Runner):
         if not chunks:
             return 0
         return pc.count_distinct(pa.chunked_array(chunks), mode="only_valid").as_py()
+
+    def map_column_partitions(self, table: TableDef, column: str, fn):
+        keys = [(self.leaves[0], None)] if table.reference else \
+            [(leaf, p) for leaf in self.leaves for p in leaf.partitions]
+        field = table.arrow_schema.field(column)
+
+        def one(key):
+            leaf, partition = key
+            chunks = [b.column(0) for b in leaf.storage.store(table.table_id, partition).scan([column])]
+            return fn(pa.chunked_array(chunks, type=field.type))
+
+        return list(self._pool.map(one, keys))
 
     # -- queries ----------------------------------------------------------------------------------
     def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
@@ -172,6 +187,37 @@ class LocalRunner(Runner):
     def shutdown(self) -> None:
         self._closed = True
         self._pool.shutdown(wait=True)
+
+
+class _RoutedLoad(LoadWriter):
+    """A load routed block by block on the leaf pool as it is read; the routed pieces wait here and are
+    appended under the write lock at commit, with ``on_commit`` inside the same critical section.
+    Holding routed pieces instead of parsed blocks lets the reader drop each block once routed."""
+
+    def __init__(self, runner: LocalRunner, table: TableDef):
+        super().__init__(runner, table)
+        self._placements: list[tuple[Optional[int], pa.RecordBatch]] = []
+
+    def add(self, data: "pa.Table | pa.RecordBatch") -> None:
+        batches = [b for b in (data.to_batches() if isinstance(data, pa.Table) else [data]) if b.num_rows]
+        routed = self.runner._pool.map(lambda batch: self.runner._route(self.table, batch), batches)
+        self._placements.extend(placement for pieces in routed for placement in pieces)
+        self.rows += data.num_rows
+
+    def commit(self, on_commit=None) -> int:
+        placements, self._placements = self._placements, []
+        runner = self.runner
+        with runner._write_lock:
+            for partition, piece in placements:
+                for leaf, key in runner._targets(self.table, partition):
+                    leaf.storage.store(self.table.table_id, key).append(piece)
+            if on_commit is not None:
+                on_commit()
+        return self.rows
+
+    def abort(self) -> None:
+        self._placements = []
+        self.rows = 0
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -93,10 +93,13 @@ def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802 - PEP 2
 
 # --- connect -------------------------------------------------------------------------------------
 def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_per_leaf: int = 4,
-            cluster: str = "local", **options: Any) -> "Connection":
+            cluster: str = "local", load_dir: Optional[str] = None, progress: Optional[bool] = None,
+            **options: Any) -> "Connection":
     """Start a runner (``cluster="local"`` runs leaves in-process) and open a connection on it.
 
-    The connection owns the runner and shuts it down on :meth:`Connection.close`. Extra ``options``
+    The connection owns the runner and shuts it down on :meth:`Connection.close`. ``load_dir`` confines
+    LOAD DATA to files inside that directory (MySQL's ``secure_file_priv``); ``progress`` forces the
+    progress bar of long loads on or off (default: on a terminal or in a notebook). Extra ``options``
     go to :func:`engine.runner.start_runner` unchanged.
     """
     # Imported here: engine.session pulls in the whole SQL stack, and engine/__init__ must stay light.
@@ -108,7 +111,7 @@ def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_p
     except ValueError as exc:   # a bad cluster shape is the caller's mistake; PEP 249 wants an Error
         raise ProgrammingError(f"connect: {exc}") from exc
     try:
-        session = Session(runner, database=database)
+        session = Session(runner, database=database, load_dir=load_dir, progress=progress)
     except BaseException:
         runner.shutdown()
         raise
@@ -220,6 +223,12 @@ class Connection:
 
     def executemany(self, operation: str, seq_of_parameters: Any) -> "Cursor":
         return self.cursor().executemany(operation, seq_of_parameters)
+
+    def load_table(self, table: str, data: Any) -> int:
+        """Append ``data`` (a pyarrow Table or RecordBatch, a pandas or Polars DataFrame) to ``table``
+        (``"t"`` or ``"db.t"``) in one atomic step, columns matched by name; returns the rows added."""
+        self._check_open()
+        return _run(self.session.load_table, table, data)
 
 
 # --- Cursor --------------------------------------------------------------------------------------

@@ -7,13 +7,15 @@ what crosses the boundary is Arrow data, TableDefs and encoded StageSpecs, never
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
 
 import pyarrow as pa
 
 from engine.catalog import TableDef
 from engine.errors import UnsupportedError
 from engine.exec.stages import StageSpec
+
+T = TypeVar("T")
 
 
 class Runner(ABC):
@@ -41,6 +43,11 @@ class Runner(ABC):
         evenly, reference tables are copied to every leaf. Either every row becomes visible or none.
         """
 
+    def begin_load(self, table: TableDef) -> "LoadWriter":
+        """Start a bulk load into ``table``: blocks go in with ``add`` as they are read, and nothing is
+        visible until ``commit``. Runners that can route blocks as they arrive override this."""
+        return LoadWriter(self, table)
+
     @abstractmethod
     def replace_table(self, table: TableDef, data: "pa.Table | None") -> None:
         """Atomically replace every row of ``table`` by ``data`` (None: no rows), placed as insert does.
@@ -56,6 +63,13 @@ class Runner(ABC):
     def distinct_count(self, table: TableDef, column: str) -> int:
         """Number of distinct non-null values of ``column`` (for the optimizer's estimates)."""
 
+    @abstractmethod
+    def map_column_partitions(self, table: TableDef, column: str, fn: Callable[[pa.ChunkedArray], T]) -> list[T]:
+        """``fn(column of one partition)`` for every partition (once for a reference table), run on the
+        leaf that hosts it; the results in partition order. ANALYZE summarizes partitions with this and
+        merges the summaries, so ``fn`` must be picklable (a module function or a ``functools.partial``
+        of one) and its result small: a Ray leaf ships both."""
+
     # -- queries ----------------------------------------------------------------------------------
     @abstractmethod
     def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
@@ -63,6 +77,39 @@ class Runner(ABC):
 
     def shutdown(self) -> None:
         """Stop the leaves; the runner is unusable afterwards."""
+
+
+class LoadWriter:
+    """The rows of one load on their way into one table (LOAD DATA, pipelines, ``load_table``).
+
+    Contract: ``add`` takes blocks already of ``table.arrow_schema``; ``commit`` makes every added row
+    visible at once and then, still inside the same atomic step where the runner has one, calls
+    ``on_commit`` (a pipeline marks its files loaded there, so rows and marks commit together);
+    ``abort`` drops what was added. This base version buffers the blocks and inserts them at commit.
+    """
+
+    def __init__(self, runner: "Runner", table: TableDef):
+        self.runner = runner
+        self.table = table
+        self.rows = 0
+        self._blocks: list[pa.RecordBatch] = []
+
+    def add(self, data: "pa.Table | pa.RecordBatch") -> None:
+        batches = data.to_batches() if isinstance(data, pa.Table) else [data]
+        self._blocks.extend(b for b in batches if b.num_rows)
+        self.rows += data.num_rows
+
+    def commit(self, on_commit=None) -> int:
+        blocks, self._blocks = self._blocks, []
+        if blocks:
+            self.runner.insert(self.table, pa.Table.from_batches(blocks, schema=self.table.arrow_schema))
+        if on_commit is not None:
+            on_commit()
+        return self.rows
+
+    def abort(self) -> None:
+        self._blocks = []
+        self.rows = 0
 
 
 def start_runner(kind: str = "local", *, leaves: int = 2, partitions_per_leaf: int = 4,

@@ -35,7 +35,10 @@ from engine.statistics import RunnerStatistics
 
 
 class Session:
-    def __init__(self, runner, database: Optional[str] = "canopy"):
+    def __init__(self, runner, database: Optional[str] = "canopy", *, load_dir: Optional[str] = None,
+                 progress: Optional[bool] = None):
+        """``load_dir``: LOAD DATA reads only files inside it (MySQL's secure_file_priv); ``progress``:
+        a progress bar for long loads (None: when stderr is a terminal or in a notebook)."""
         self.runner = runner
         self.catalog = runner.catalog
         if database is not None and not self.catalog.has_database(database):
@@ -43,6 +46,9 @@ class Session:
         self.database = database
         self.statistics = _statistics_of(runner)
         self.variables: dict[str, object] = {}
+        self.load_dir = load_dir
+        self.progress = progress
+        self.warnings: list[tuple[str, int, str]] = []    # SHOW WARNINGS: the last statement's
         self.closed = False
 
     # -- entry points -----------------------------------------------------------------------------
@@ -54,6 +60,22 @@ class Session:
         """Run ``sql`` once per parameter set. INSERT ... VALUES becomes one columnar append."""
         self._check_open()
         return self._guarded(lambda: self._execute_many(sql, list(seq_of_params)))
+
+    def load_table(self, name: str, data) -> int:
+        """Append an Arrow table / record batch or a pandas / Polars DataFrame to table ``name``
+        (``db.t`` or a table of the current database) in one atomic step; returns the rows added."""
+        self._check_open()
+
+        def load() -> Result:
+            from engine.load.loader import check_table_name, load_arrow
+            database, table = check_table_name(name)
+            database = database or self.database
+            if database is None:
+                raise BindError("no database selected; run USE <database> first")
+            target = self.catalog.table(database, table)
+            return Result(None, rowcount=load_arrow(data, target, self.runner, progress=self.progress))
+
+        return self._guarded(load).rowcount
 
     def close(self) -> None:
         self.closed = True
@@ -114,12 +136,21 @@ class Session:
 
     def _run(self, statement: Statement) -> Result:
         node = statement.node
-        if _is_load(node):
-            return self._load_data(node)
-        handler = getattr(self, "_stmt_" + type(node).__name__, None)
-        if handler is None:
-            raise UnsupportedError(f"{type(node).__name__.upper()} statements are not supported")
-        return handler(node, statement)
+        if isinstance(node, exp.Show) and str(node.this).upper() == "WARNINGS":
+            return self._stmt_Show(node, statement)      # reads the warnings; must not reset them
+        try:
+            if type(node).__name__ == "LoadDataStatement":
+                result = self._load_data(node)
+            else:
+                handler = getattr(self, "_stmt_" + type(node).__name__, None)
+                if handler is None:
+                    raise UnsupportedError(f"{type(node).__name__.upper()} statements are not supported")
+                result = handler(node, statement)
+        except Error as error:
+            self.warnings = [("Error", 0, str(error))]
+            raise
+        self.warnings = result.warnings
+        return result
 
     # -- queries ------------------------------------------------------------------------------------
     def _plan(self, node: exp.Expression):
@@ -248,7 +279,7 @@ class Session:
             table = self._table(node.args["target"])
             return ddl.text_result(["Table", "Create Table"], [(table.name, ddl.show_create_table(table))])
         if what == "WARNINGS":
-            return ddl.text_result(["Level", "Code", "Message"], [])
+            return ddl.text_result(["Level", "Code", "Message"], [(lvl, str(code), msg) for lvl, code, msg in self.warnings])
         raise UnsupportedError(f"SHOW {what}")
 
     # -- writes -------------------------------------------------------------------------------------
@@ -280,13 +311,13 @@ class Session:
         return Result(None, rowcount=self.runner.insert(table, rows))
 
     def _load_data(self, statement) -> Result:
-        from engine.load.delimited import read_delimited
+        from engine.load.loader import run_load
         database = statement.database or self.database
         if database is None:
             raise BindError("no database selected; run USE <database> first")
         table = self.catalog.table(database, statement.table)
-        data = read_delimited(statement, table)
-        return Result(None, rowcount=self.runner.insert(table, data))
+        outcome = run_load(statement, table, self.runner, load_dir=self.load_dir, progress=self.progress)
+        return Result(None, rowcount=outcome.rows, message=outcome.message, warnings=outcome.warnings.rows)
 
     def _stmt_TruncateTable(self, node: exp.TruncateTable, statement) -> Result:
         for target in node.expressions:

@@ -12,7 +12,14 @@ prepares options and, on the error path, finds the offending line. The contract:
 * bad data raises :class:`~engine.errors.BadDataError` naming the file, the 1-based line (header lines
   counted; embedded newlines in quoted values and skipped blank lines are not) and the column; NULL in a
   NOT NULL column raises :class:`~engine.errors.ConstraintError`; an unreadable file raises
-  :class:`~engine.errors.ExecutionError`.
+  :class:`~engine.errors.ExecutionError`;
+* ``SET col = expr`` is bound by the engine's binder over the file's fields (``@var`` fields are text)
+  and evaluated batch-wise by its evaluator; the value is cast to the column's type and checked as a
+  file value would be;
+* with SingleStore's ``SKIP PARSER ERRORS`` (wrong field count, a value that does not convert, a DECIMAL
+  out of range, invalid UTF-8), ``SKIP CONSTRAINT ERRORS`` (NULL into NOT NULL, text too long) or
+  ``SKIP ALL ERRORS`` the offending rows are dropped and each becomes a warning naming its line. An
+  unterminated quote still fails the load: where the broken row ends is unknowable.
 
 MySQL escapes versus pyarrow. pyarrow un-escapes a field *before* it compares it with ``null_values``
 (``\\N`` would become ``N``) and knows no control-character escapes. So when the escape character occurs
@@ -30,6 +37,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -37,7 +45,7 @@ import pyarrow.csv as pacsv
 from engine.catalog import TableDef
 from engine.errors import BadDataError, BindError, ConstraintError, ExecutionError, UnsupportedError
 from engine.load.load_data import LoadDataStatement
-from engine.types import SqlType
+from engine.types import TEXT, SqlType
 
 BLOCK_SIZE = 16 << 20
 _ESCAPED_ESCAPE = b"\xfe"   # placeholder for an escaped escape character (never in UTF-8)
@@ -51,6 +59,10 @@ _MYSQL_CODECS = {"latin1": "cp1252", "latin2": "iso8859-2", "cp1251": "cp1251", 
                  "big5": "big5", "euckr": "euc-kr", "ujis": "euc-jp", "gb2312": "gb2312"}
 _COMPRESSION = {".gz": "gzip", ".gzip": "gzip", ".lz4": "lz4", ".zst": "zstd", ".zstd": "zstd",
                 ".bz2": "bz2"}
+# Warnings kept per statement (MySQL's max_error_count is 64 by default); every skipped row is counted.
+MAX_WARNINGS = 1000
+# MySQL's codes for what a skipped row hit.
+_TOO_MANY_FIELDS, _TOO_FEW_FIELDS, _BAD_VALUE, _NULL_NOT_NULL, _TOO_LONG = 1262, 1261, 1366, 1048, 1406
 _COLUMN_COUNT = re.compile(r"Expected (\d+) columns, got (\d+)")
 _CONVERSION = re.compile(r"In CSV column #(\d+): (.*)", re.S)
 
@@ -64,25 +76,64 @@ class _Field:
     column: Optional[int]
 
 
-def read_delimited(statement: LoadDataStatement, table: TableDef) -> pa.Table:
-    """Read ``statement.path`` into a table of ``table.arrow_schema`` (see the module docstring)."""
-    if statement.set_clauses:
-        raise UnsupportedError("LOAD DATA ... SET is not supported yet")
-    reader = _Reader(statement, table)
+@dataclass
+class LoadWarnings:
+    """What ``SKIP ... ERRORS`` dropped: every skipped row counted, the first MAX_WARNINGS described as
+    ``(level, code, message)`` rows of SHOW WARNINGS."""
+
+    skipped: int = 0
+    rows: list = None
+
+    def __post_init__(self):
+        self.rows = [] if self.rows is None else self.rows
+
+    def add(self, code: int, message: str) -> None:
+        self.skipped += 1
+        if len(self.rows) < MAX_WARNINGS:
+            self.rows.append(("Warning", code, message))
+
+
+def read_delimited(statement: LoadDataStatement, table: TableDef, *, data: Optional[bytes] = None,
+                   warnings: Optional[LoadWarnings] = None) -> pa.Table:
+    """Read ``statement.path`` (or ``data``, the file's bytes already in memory: a pipeline's object)
+    into a table of ``table.arrow_schema`` (see the module docstring). Rows skipped under ``SKIP ...
+    ERRORS`` are recorded in ``warnings``."""
+    reader = _Reader(statement, table, data, warnings if warnings is not None else LoadWarnings())
     return reader.read()
 
 
+def skip_kinds(statement: LoadDataStatement) -> frozenset[str]:
+    """The error kinds a statement's SKIP clause drops rows for ('parser', 'constraint')."""
+    return {None: frozenset(), "PARSER": frozenset({"parser"}), "CONSTRAINT": frozenset({"constraint"}),
+            "ALL": frozenset({"parser", "constraint"}),
+            # tables have no unique keys, so there are no duplicate-key errors to skip
+            "DUPLICATE KEY": frozenset()}[statement.skip_errors]
+
+
 class _Reader:
-    def __init__(self, statement: LoadDataStatement, table: TableDef):
+    def __init__(self, statement: LoadDataStatement, table: TableDef, data: Optional[bytes],
+                 warnings: LoadWarnings):
         self.statement = statement
         self.table = table
         self.path = statement.path
+        self.data = data
+        self.warnings = warnings
+        self.skip = skip_kinds(statement)
         self.delimiter, self.quote, self.escape = _dialect(statement)
         self.fields = _fields(statement, table)
+        self.assignments = _SetClauses(statement, table, self.fields) if statement.set_clauses else None
+        # @var fields are parsed (as text) only when a SET expression reads them
+        used = self.assignments.variables if self.assignments else set()
+        self.parsed_fields = [f for f in self.fields if f.column is not None or f.label.lower() in used]
+        self.row_numbers: Optional[np.ndarray] = None   # output row -> file row, once rows were skipped
+        self.dropped: Optional[np.ndarray] = None       # rows a check under SKIP ... ERRORS rejected
 
     # -- the success path ---------------------------------------------------------------------
     def read(self) -> pa.Table:
-        data = _decode(_read_file(self.path), self.statement.character_set, self.path)
+        raw = self.data if self.data is not None else _read_file(self.path)
+        self.data = None
+        data = _decode(raw, self.statement.character_set, self.path)
+        del raw
         offset = _skip_lines(data, self.statement.ignore_lines)
         self.escaped = bool(self.escape) and data.find(self.escape.encode(), offset) >= 0
         if self.escaped:
@@ -94,43 +145,106 @@ class _Reader:
             self._check_quotes(data, offset)
 
         if self.buffer.size == 0:
-            parsed = {f.name: pa.chunked_array([], self._read_type(f)) for f in self.fields
-                      if f.column is not None}
+            parsed = {f.name: pa.chunked_array([], self._read_type(f)) for f in self.parsed_fields}
             num_rows = 0
         else:
             try:
                 result = self._parse(self.buffer)
             except pa.ArrowInvalid as e:
-                raise self._explain(e) from None
+                if "parser" not in self.skip:
+                    raise self._explain(e) from None
+                result = self._parse_skipping()
+            self.buffer = None
             parsed = {name: result.column(name) for name in result.column_names}
             num_rows = result.num_rows
+            del result
 
+        for field in self.parsed_fields:
+            if self.escaped and self._sql_type(field).kind == "string":
+                parsed[field.name] = self._restore_text(parsed[field.name], field)
+        assigned = self.assignments.evaluate(parsed, num_rows) if self.assignments else {}
         by_column = {f.column: f for f in self.fields if f.column is not None}
         arrays = []
         for index, column in enumerate(self.table.columns):
             arrow_type = column.type.to_arrow()
             field = by_column.get(index)
-            if field is None:
+            if index in assigned:
+                values, field = assigned[index], _Field(column.name, column.name, index)
+            elif field is None:
                 arrays.append(self._default(index, num_rows))
                 continue
-            values = parsed[field.name]
-            if self.escaped and column.type.kind == "string":
-                values = self._restore_text(values, field)
+            else:
+                values = parsed.pop(field.name)
             self._check_values(values, column.type, field)
             arrays.append(values if values.type == arrow_type else values.cast(arrow_type))
-        return pa.Table.from_arrays(arrays, schema=self.table.arrow_schema)
+        result = pa.Table.from_arrays(arrays, schema=self.table.arrow_schema)
+        if self.dropped is not None:
+            result = result.filter(pa.array(~self.dropped))
+        return result
+
+    def _sql_type(self, field: _Field) -> SqlType:
+        return TEXT if field.column is None else self.table.columns[field.column].type
 
     def _read_type(self, field: _Field) -> pa.DataType:
-        sql_type = self.table.columns[field.column].type
+        sql_type = self._sql_type(field)
         if sql_type.kind == "string" and self.escaped:
             return pa.binary()  # placeholders are not UTF-8; restored by _restore_text
         return sql_type.to_arrow()
+
+    def _parse_skipping(self) -> pa.Table:
+        """The SKIP PARSER ERRORS path, taken only once the fast parse failed: rows with the wrong field
+        count are skipped by pyarrow (single-threaded, so it numbers them), every field is read as bytes
+        and converted column by column; values that do not convert drop their row."""
+        skipped: list = []
+
+        def record(row) -> str:
+            skipped.append(row)
+            return "skip"
+
+        raw = self._parse(self.buffer, use_threads=False, on_invalid_row=record,
+                          types={f.name: pa.binary() for f in self.parsed_fields})
+        numbers = sorted(row.number for row in skipped)
+        self.row_numbers = np.setdiff1d(np.arange(1, raw.num_rows + len(skipped) + 1), numbers)
+        for row in sorted(skipped, key=lambda r: r.number):
+            code = _TOO_MANY_FIELDS if row.actual_columns > row.expected_columns else _TOO_FEW_FIELDS
+            self.warnings.add(code, f"LOAD DATA {self.path}: line {row.number + self.statement.ignore_lines}: "
+                                    f"expected {row.expected_columns} fields, got {row.actual_columns}")
+        bad = np.zeros(raw.num_rows, dtype=bool)
+        problems: list[tuple[int, _Field, str]] = []
+        columns = []
+        for field in self.parsed_fields:
+            values = raw.column(field.name).combine_chunks()
+            target = self._read_type(field)
+
+            def convert(chunk: pa.Array, target=target) -> pa.Array:
+                return chunk if target == pa.binary() else chunk.cast(pa.string()).cast(target)
+
+            failing = _failing_rows(values, convert)
+            for row in failing:
+                value = values[row].as_py().decode("utf-8", "replace")
+                what = "invalid UTF-8 text" if self._sql_type(field).kind == "string" else \
+                    f"invalid value {value!r} for {self._sql_type(field)}"
+                problems.append((row, field, what))
+            if failing:
+                mask = np.zeros(len(values), dtype=bool)
+                mask[failing] = True
+                bad |= mask
+                values = pc.if_else(pa.array(mask), pa.scalar(None, values.type), values)
+            columns.append(convert(values))
+        for row, field, what in sorted(problems, key=lambda p: p[0]):
+            self.warnings.add(_BAD_VALUE, self._bad(row, field, what).args[0])
+        self._drop(bad)
+        return pa.Table.from_arrays(columns, names=[f.name for f in self.parsed_fields])
+
+    def _drop(self, mask: np.ndarray) -> None:
+        if mask.any():
+            self.dropped = mask if self.dropped is None else (self.dropped | mask)
 
     def _parse(self, buffer: pa.Buffer, use_threads: bool = True,
                types: Optional[dict[str, pa.DataType]] = None,
                on_invalid_row: Optional[Callable] = None) -> pa.Table:
         if types is None:
-            types = {f.name: self._read_type(f) for f in self.fields if f.column is not None}
+            types = {f.name: self._read_type(f) for f in self.parsed_fields}
         return pacsv.read_csv(
             pa.BufferReader(buffer),
             read_options=pacsv.ReadOptions(column_names=[f.name for f in self.fields],
@@ -191,18 +305,19 @@ class _Reader:
 
     # -- checks after parsing -----------------------------------------------------------------
     def _check_values(self, values: pa.ChunkedArray, sql_type: SqlType, field: _Field) -> None:
+        """Raise for the first bad value; under SKIP ... ERRORS of its kind, warn and drop every bad row."""
         column = self.table.columns[field.column]
         if not column.nullable and values.null_count:
-            row = pc.index(pc.is_null(values), True).as_py()
-            raise ConstraintError(f"LOAD DATA {self.path}: line {self._line(row)}: NULL (\\N) in NOT "
-                                  f"NULL column {column.name!r}")
+            mask = pc.is_null(values)
+            self._reject(mask, "constraint", _NULL_NOT_NULL, lambda row: ConstraintError(
+                f"LOAD DATA {self.path}: line {self._line(row)}: NULL (\\N) in NOT NULL column "
+                f"{column.name!r}"))
         if sql_type.kind == "string" and sql_type.length is not None and len(values):
             lengths = pc.utf8_length(values)
             longest = pc.max(lengths).as_py()
             if longest is not None and longest > sql_type.length:
-                row = pc.index(pc.greater(lengths, sql_type.length), True).as_py()
-                raise self._bad(row, field, f"value of {lengths[row].as_py()} characters is too long "
-                                            f"for {sql_type}")
+                self._reject(pc.greater(lengths, sql_type.length), "constraint", _TOO_LONG, lambda row: self._bad(
+                    row, field, f"value of {lengths[row].as_py()} characters is too long for {sql_type}"))
         if sql_type.kind == "decimal" and len(values) > values.null_count:
             # pyarrow's CSV reader checks the scale but not the precision of a decimal.
             limit = 10 ** (sql_type.precision - sql_type.scale)
@@ -210,8 +325,27 @@ class _Reader:
             if high.as_py() >= limit or low.as_py() <= -limit:
                 wide = pa.decimal256(76, sql_type.scale)  # holds the limit, which values.type cannot
                 too_big = pc.greater_equal(pc.abs(values.cast(wide)), pa.scalar(limit).cast(wide))
-                row = pc.index(too_big, True).as_py()
-                raise self._bad(row, field, f"value {values[row].as_py()} is out of range for {sql_type}")
+                self._reject(too_big, "parser", _BAD_VALUE, lambda row: self._bad(
+                    row, field, f"value {values[row].as_py()} is out of range for {sql_type}"))
+
+    def _reject(self, mask, kind: str, code: int, error: Callable[[int], Exception]) -> None:
+        """Rows where ``mask`` is true broke a rule of ``kind``: raise for the first, or skip them all."""
+        mask = pc.fill_null(mask, False)
+        if self.dropped is None and kind not in self.skip:
+            row = pc.index(mask, True).as_py()
+            if row >= 0:
+                raise error(row)
+            return
+        flags = mask.to_numpy(zero_copy_only=False) if isinstance(mask, pa.Array) else \
+            np.concatenate([c.to_numpy(zero_copy_only=False) for c in mask.chunks] or [np.zeros(0, bool)])
+        if self.dropped is not None:            # rows already skipped are not checked again
+            flags = flags & ~self.dropped
+        rows = np.flatnonzero(flags)
+        if len(rows) and kind not in self.skip:
+            raise error(int(rows[0]))
+        for row in rows:
+            self.warnings.add(code, error(int(row)).args[0])
+        self._drop(flags)
 
     def _check_quotes(self, data: bytes, offset: int) -> None:
         """Raise for an opening quote that is never closed (pyarrow silently ends it at the line end
@@ -270,7 +404,7 @@ class _Reader:
 
     def _explain_conversion(self, position: int, detail: str) -> BadDataError:
         field = self.fields[position]
-        sql_type = self.table.columns[field.column].type
+        sql_type = self._sql_type(field)
         try:
             raw = self._parse(self.buffer, types={field.name: pa.binary()}).column(field.name)
         except pa.ArrowInvalid:
@@ -292,7 +426,71 @@ class _Reader:
         return BadDataError(f"LOAD DATA {self.path}: line {self._line(row)}, column {field.label!r}: {what}")
 
     def _line(self, row: int) -> int:
+        if self.row_numbers is not None:
+            return self.statement.ignore_lines + int(self.row_numbers[row])
         return self.statement.ignore_lines + row + 1
+
+
+class _SetClauses:
+    """``SET col = expr, ...`` bound once against the file's fields and evaluated per parsed batch.
+
+    Column names in an expression read the file's value for that column (already of the column's type);
+    ``@var`` reads the field's text, as MySQL's user variables hold it. The engine's binder types the
+    expression and casts it to the target column; its evaluator runs it over Arrow batches.
+    """
+
+    def __init__(self, statement: LoadDataStatement, table: TableDef, fields: list[_Field]):
+        import sqlglot
+        from sqlglot import exp
+
+        from engine.plan.binder import Binder, ExprContext
+        from engine.plan.logical import Field
+        from engine.plan.scope import Relation, Scope
+
+        self.path = statement.path
+        variables = {f.label.lower(): f for f in fields if f.column is None}
+        scope = Scope([Relation("", [Field(f.name, f.label, table.columns[f.column].type)
+                                     for f in fields if f.column is not None])])
+        binder = Binder(None, None)
+        self.variables: set[str] = set()
+        self.bound: list[tuple[int, object, str]] = []    # (column index, bound expression, SQL text)
+        seen: set[int] = set()
+        for name, text in statement.set_clauses:
+            index = table.column_index(name)
+            if index in seen:
+                raise BindError(f"column {table.columns[index].name!r} is assigned twice in LOAD DATA ... SET")
+            seen.add(index)
+
+            def variable(node, name=name, text=text):
+                if not isinstance(node, exp.Parameter):
+                    return node
+                var = "@" + node.name
+                field = variables.get(var.lower())
+                if field is None:
+                    raise BindError(f"LOAD DATA ... SET {name} = {text}: user variable {var} is not in the "
+                                    f"column list")
+                self.variables.add(var.lower())
+                column = exp.column(var)
+                column.meta["canopy_field"] = Field(field.name, var, TEXT)
+                return column
+
+            node = sqlglot.parse_one(text, read="mysql").transform(variable)
+            expr = binder.bind_expr(node, ExprContext(scope, clause="SET"))
+            self.bound.append((index, binder.coerce(expr, table.columns[index].type), text))
+
+    def evaluate(self, parsed: dict[str, pa.ChunkedArray], num_rows: int) -> dict[int, pa.ChunkedArray]:
+        from engine.exec.evaluate import evaluate_array
+
+        inputs = pa.table({"__rows": pa.nulls(num_rows, pa.null()), **parsed})
+        out: dict[int, list[pa.Array]] = {index: [] for index, _, _ in self.bound}
+        for batch in inputs.to_batches():
+            for index, expr, text in self.bound:
+                try:
+                    out[index].append(evaluate_array(expr, batch))
+                except BadDataError as error:
+                    raise BadDataError(f"LOAD DATA {self.path}: SET ... = {text}: {error}") from None
+        return {index: pa.chunked_array(chunks, type=expr.type.to_arrow())
+                for (index, expr, _), chunks in zip(self.bound, out.values())}
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -395,6 +593,31 @@ def _skip_lines(data: bytes, count: int) -> int:
             return len(data)
         offset = end + 1
     return offset
+
+
+def _failing_rows(values: pa.Array, convert: Callable[[pa.Array], object], leaf: int = 16) -> list[int]:
+    """Indices of every element ``convert`` rejects: halves that convert are cleared in one call, so
+    k bad values among n cost about k * log(n) conversions."""
+    def visit(start: int, length: int) -> list[int]:
+        try:
+            convert(values.slice(start, length))
+            return []
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+        if length <= leaf:
+            return [i for i in range(start, start + length) if _fails(values.slice(i, 1), convert)]
+        half = length // 2
+        return visit(start, half) + visit(start + half, length - half)
+
+    return visit(0, len(values)) if len(values) else []
+
+
+def _fails(value: pa.Array, convert: Callable[[pa.Array], object]) -> bool:
+    try:
+        convert(value)
+        return False
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return True
 
 
 def _first_failing(values: pa.ChunkedArray, convert: Callable[[pa.Array], object]) -> Optional[int]:

@@ -16,6 +16,9 @@ Grammar (MySQL, in MySQL's clause order, plus SingleStore's ``SKIP ... ERRORS``)
         [(col_or_@var, ...)]
         [SET col = expr, ...]
         [SKIP {ALL | CONSTRAINT | DUPLICATE KEY | PARSER} ERRORS]
+        [FORMAT {CSV | PARQUET}]
+
+``INFILE`` may name several files with a glob (``'/d/part-*.csv'``); they load as one statement.
 
 >>> s = parse_load_data("LOAD DATA INFILE '/d/nation.csv' INTO TABLE nation "
 ...                     "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\\"' IGNORE 1 LINES")
@@ -56,6 +59,7 @@ class LoadDataStatement:
     set_clauses: tuple[tuple[str, str], ...] = ()   # (column, expression SQL text); not executed yet
     character_set: Optional[str] = None
     skip_errors: Optional[str] = None  # SingleStore SKIP {PARSER|CONSTRAINT|DUPLICATE KEY|ALL} ERRORS
+    format: str = "CSV"                # SingleStore FORMAT {CSV | PARQUET}
 
 
 _LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
@@ -84,7 +88,6 @@ _UNSUPPORTED_TRAILING = {
     "WHERE": "LOAD DATA ... WHERE",
     "MAX_ERRORS": "MAX_ERRORS",
     "ERRORS": "ERRORS HANDLE",
-    "FORMAT": "LOAD DATA ... FORMAT",
     "COMPRESSION": "LOAD DATA ... COMPRESSION",
 }
 _NAME_TYPES = {TokenType.VAR, TokenType.IDENTIFIER}
@@ -175,6 +178,16 @@ class _Parser:
         return token.text
 
     # -- clauses --------------------------------------------------------------------------------
+    def file_format(self) -> str:
+        """The format after ``FORMAT`` (already consumed)."""
+        token = self.peek()
+        found = self.word("CSV", "PARQUET")
+        if found is None:
+            if self.is_word(token, "JSON", "AVRO", "ORC", "ICEBERG"):
+                raise UnsupportedError(f"LOAD DATA ... FORMAT {token.text.upper()} is not supported")
+            raise self.error("expected CSV or PARQUET after FORMAT")
+        return found
+
     def skip_errors(self) -> str:
         """The kind after ``SKIP`` (already consumed) up to and including ``ERRORS``."""
         kind = self.word(*_SKIP_KINDS, "DUPLICATE")
@@ -259,6 +272,10 @@ def parse_load_data(sql: str) -> LoadDataStatement:
         database, table = table, p.expect_name("a table name after the database name")
     if p.is_word(p.peek(), "PARTITION"):
         raise UnsupportedError("LOAD DATA ... PARTITION (...) is not supported")
+    if p.word("FORMAT"):       # SingleStore also takes FORMAT right after the table
+        options_format = p.file_format()
+    else:
+        options_format = None
 
     character_set: Optional[str] = None
     if p.word("CHARSET") or (p.is_word(p.peek(), "CHARACTER") and p.is_word(p.peek(1), "SET")):
@@ -270,13 +287,14 @@ def parse_load_data(sql: str) -> LoadDataStatement:
         else:
             character_set = p.expect_name("a character set name")
 
-    options: dict[str, object] = {}
+    options: dict[str, object] = {} if options_format is None else {"format": options_format}
 
     def once(key: str, token: Token) -> None:
         if key in options:
             raise p.error(f"{key.replace('_', ' ').upper()} given twice", token)
 
     if p.word("FIELDS", "COLUMNS"):
+        count = len(options)
         while True:
             token = p.peek()
             if p.word("TERMINATED"):
@@ -295,7 +313,7 @@ def parse_load_data(sql: str) -> LoadDataStatement:
                 options["fields_escaped_by"] = p.single_char("ESCAPED BY")
             else:
                 break
-        if not options:
+        if len(options) == count:
             raise p.error("FIELDS needs TERMINATED BY, [OPTIONALLY] ENCLOSED BY or ESCAPED BY")
 
     if p.word("LINES"):
@@ -361,6 +379,11 @@ def parse_load_data(sql: str) -> LoadDataStatement:
         if skip_errors is not None:
             raise p.error("SKIP ... ERRORS given twice", p.tokens[p.i - 1])
         skip_errors = p.skip_errors()
+
+    if p.word("FORMAT"):
+        if "format" in options:
+            raise p.error("FORMAT given twice", p.tokens[p.i - 1])
+        options["format"] = p.file_format()
 
     if not p.at_end():
         token = p.peek()

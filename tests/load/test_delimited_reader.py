@@ -282,9 +282,9 @@ def test_unsupported_options(tmp_path, clauses, construct):
         load(write(tmp_path, "0\tA\t0\tx\n"), NATION, clauses)
 
 
-def test_set_clauses_are_not_executed_yet(tmp_path):
-    with pytest.raises(UnsupportedError, match="SET"):
-        load(write(tmp_path, "0,A,0,x\n"), NATION, CSV + " SET n_name = 'B'")
+def test_set_overrides_a_column_from_the_file(tmp_path):
+    result = load(write(tmp_path, "0,a,0,x\n"), NATION, CSV + " SET n_name = UPPER(n_comment)")
+    assert result.column("n_name").to_pylist() == ["X"]
 
 
 # -- real tpchgen-cli files against DuckDB -------------------------------------------------------
