@@ -14,11 +14,18 @@ import os as _os
 _choice = _os.environ.get("CANOPY_KERNELS", "") or "compiled"
 
 if _choice == "reference":
+    from kernels.reference.filter import (and_kleene, compare, count_matches, count_true,
+                                          match_string, not_kleene, or_kleene, selection,
+                                          supports_compare)
     from kernels.reference.hashing import hash_columns, partition_ids, scatter_indices, split_batch
+    from kernels.reference.inlist import InList, supports_in_list
     from kernels.reference.hll import hll_add, hll_estimate, hll_merge
 elif _choice == "compiled":
     try:
+        from kernels.filter import (and_kleene, compare, count_matches, count_true, match_string,
+                                    not_kleene, or_kleene, selection, supports_compare)
         from kernels.hashing import hash_columns, partition_ids, scatter_indices, split_batch
+        from kernels.inlist import InList, supports_in_list
         from kernels.hll import hll_add, hll_estimate, hll_merge
     except ImportError as exc:
         raise ImportError(
@@ -31,4 +38,9 @@ else:
 IMPLEMENTATION = _choice
 
 __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices", "split_batch",
-           "hll_add", "hll_merge", "hll_estimate"]
+           "hll_add", "hll_merge", "hll_estimate",
+           # filter
+           "compare", "match_string", "count_matches", "and_kleene", "or_kleene", "not_kleene",
+           "selection", "count_true", "supports_compare",
+           # IN-list
+           "InList", "supports_in_list"]

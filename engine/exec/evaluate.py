@@ -310,7 +310,16 @@ def _is_true(expr, a):
 
 @function("in_list")
 def _in_list(expr, a):
+    # Imported here so that this change stays inside the function; kernel_filters imports nothing
+    # of the evaluator at module level, so there is no cycle either way.
+    import kernels
+    from engine.exec.kernel_filters import in_list_contains
+
     values, negated = expr.options
+    if not _is_scalar(a) and kernels.supports_in_list(a.type):
+        # Bloom filter + hash set built once per list (cached), probed per batch; same NULL rules.
+        found = in_list_contains(values, a)
+        return kernels.not_kleene(found) if negated else found
     value_set = pa.array(values, type=a.type)
     found = pc.is_in(a, value_set=value_set, skip_nulls=True)
     if any(v is None for v in values):

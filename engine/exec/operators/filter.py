@@ -5,7 +5,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from engine.exec.evaluate import evaluate_predicate
+from engine.exec.kernel_filters import KernelFilter
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.plan.expressions import Expr
 
@@ -27,7 +27,9 @@ class FilterExec(PhysicalOperator):
         return f"Filter {self.predicate}"
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        # Simple conjuncts (column <op> constant, IN, LIKE 'abc%') run in the filter kernels.
+        predicate = KernelFilter.of(self.predicate)
         for batch in self.input.execute(partition, ctx):
-            batch = batch.filter(evaluate_predicate(self.predicate, batch, ctx.params))
+            batch = predicate.apply(batch, ctx.params)
             if batch.num_rows:
                 yield batch

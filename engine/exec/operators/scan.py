@@ -5,7 +5,7 @@ from typing import Iterator, Optional
 
 import pyarrow as pa
 
-from engine.exec.evaluate import evaluate_predicate
+from engine.exec.kernel_filters import KernelFilter
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.plan.expressions import Expr, and_all
 from engine.plan.logical import Field
@@ -30,10 +30,11 @@ class ScanExec(PhysicalOperator):
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         ids = [f.id for f in self.fields]
-        predicate = and_all(list(self.filters))
+        # Simple conjuncts (column <op> constant, IN, LIKE 'abc%') run in the filter kernels.
+        predicate = KernelFilter.of(and_all(list(self.filters))) if self.filters else None
         for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
             if predicate is not None:
-                batch = batch.filter(evaluate_predicate(predicate, batch, ctx.params))
+                batch = predicate.apply(batch, ctx.params)
             if batch.num_rows:
                 yield batch

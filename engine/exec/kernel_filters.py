@@ -1,0 +1,180 @@
+"""Run the simple conjuncts of a WHERE with the filter and IN-list kernels.
+
+``KernelFilter.of(predicate)`` splits a bound predicate into the conjuncts the kernels evaluate —
+``column <op> literal`` (=, <>, <, <=, >, >=; a ``>=`` and ``<=`` pair on one column, which is how
+the binder spells BETWEEN, runs as one BETWEEN), ``column IN (literals)`` and ``column [NOT] LIKE``
+with a pattern that is a plain string, ``'abc%'``, ``'%abc'`` or ``'%abc%'`` — and a residual that
+``evaluate_predicate`` handles as before. ``apply`` ANDs the kernels' selections, filters the batch,
+then filters what is left by the residual: the rows kept are exactly those the whole predicate
+keeps (a conjunct that is NULL or FALSE drops the row either way; the kernels implement SQL's
+three-valued logic so NOT LIKE and NOT IN agree with the evaluator on NULLs).
+
+Built IN-lists are cached by (values, type), so a list is built once, not once per batch; the
+evaluator's ``in_list`` (IN inside OR, CASE, a projection) shares the cache through
+``in_list_contains``.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import pyarrow as pa
+
+import kernels
+from engine.plan.expressions import Call, ColumnRef, Expr, Literal, and_all, conjuncts
+
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+_FLIPPED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+# SQL kinds whose Arrow storage the filter kernels compare (bool and NULL-typed columns fall back).
+_COMPARABLE_KINDS = ("int", "float", "decimal", "date", "datetime", "string")
+
+
+@dataclass(frozen=True)
+class KernelPredicate:
+    """One conjunct the kernels evaluate: ``kind`` is "compare" (``op`` a comparison or
+    "between"), "match" (``op`` a string match kind) or "in" ; ``negated`` wraps it in SQL NOT."""
+
+    column: str
+    kind: str
+    op: str
+    args: tuple
+    negated: bool
+    source: Expr          # the conjunct(s) it stands for, evaluated instead if a kernel refuses
+
+    def evaluate(self, column: pa.Array) -> pa.Array:
+        """The three-valued result over ``column`` (may raise TypeError: the caller falls back)."""
+        if self.kind == "compare":
+            result = kernels.compare(column, self.op, *self.args)
+        elif self.kind == "match":
+            result = kernels.match_string(column, self.op, self.args[0])
+        else:
+            result = in_list_contains(self.args, column)
+        return kernels.not_kleene(result) if self.negated else result
+
+
+def _like_match(pattern: str) -> Optional[tuple[str, str]]:
+    """(kind, needle) for a LIKE pattern the string kernels match, or None. Only ``%`` at either
+    end is a wildcard here; ``_``, escapes and inner ``%`` go to the evaluator."""
+    if "_" in pattern or "\\" in pattern:
+        return None
+    starts, ends = pattern.startswith("%"), pattern.endswith("%") and len(pattern) > 1
+    needle = pattern[1 if starts else 0:len(pattern) - 1 if ends else len(pattern)]
+    if "%" in needle:
+        return None
+    if starts and ends:
+        return "contains", needle
+    return ("suffix" if starts else "prefix" if ends else "equal"), needle
+
+
+def _kernel_predicate(expr: Expr) -> Optional[KernelPredicate]:
+    if not isinstance(expr, Call):
+        return None
+    if expr.op in _COMPARISONS and len(expr.args) == 2:
+        a, b = expr.args
+        op = expr.op
+        if isinstance(a, Literal) and isinstance(b, ColumnRef):
+            a, b, op = b, a, _FLIPPED[op]
+        if not (isinstance(a, ColumnRef) and isinstance(b, Literal)) or b.value is None:
+            return None
+        if a.type.kind not in _COMPARABLE_KINDS or a.type.kind != b.type.kind:
+            return None
+        if a.type.kind == "string" and op not in ("eq", "ne"):
+            return None
+        return KernelPredicate(a.id, "compare", op, (b.value,), False, expr)
+    if expr.op == "in_list" and isinstance(expr.args[0], ColumnRef):
+        column = expr.args[0]
+        values, negated = expr.options
+        if not kernels.supports_in_list(column.type.to_arrow()):
+            return None
+        return KernelPredicate(column.id, "in", "in", tuple(values), negated, expr)
+    if expr.op in ("like", "not_like") and not expr.options:
+        column, pattern = expr.args
+        if not (isinstance(column, ColumnRef) and column.type.kind == "string"
+                and isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+            return None
+        match = _like_match(pattern.value)
+        if match is None:
+            return None
+        return KernelPredicate(column.id, "match", match[0], (match[1],), expr.op == "not_like", expr)
+    return None
+
+
+def _fuse_between(preds: list[KernelPredicate]) -> list[KernelPredicate]:
+    """Replace one ``>=`` and one ``<=`` on the same column by a BETWEEN (one pass, not two)."""
+    out: list[KernelPredicate] = []
+    for p in preds:
+        if p.kind == "compare" and p.op in ("ge", "le"):
+            other = "le" if p.op == "ge" else "ge"
+            for i, q in enumerate(out):
+                if q.kind == "compare" and q.op == other and q.column == p.column:
+                    low, high = (q, p) if q.op == "ge" else (p, q)
+                    source = Call("and", (low.source, high.source), low.source.type)
+                    out[i] = KernelPredicate(p.column, "compare", "between",
+                                             (low.args[0], high.args[0]), False, source)
+                    break
+            else:
+                out.append(p)
+        else:
+            out.append(p)
+    return out
+
+
+@dataclass(frozen=True)
+class KernelFilter:
+    """A predicate split into kernel conjuncts and a residual for ``evaluate_predicate``."""
+
+    kernel: tuple[KernelPredicate, ...]
+    residual: Optional[Expr]
+
+    @classmethod
+    def of(cls, predicate: Optional[Expr]) -> "KernelFilter":
+        preds, rest = [], []
+        for conjunct in conjuncts(predicate):
+            p = _kernel_predicate(conjunct)
+            (preds.append(p) if p is not None else rest.append(conjunct))
+        return cls(tuple(_fuse_between(preds)), and_all(rest))
+
+    def apply(self, batch: pa.RecordBatch, params: Sequence = ()) -> pa.RecordBatch:
+        """The rows of ``batch`` for which the predicate is TRUE (a new batch; input unmodified)."""
+        # Imported here: the evaluator imports this module for in_list_contains.
+        from engine.exec.evaluate import evaluate_predicate
+
+        if self.kernel and batch.num_rows:
+            mask = None
+            for p in self.kernel:
+                column = batch.column(p.column)
+                try:
+                    result = kernels.selection(p.evaluate(column))
+                except TypeError:
+                    # A constant or column layout the kernels do not take: the evaluator's answer.
+                    result = evaluate_predicate(p.source, batch, params)
+                mask = result if mask is None else kernels.and_kleene(mask, result)
+            if kernels.count_true(mask) != batch.num_rows:
+                batch = batch.filter(mask)
+        if self.residual is not None and batch.num_rows:
+            batch = batch.filter(evaluate_predicate(self.residual, batch, params))
+        return batch
+
+
+@functools.lru_cache(maxsize=256)
+def _built_in_list(values: tuple, value_type: pa.DataType) -> "kernels.InList":
+    return kernels.InList(values, value_type)
+
+
+def in_list_contains(values: tuple, column) -> pa.Array:
+    """``column IN values`` (three-valued) with the list built once per (values, type) and cached.
+
+    Parameters
+    ----------
+    values : tuple
+        The IN-list's constants, coerced to the column's type by the binder (None is NULL).
+    column : pyarrow.Array or pyarrow.ChunkedArray
+        Of a type ``kernels.supports_in_list`` accepts. Not modified.
+    """
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    value_type = column.type
+    if pa.types.is_dictionary(value_type) or pa.types.is_run_end_encoded(value_type):
+        value_type = value_type.value_type
+    return _built_in_list(tuple(values), value_type).contains(column)
