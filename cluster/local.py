@@ -115,6 +115,18 @@ class LocalRunner(Runner):
             return 0
         return pc.count_distinct(pa.chunked_array(chunks), mode="only_valid").as_py()
 
+    def map_column_partitions(self, table: TableDef, column: str, fn):
+        keys = [(self.leaves[0], None)] if table.reference else \
+            [(leaf, p) for leaf in self.leaves for p in leaf.partitions]
+        field = table.arrow_schema.field(column)
+
+        def one(key):
+            leaf, partition = key
+            chunks = [b.column(0) for b in leaf.storage.store(table.table_id, partition).scan([column])]
+            return fn(pa.chunked_array(chunks, type=field.type))
+
+        return list(self._pool.map(one, keys))
+
     # -- queries ----------------------------------------------------------------------------------
     def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
         if self._closed:

@@ -7,13 +7,15 @@ what crosses the boundary is Arrow data, TableDefs and encoded StageSpecs, never
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
 
 import pyarrow as pa
 
 from engine.catalog import TableDef
 from engine.errors import UnsupportedError
 from engine.exec.stages import StageSpec
+
+T = TypeVar("T")
 
 
 class Runner(ABC):
@@ -60,6 +62,13 @@ class Runner(ABC):
     @abstractmethod
     def distinct_count(self, table: TableDef, column: str) -> int:
         """Number of distinct non-null values of ``column`` (for the optimizer's estimates)."""
+
+    @abstractmethod
+    def map_column_partitions(self, table: TableDef, column: str, fn: Callable[[pa.ChunkedArray], T]) -> list[T]:
+        """``fn(column of one partition)`` for every partition (once for a reference table), run on the
+        leaf that hosts it; the results in partition order. ANALYZE summarizes partitions with this and
+        merges the summaries, so ``fn`` must be picklable (a module function or a ``functools.partial``
+        of one) and its result small: a Ray leaf ships both."""
 
     # -- queries ----------------------------------------------------------------------------------
     @abstractmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from engine.exec.operators.base import PhysicalOperator
 from engine.exec.operators.exchange import ExchangeExec, ExchangeSourceExec
@@ -73,24 +73,29 @@ def decode_stage(data: bytes) -> StageSpec:
     return stage
 
 
-def explain_physical(root: PhysicalOperator) -> str:
+def explain_physical(root: PhysicalOperator, annotate: Optional[Callable[[PhysicalOperator], str]] = None) -> str:
     """EXPLAIN text: the operator tree, with the first operator of each stage tagged by where it runs.
 
     ``[aggregator]`` runs once on the aggregator; ``[leaves]`` runs on every partition, on the leaf that
     hosts it; ``[leaf, once]`` runs once on a leaf (it reads a reference table). An ``Exchange`` line
-    says where the rows of the stage below it go.
+    says where the rows of the stage below it go. ``annotate(op)``, when given, ends each operator's
+    line (the optimizer's estimates; an exchange gets its input's).
     """
     lines: list[str] = []
+
+    def note(op: PhysicalOperator) -> str:
+        text = annotate(op) if annotate is not None else ""
+        return f"  {text}" if text else ""
 
     def walk(op: PhysicalOperator, depth: int, tag: str) -> None:
         if isinstance(op, ExchangeExec):
             target = {"gather": "to the aggregator", "broadcast": "to every partition",
                       "repartition": "to the partitions of their hash"}[op.kind]
-            lines.append("  " * depth + f"{op.describe()}  ({target})")
+            lines.append("  " * depth + f"{op.describe()}  ({target})" + note(op.input))
             source = "[leaves]" if op.parallel_input else ("[leaf, once]" if _scans(op.input) else "[aggregator]")
             walk(op.input, depth + 1, source)
             return
-        lines.append("  " * depth + op.describe() + (f"  {tag}" if tag else ""))
+        lines.append("  " * depth + op.describe() + (f"  {tag}" if tag else "") + note(op))
         for child in op.children:
             walk(child, depth + 1, "")
 

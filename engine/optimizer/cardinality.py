@@ -1,9 +1,17 @@
-"""Cardinality estimates for logical plans.
+"""Cardinality estimates for logical plans, and where each came from.
 
-Base numbers come from a :class:`StatisticsProvider` (table row counts, per-column distinct counts);
-selectivities are the classic System R defaults until histograms land (issue 7): ``col = const`` is
-1/NDV, a range 1/3, LIKE 0.1 (a prefix) or 0.25, IN k/NDV. Join output is |L|·|R| / max(NDV(l), NDV(r))
-per equality.
+Base numbers come from a :class:`StatisticsProvider`: exact table row counts, and per column the
+statistics of :mod:`engine.stats` (NDV from a HyperLogLog sketch, a histogram whose most frequent
+values are exact). A predicate comparing a column (under any CASTs) with a literal is answered by the
+column's histogram; range conjuncts on one column are combined into one interval first (``BETWEEN``
+binds as two conjuncts, whose product would be far off). Without a histogram, the System R defaults
+apply: ``col = const`` 1/NDV, a range 1/3, LIKE 0.1 (a prefix) or 0.25, IN k/NDV. Join output is
+|L|·|R| / max(NDV(l), NDV(r)) per equality, corrected by the histograms of both keys where they show
+skew; GROUP BY the product of the keys' NDVs, capped by the input's rows.
+
+:meth:`Estimator.source` says what each node's estimate rests on, for EXPLAIN: ``rows`` (exact row
+counts), ``histogram``, ``ndv`` or ``default``; a node that estimates nothing itself (a projection, a
+sort) inherits its input's, and a node that combines several is as good as its weakest.
 """
 from __future__ import annotations
 
@@ -13,6 +21,11 @@ from engine.catalog import TableDef
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, conjuncts
 from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Scan, Sort,
                                  Union, Values)
+from engine.stats.histogram import ColumnStats, join_rows
+
+_RANK = {"default": 0, "ndv": 1, "histogram": 2, "rows": 3}
+_RANGE_OPS = ("lt", "le", "gt", "ge")
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
 class StatisticsProvider(Protocol):
@@ -20,14 +33,19 @@ class StatisticsProvider(Protocol):
 
     def column_ndv(self, table: TableDef, column: str) -> int: ...
 
+    # optional: providers without histograms leave it out and get the defaults
+    def column_stats(self, table: TableDef, column: str) -> Optional[ColumnStats]: ...
+
 
 class Estimator:
     def __init__(self, stats: StatisticsProvider):
         self.stats = stats
         self._rows: dict[int, tuple[LogicalPlan, float]] = {}   # keeps the node alive: ids stay unique
+        self._sources: dict[int, str] = {}
         self._origins: dict[str, tuple[TableDef, str]] = {}
+        self._noted: list[list[str]] = []     # sources used by the nodes being estimated (innermost last)
 
-    # where a column id comes from (for its NDV)
+    # where a column id comes from (for its NDV and histogram)
     def _register(self, plan: LogicalPlan) -> None:
         if isinstance(plan, Scan):
             for f, name in zip(plan.fields, plan.column_names):
@@ -45,7 +63,9 @@ class Estimator:
         rows = self.rows(within)
         origin = self._origins.get(column_id)
         if origin is None:
+            self._note("default")
             return max(rows, 1.0)
+        self._note("ndv")
         return max(1.0, min(float(self.stats.column_ndv(*origin)), rows))
 
     def rows(self, plan: LogicalPlan) -> float:
@@ -56,9 +76,28 @@ class Estimator:
             self._register(plan)
             # Selectivities ask for NDVs capped by this node's rows: answer with its input's rows meanwhile
             self._rows[id(plan)] = (plan, self._provisional(plan))
-            cached = (plan, max(1.0, self._estimate(plan)))
+            self._noted.append([])
+            try:
+                cached = (plan, max(1.0, self._estimate(plan)))
+            finally:
+                used = self._noted.pop()
             self._rows[id(plan)] = cached
+            self._sources[id(plan)] = min(used, key=_RANK.__getitem__) if used else self._inherited(plan)
         return cached[1]
+
+    def source(self, plan: LogicalPlan) -> str:
+        """What the estimate of ``plan`` rests on: rows, histogram, ndv or default."""
+        self.rows(plan)
+        return self._sources[id(plan)]
+
+    def _note(self, source: str) -> None:
+        if self._noted:
+            self._noted[-1].append(source)
+
+    def _inherited(self, plan: LogicalPlan) -> str:
+        if not plan.inputs:
+            return "rows"          # an unfiltered scan, VALUES
+        return min((self._sources[id(i)] for i in plan.inputs), key=_RANK.__getitem__)
 
     def _provisional(self, plan: LogicalPlan) -> float:
         if isinstance(plan, Scan):
@@ -70,16 +109,12 @@ class Estimator:
     def _estimate(self, plan: LogicalPlan) -> float:
         if isinstance(plan, Scan):
             rows = float(self.stats.table_rows(plan.table))
-            for f in plan.filters:
-                rows *= self.selectivity(f, plan, rows)
-            return rows
+            return rows * self.conjunction(plan.filters, plan, rows) if plan.filters else rows
         if isinstance(plan, Values):
             return float(len(plan.rows))
         if isinstance(plan, Filter):
             rows = self.rows(plan.input)
-            for c in conjuncts(plan.predicate):
-                rows *= self.selectivity(c, plan.input, rows)
-            return rows
+            return rows * self.conjunction(conjuncts(plan.predicate), plan.input, rows)
         if isinstance(plan, (Project, Sort)):
             rows = self.rows(plan.input)
             return min(rows, plan.limit) if isinstance(plan, Sort) and plan.limit is not None else rows
@@ -89,29 +124,41 @@ class Estimator:
         if isinstance(plan, Aggregate):
             rows = self.rows(plan.input)
             if not plan.keys:
+                self._note("rows")         # one row, whatever the input
                 return 1.0
             groups = 1.0
             for f, e in plan.keys:
-                groups *= self.ndv(e.id, plan.input) if isinstance(e, ColumnRef) else rows ** 0.5
+                if isinstance(e, ColumnRef):
+                    groups *= self.ndv(e.id, plan.input)
+                else:
+                    self._note("default")
+                    groups *= rows ** 0.5
             return min(rows, groups)
         if isinstance(plan, Union):
             return sum(self.rows(i) for i in plan.inputs)
         if isinstance(plan, Join):
             left, right = self.rows(plan.left), self.rows(plan.right)
             if plan.kind in ("semi", "anti", "anti_null_aware"):
+                self._note("default")
                 return left * 0.5
             rows = left * right * self.join_selectivity(plan.left_keys, plan.right_keys, plan.left, plan.right)
             if plan.residual is not None:
+                self._note("default")
                 rows *= 0.5
             return max(rows, left) if plan.kind == "left" else rows
         if isinstance(plan, MultiJoin):
+            self._note("default")
             rows = 1.0
             for i in plan.inputs:
                 rows *= self.rows(i)
             return rows * 0.1 ** len(plan.conditions)
+        self._note("default")
         return 1000.0
 
+    # -- joins ----------------------------------------------------------------------------------------
     def join_selectivity(self, left_keys, right_keys, left: LogicalPlan, right: LogicalPlan) -> float:
+        if not left_keys:
+            return 1.0
         # Distinct key combinations of each side: the product of the columns' NDVs, but never more than
         # the side's rows. Multiplying per-column selectivities instead treats (ps_partkey, ps_suppkey)
         # as independent and estimates lineitem x partsupp at 2,400 rows instead of 6M (TPC-H Q9).
@@ -126,7 +173,22 @@ class Estimator:
         # pairs, not 6M; so lineitem x partsupp keeps lineitem's rows, and a filtered part is preferred.
         ndv_l = min(ndv_l, self._domain(right_keys))
         ndv_r = min(ndv_r, self._domain(left_keys))
-        return 1.0 / max(ndv_l, ndv_r, 1.0)
+        selectivity = 1.0 / max(ndv_l, ndv_r, 1.0)
+        skew = self._skew(left_keys[0], right_keys[0]) if len(left_keys) == 1 else None
+        return selectivity if skew is None else selectivity * skew
+
+    def _skew(self, left_key: Expr, right_key: Expr) -> Optional[float]:
+        """How far the join of the two key columns' tables is from the uniform |L|·|R| / max(NDV), by
+        their histograms (None without them): a join on a skewed key meets its frequent values exactly.
+        The NDV formula above still scales it to filtered inputs."""
+        a, b = self._column_stats(left_key), self._column_stats(right_key)
+        if a is None or b is None or not a.valid or not b.valid or not a.accepts(b.min):
+            return None
+        uniform = a.valid * b.valid / max(a.ndv, b.ndv, 1.0)
+        if self._noted:            # the histograms, not the NDVs, are what this join's estimate rests on
+            self._noted[-1][:] = [s for s in self._noted[-1] if s != "ndv"]
+        self._note("histogram")
+        return join_rows(a, b) / uniform if uniform else 1.0
 
     def _domain(self, keys) -> float:
         """Distinct key combinations of the unfiltered table the key columns come from (inf if unknown)."""
@@ -143,14 +205,28 @@ class Estimator:
             product = min(product, float(self.stats.table_rows(table)))
         return product
 
+    # -- predicates -----------------------------------------------------------------------------------
+    def conjunction(self, predicates, plan: LogicalPlan, rows: float) -> float:
+        """Selectivity of predicates ANDed: range conditions on one column with a histogram become one
+        interval (``v BETWEEN 2 AND 4`` is ``v >= 2 AND v <= 4``); the others multiply (independence)."""
+        selectivity = 1.0
+        ranges: dict[str, tuple[ColumnStats, list[tuple[str, object]]]] = {}
+        for predicate in [c for p in predicates for c in conjuncts(p)]:
+            compared = _comparison(predicate)
+            stats = self._column_stats(compared[0]) if compared and compared[1] in _RANGE_OPS else None
+            if stats is not None and stats.accepts(compared[2]):
+                ranges.setdefault(compared[0].id, (stats, []))[1].append(compared[1:])
+            else:
+                selectivity *= self.selectivity(predicate, plan, rows)
+        for stats, bounds in ranges.values():
+            selectivity *= self._interval(stats, bounds)
+        return selectivity
+
     def selectivity(self, predicate: Expr, plan: LogicalPlan, rows: float) -> float:
         if isinstance(predicate, Call):
             op = predicate.op
             if op == "and":
-                s = 1.0
-                for a in predicate.args:
-                    s *= self.selectivity(a, plan, rows)
-                return s
+                return self.conjunction(predicate.args, plan, rows)
             if op == "or":
                 s = 0.0
                 for a in predicate.args:
@@ -158,46 +234,121 @@ class Estimator:
                 return min(1.0, s)
             if op == "not":
                 return 1.0 - self.selectivity(predicate.args[0], plan, rows)
-            if op == "eq":
-                column = _column_vs_constant(predicate)
-                if column is not None:
-                    return 1.0 / self.ndv(column.id, plan)
-                return 0.1
-            if op == "ne":
-                return 0.9
-            if op in ("lt", "le", "gt", "ge"):
+            if op in ("eq", "ne"):
+                return self._equality(predicate, plan, negated=op == "ne")
+            if op in _RANGE_OPS:
+                compared = _comparison(predicate)
+                stats = self._column_stats(compared[0]) if compared else None
+                if stats is not None and stats.accepts(compared[2]):
+                    return self._interval(stats, [compared[1:]])
+                self._note("default")
                 return 1.0 / 3.0
             if op == "in_list":
-                column = predicate.args[0]
-                k = len(predicate.options[0])
-                if isinstance(column, ColumnRef):
-                    s = min(1.0, k / self.ndv(column.id, plan))
+                return self._in_list(predicate, plan)
+            if op in ("like", "not_like"):
+                s = self._like(predicate)
+                return 1.0 - s if op == "not_like" else s
+            if op in ("is_null", "is_not_null"):
+                stats = self._column_stats(_strip_cast(predicate.args[0]))
+                if stats is not None and stats.rows:
+                    self._note("histogram")
+                    nulls = stats.nulls / stats.rows
                 else:
-                    s = min(1.0, 0.1 * k)
-                return 1.0 - s if predicate.options[1] else s
-            if op == "like":
-                pattern = predicate.args[1]
-                if isinstance(pattern, Literal) and isinstance(pattern.value, str) and not pattern.value.startswith("%"):
-                    return 0.1
-                return 0.25
-            if op == "not_like":
-                return 0.9
-            if op == "is_null":
-                return 0.05
-            if op == "is_not_null":
-                return 0.95
+                    self._note("default")
+                    nulls = 0.05
+                return nulls if op == "is_null" else 1.0 - nulls
+        self._note("default")
         return 0.5
 
+    def _equality(self, predicate: Call, plan: LogicalPlan, negated: bool) -> float:
+        compared = _comparison(predicate)
+        if compared is None:
+            self._note("default")
+            return 0.9 if negated else 0.1
+        column, _, value = compared
+        stats = self._column_stats(column)
+        if stats is not None and stats.rows and stats.accepts(value):
+            self._note("histogram")
+            equal = stats.eq_rows(value) / stats.rows
+            return max(0.0, stats.valid / stats.rows - equal) if negated else equal
+        equal = 1.0 / self.ndv(column.id, plan)
+        return 1.0 - equal if negated else equal
 
-def _column_vs_constant(predicate: Call) -> Optional[ColumnRef]:
-    a, b = predicate.args
-    a = _strip_cast(a)
-    b = _strip_cast(b)
+    def _in_list(self, predicate: Call, plan: LogicalPlan) -> float:
+        column = _strip_cast(predicate.args[0])
+        values = set(predicate.options[0])
+        negated = bool(predicate.options[1])
+        stats = self._column_stats(column)
+        if stats is not None and stats.rows and all(stats.accepts(v) for v in values):
+            self._note("histogram")
+            equal = min(1.0, sum(stats.eq_rows(v) for v in values) / stats.rows)
+            return max(0.0, stats.valid / stats.rows - equal) if negated else equal
+        if isinstance(column, ColumnRef):
+            s = min(1.0, len(values) / self.ndv(column.id, plan))
+        else:
+            self._note("default")
+            s = min(1.0, 0.1 * len(values))
+        return 1.0 - s if negated else s
+
+    def _like(self, predicate: Call) -> float:
+        """LIKE 'prefix%' is a range of the column's histogram; other patterns take the defaults."""
+        pattern = predicate.args[1]
+        if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+            self._note("default")
+            return 0.25
+        text = pattern.value
+        cut = min([i for i in (text.find("%"), text.find("_"), text.find("\\")) if i >= 0], default=len(text))
+        prefix = text[:cut]
+        stats = self._column_stats(_strip_cast(predicate.args[0])) if prefix else None
+        if stats is not None and stats.rows and stats.accepts(prefix) and text[cut:] in ("", "%"):
+            self._note("histogram")
+            rows = stats.eq_rows(prefix) if cut == len(text) else stats.prefix_rows(prefix)
+            return rows / stats.rows
+        self._note("default")
+        return 0.1 if prefix else 0.25
+
+    def _interval(self, stats: ColumnStats, bounds) -> float:
+        """Selectivity of ``column op value`` for every (op, value) of ``bounds``, ANDed."""
+        lo = hi = None
+        lo_inclusive = hi_inclusive = True
+        for op, value in bounds:
+            if op in ("gt", "ge") and (lo is None or value > lo or (value == lo and op == "gt")):
+                lo, lo_inclusive = value, op == "ge"
+            elif op in ("lt", "le") and (hi is None or value < hi or (value == hi and op == "lt")):
+                hi, hi_inclusive = value, op == "le"
+        self._note("histogram")
+        if not stats.rows or (lo is not None and hi is not None and (lo > hi or (lo == hi and not (lo_inclusive and hi_inclusive)))):
+            return 0.0
+        return stats.range_rows(lo, lo_inclusive, hi, hi_inclusive) / stats.rows
+
+    def _column_stats(self, column: Expr) -> Optional[ColumnStats]:
+        origin = self._origins.get(column.id) if isinstance(column, ColumnRef) else None
+        lookup = getattr(self.stats, "column_stats", None)
+        if origin is None or lookup is None:
+            return None
+        return lookup(*origin)
+
+
+class _Unknown:
+    """The value of a constant that is not a literal (a scalar subquery's): no histogram accepts it,
+    so ``col = $subquery0`` still gets 1/NDV."""
+
+
+def _comparison(predicate: Expr):
+    """``(column, op, value)`` for ``column op constant`` or ``constant op column`` (op turned around
+    so the column is on the left), looking through CASTs; None for anything else."""
+    if not (isinstance(predicate, Call) and predicate.op in _FLIPPED and len(predicate.args) == 2):
+        return None
+    a, b = (_strip_cast(x) for x in predicate.args)
     if isinstance(a, ColumnRef) and not b.column_ids():
-        return a
+        return a, predicate.op, _value(b)
     if isinstance(b, ColumnRef) and not a.column_ids():
-        return b
+        return b, _FLIPPED[predicate.op], _value(a)
     return None
+
+
+def _value(constant: Expr):
+    return constant.value if isinstance(constant, Literal) and constant.value is not None else _Unknown()
 
 
 def _strip_cast(e: Expr) -> Expr:

@@ -55,6 +55,7 @@ class PhysicalPlanner:
     def __init__(self, ctx: OptimizerContext):
         self.ctx = ctx
         self.est = ctx.estimator
+        self.logical_of: dict[int, LogicalPlan] = {}    # id(operator) -> the node it computes (EXPLAIN estimates)
 
     def plan(self, root: LogicalPlan) -> PhysicalOperator:
         op, dist = self.build(root)
@@ -77,7 +78,9 @@ class PhysicalPlanner:
         method = getattr(self, "_" + type(node).__name__, None)
         if method is None:
             raise UnsupportedError(f"no physical operator for {type(node).__name__}")
-        return method(node)
+        op, dist = method(node)
+        self.logical_of.setdefault(id(op), node)
+        return op, dist
 
     def _Scan(self, node: Scan):
         table = node.table

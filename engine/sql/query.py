@@ -5,7 +5,7 @@ its single value becomes a parameter of the plans after it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import pyarrow as pa
@@ -34,6 +34,9 @@ class PlannedQuery:
     fields: tuple[Field, ...]
     names: tuple[str, ...]
     logical: LogicalPlan
+    # id(operator) -> (estimated rows, what the estimate rests on), for EXPLAIN; the operators are alive
+    # as long as this plan is, so their ids stay unique
+    estimates: dict = field(default_factory=dict, compare=False)
 
 
 def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], statistics,
@@ -41,13 +44,16 @@ def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], 
     query: Query = Binder(catalog, database).bind_statement(node)
     ctx = OptimizerContext(Estimator(statistics), num_partitions=num_partitions)
     init_plans = []
+    planner = PhysicalPlanner(ctx)
     for sub in query.subqueries:
-        root = PhysicalPlanner(ctx).plan(optimize_logical(sub.root, ctx))
+        root = planner.plan(optimize_logical(sub.root, ctx))
         init_plans.append((root, tuple(split_stages(root))))
     logical = optimize_logical(query.root, ctx)
-    root = PhysicalPlanner(ctx).plan(logical)
+    root = planner.plan(logical)
+    estimates = {op_id: (ctx.estimator.rows(node), ctx.estimator.source(node))
+                 for op_id, node in planner.logical_of.items()}
     return PlannedQuery(tuple(init_plans), root, tuple(split_stages(root)), query.root.fields,
-                        query.names, logical)
+                        query.names, logical, estimates)
 
 
 def run_query(planned: PlannedQuery, runner) -> Result:
@@ -86,9 +92,15 @@ def column_info(name: str, f: Field) -> ColumnInfo:
 
 
 def explain_text(planned: PlannedQuery) -> str:
+    """EXPLAIN: the physical plan, each operator with its estimated rows and their source (exact row
+    counts, a histogram, distinct counts only, or a default selectivity)."""
+    def estimate(op) -> str:
+        rows, source = planned.estimates.get(id(op), (None, None))
+        return f"(est. {rows:,.0f} rows: {source})" if rows is not None else ""
+
     parts = []
     for index, (root, _) in enumerate(planned.init_plans):
         parts.append(f"Init plan $subquery{index} (scalar, runs first):")
-        parts.extend("  " + line for line in explain_physical(root).splitlines())
-    parts.append(explain_physical(planned.root))
+        parts.extend("  " + line for line in explain_physical(root, estimate).splitlines())
+    parts.append(explain_physical(planned.root, estimate))
     return "\n".join(parts)
