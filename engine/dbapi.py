@@ -181,6 +181,8 @@ class Connection:
             self.session.close()
         finally:
             if self._runner is not None:
+                from engine.pipelines import shutdown_pipelines   # their threads use the runner
+                shutdown_pipelines(self._runner)
                 self._runner.shutdown()
 
     def __enter__(self) -> "Connection":

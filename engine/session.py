@@ -138,6 +138,9 @@ class Session:
         node = statement.node
         if isinstance(node, exp.Show) and str(node.this).upper() == "WARNINGS":
             return self._stmt_Show(node, statement)      # reads the warnings; must not reset them
+        if getattr(self.runner, "pipelines", None) is not None and "information_schema" in statement.text.lower():
+            from engine.pipelines.system_tables import refresh
+            refresh(self.runner, self.runner.pipelines)   # the pipelines' state as of this statement
         try:
             if type(node).__name__ == "LoadDataStatement":
                 result = self._load_data(node)
@@ -318,6 +321,46 @@ class Session:
         table = self.catalog.table(database, statement.table)
         outcome = run_load(statement, table, self.runner, load_dir=self.load_dir, progress=self.progress)
         return Result(None, rowcount=outcome.rows, message=outcome.message, warnings=outcome.warnings.rows)
+
+    # -- pipelines ----------------------------------------------------------------------------------
+    def _pipeline_database(self) -> str:
+        if self.database is None:
+            raise BindError("no database selected; run USE <database> first")
+        return self.database
+
+    def _stmt_CreatePipeline(self, node, statement) -> Result:
+        from engine.pipelines import pipelines_of
+        created = pipelines_of(self.runner).create(self._pipeline_database(), node)
+        return Result(None, rowcount=0 if created else 0)
+
+    def _stmt_StartPipeline(self, node, statement) -> Result:
+        from engine.pipelines import pipelines_of
+        pipelines_of(self.runner).get(self._pipeline_database(), node.name).start()
+        return Result(None, rowcount=0)
+
+    def _stmt_StopPipeline(self, node, statement) -> Result:
+        from engine.pipelines import pipelines_of
+        pipelines_of(self.runner).get(self._pipeline_database(), node.name).stop()
+        return Result(None, rowcount=0)
+
+    def _stmt_DropPipeline(self, node, statement) -> Result:
+        from engine.pipelines import pipelines_of
+        pipelines_of(self.runner).drop(self._pipeline_database(), node.name, node.if_exists)
+        return Result(None, rowcount=0)
+
+    def _stmt_ShowPipelines(self, node, statement) -> Result:
+        from engine.pipelines import pipelines_of
+        database = self._pipeline_database()
+        like = _like_filter(exp.Literal.string(node.like) if node.like is not None else None)
+        rows = []
+        for pipeline in pipelines_of(self.runner).of_database(database):
+            if not like(pipeline.name):
+                continue
+            _, summary = pipeline.snapshot()
+            rows.append((pipeline.name, summary["state"], str(summary["files_loaded"]),
+                         str(summary["files_failed"]), str(summary["rows_loaded"]), summary["error"]))
+        return ddl.text_result([f"Pipelines_in_{database}", "State", "Files_loaded", "Files_failed",
+                                "Rows_loaded", "Error"], rows)
 
     def _stmt_TruncateTable(self, node: exp.TruncateTable, statement) -> Result:
         for target in node.expressions:

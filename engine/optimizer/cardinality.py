@@ -66,7 +66,33 @@ class Estimator:
             self._note("default")
             return max(rows, 1.0)
         self._note("ndv")
-        return max(1.0, min(float(self.stats.column_ndv(*origin)), rows))
+        ndv = float(self.stats.column_ndv(*origin))
+        pinned = self._pinned(column_id, within)
+        return max(1.0, min(ndv if pinned is None else min(pinned, ndv), rows))
+
+    def _pinned(self, column_id: str, plan: LogicalPlan) -> Optional[float]:
+        """How many values a filter below ``plan`` leaves the column: 1 under ``col = const``, k under
+        ``col IN (k constants)`` (``WHERE k = 3 GROUP BY k`` is one group); None when unrestricted."""
+        while True:
+            predicates = plan.filters if isinstance(plan, Scan) else \
+                conjuncts(plan.predicate) if isinstance(plan, Filter) else ()
+            for p in predicates:
+                compared = _comparison(p)
+                if compared is not None and compared[1] == "eq" and compared[0].id == column_id:
+                    return 1.0
+                if isinstance(p, Call) and p.op == "in_list" and not p.options[1] and \
+                        getattr(_strip_cast(p.args[0]), "id", None) == column_id:
+                    return float(len(set(p.options[0])))
+            if isinstance(plan, Project):
+                column_id = next((e.id for f, e in plan.exprs if f.id == column_id and isinstance(e, ColumnRef)), None)
+            if isinstance(plan, (Filter, Sort, Limit, Project)) and column_id is not None:
+                plan = plan.input
+            elif isinstance(plan, Join) and column_id in plan.left.field_ids():
+                plan = plan.left
+            elif isinstance(plan, Join) and column_id in plan.right.field_ids():
+                plan = plan.right
+            else:
+                return None
 
     def rows(self, plan: LogicalPlan) -> float:
         cached = self._rows.get(id(plan))
@@ -139,8 +165,16 @@ class Estimator:
         if isinstance(plan, Join):
             left, right = self.rows(plan.left), self.rows(plan.right)
             if plan.kind in ("semi", "anti", "anti_null_aware"):
-                self._note("default")
-                return left * 0.5
+                # Containment: the share of the left side's distinct keys found on the right. A residual
+                # (TPC-H Q21's l_suppkey <> l_suppkey) rarely rejects every match: count it as 0.9.
+                if not plan.left_keys:
+                    self._note("default")
+                    return left * 0.5
+                found = min(1.0, self.join_selectivity(plan.left_keys, plan.right_keys, plan.left, plan.right)
+                            * self._key_ndv(plan.right_keys, plan.right))
+                if plan.residual is not None:
+                    found *= 0.9
+                return left * (found if plan.kind == "semi" else max(0.05, 1.0 - found))
             rows = left * right * self.join_selectivity(plan.left_keys, plan.right_keys, plan.left, plan.right)
             if plan.residual is not None:
                 self._note("default")
@@ -156,6 +190,12 @@ class Estimator:
         return 1000.0
 
     # -- joins ----------------------------------------------------------------------------------------
+    def _key_ndv(self, keys, plan: LogicalPlan) -> float:
+        ndv = 1.0
+        for k in keys:
+            ndv *= self.ndv(k.id, plan) if isinstance(k, ColumnRef) else self.rows(plan)
+        return min(ndv, self.rows(plan))
+
     def join_selectivity(self, left_keys, right_keys, left: LogicalPlan, right: LogicalPlan) -> float:
         if not left_keys:
             return 1.0

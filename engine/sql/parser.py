@@ -6,7 +6,8 @@ on the token stream first:
 * ``CREATE REFERENCE TABLE`` — ``REFERENCE`` is removed and recorded;
 * ``SHARD KEY [name] (cols)`` and ``SORT KEY [name] (cols)`` inside ``CREATE TABLE`` — removed and
   recorded (sqlglot would read them as columns named SHARD/SORT);
-* ``LOAD DATA ... INFILE`` — handed whole to :mod:`engine.load.load_data`.
+* ``LOAD DATA ... INFILE`` — handed whole to :mod:`engine.load.load_data`;
+* ``CREATE / START / STOP / DROP PIPELINE`` and ``SHOW PIPELINES`` — to :mod:`engine.pipelines.statements`.
 
 No sqlglot object leaves ``engine/sql`` and ``engine/plan``.
 """
@@ -125,6 +126,9 @@ def parse(sql: str) -> list[Statement]:
         if words == ["LOAD", "DATA"]:
             from engine.load.load_data import parse_load_data
             statements.append(Statement(parse_load_data(text), text))
+        elif words[0] in ("CREATE", "START", "STOP", "DROP", "SHOW") and _is_pipeline(tokens):
+            from engine.pipelines.statements import parse_pipeline_statement
+            statements.append(Statement(parse_pipeline_statement(text), text))
         elif words[0] == "CREATE":
             cleaned, options = extract_table_options(text)
             statements.append(Statement(parse_one(cleaned), text, options))
@@ -133,6 +137,11 @@ def parse(sql: str) -> list[Statement]:
     if not statements:
         raise ParseError("empty statement")
     return statements
+
+
+def _is_pipeline(tokens: list[Token]) -> bool:
+    from engine.pipelines.statements import is_pipeline_statement
+    return is_pipeline_statement(tokens)
 
 
 def _parse_tokens(tokens: list[Token], sql: str) -> Optional[exp.Expression]:

@@ -103,6 +103,10 @@ class HashJoinExec(PhysicalOperator):
         with that key has non-null values whose MIN or MAX differs from the left value. So the build
         side shrinks to one row per key (MIN, MAX) and the join becomes a one-to-one lookup.
         """
+        if len(right_names) == 1 and right.num_rows > 4 * left.num_rows:
+            # Only keys the probe side has matter: drop the other build rows before grouping them.
+            wanted = pc.unique(left.column(left_names[0]).combine_chunks())
+            right = right.filter(pc.is_in(right.column(right_names[0]), value_set=wanted))
         groups = right.group_by(right_names, use_threads=False).aggregate(
             [(right_column, "min"), (right_column, "max")])
         lo, hi = f"{right_column}_min", f"{right_column}_max"
