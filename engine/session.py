@@ -285,6 +285,16 @@ class Session:
             return ddl.text_result(["Level", "Code", "Message"], [(lvl, str(code), msg) for lvl, code, msg in self.warnings])
         raise UnsupportedError(f"SHOW {what}")
 
+    def _stmt_Analyze(self, node: exp.Analyze, statement) -> Result:
+        """ANALYZE TABLE t[, t2]: collect every column's statistics now (MySQL's four result columns)."""
+        if (node.args.get("kind") or "").upper() != "TABLE":
+            raise UnsupportedError(f"ANALYZE {node.args.get('kind') or ''}".strip())
+        tables = [self._table(target) for target in node.args.get("tables") or []]   # all names checked first
+        for table in tables:
+            self.statistics.analyze(table)
+        return ddl.text_result(["Table", "Op", "Msg_type", "Msg_text"],
+                               [(t.qualified_name, "analyze", "status", "OK") for t in tables])
+
     # -- writes -------------------------------------------------------------------------------------
     def _stmt_Insert(self, node: exp.Insert, statement) -> Result:
         if node.args.get("conflict") or node.args.get("overwrite") or node.args.get("alternative"):
@@ -400,6 +410,8 @@ class Session:
         count = self._select_rows(table, node.this, [exp.Count(this=exp.Star())], matched).column(0)[0].as_py()
         rows = self._select_rows(table, node.this, projection, None)
         self.runner.replace_table(table, rows)
+        if count:
+            self.statistics.forget(table)     # same row count, other values: the 20% rule would not see it
         return Result(None, rowcount=count)
 
     def _select_rows(self, table, table_node: exp.Table, projection, where) -> pa.Table:
