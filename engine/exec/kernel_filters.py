@@ -82,8 +82,8 @@ def _kernel_predicate(expr: Expr) -> Optional[KernelPredicate]:
         if a.type.kind == "string" and op not in ("eq", "ne"):
             return None
         return KernelPredicate(a.id, "compare", op, (b.value,), False, expr)
-    if expr.op == "in_list" and isinstance(expr.args[0], ColumnRef):
-        column = expr.args[0]
+    if expr.op == "in_list" and isinstance(_widened_integer(expr.args[0]), ColumnRef):
+        column = _widened_integer(expr.args[0])
         values, negated = expr.options
         if not kernels.supports_in_list(column.type.to_arrow()):
             return None
@@ -98,6 +98,17 @@ def _kernel_predicate(expr: Expr) -> Optional[KernelPredicate]:
             return None
         return KernelPredicate(column.id, "match", match[0], (match[1],), expr.op == "not_like", expr)
     return None
+
+
+def _widened_integer(expr: Expr) -> Expr:
+    """The column under a widening integer cast (the binder types ``int_col IN (1, 2)`` as
+    ``CAST(int_col AS BIGINT) IN ...``): membership is the same on the narrower column, whose
+    list drops the values it cannot hold. Anything else is returned as it is."""
+    if (isinstance(expr, Call) and expr.op == "cast" and isinstance(expr.args[0], ColumnRef)
+            and expr.type.kind == "int" and expr.args[0].type.kind == "int"
+            and expr.type.bits >= expr.args[0].type.bits):
+        return expr.args[0]
+    return expr
 
 
 def _fuse_between(preds: list[KernelPredicate]) -> list[KernelPredicate]:
