@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.exec import decimal64
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
 from engine.types import MAX_DECIMAL_PRECISION, SqlType
@@ -143,6 +144,9 @@ def _arith(expr: Call, a: Datum, b: Datum, name: str) -> Datum:
     if rt.kind == "int":
         return getattr(pc, name + "_checked")(_as_type(a, rt), _as_type(b, rt))
     a, b = _decimal_operand(a), _decimal_operand(b)
+    fast = decimal64.arith(name, a, b, rt.to_arrow())      # exact int64 path when values allow it
+    if fast is not None:
+        return fast
     if name in ("add", "subtract"):
         # Arrow's sum has one digit more than its operands: at 38 digits, add in decimal256 and let the
         # checked cast to the result type raise only when the value itself does not fit.

@@ -3,8 +3,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 
+from engine.exec import decimal64
 from engine.exec.evaluate import evaluate_array
 from engine.exec.operators.base import PhysicalOperator, TaskContext, table_to_batches
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr
@@ -46,6 +48,34 @@ def _sum_type(call: AggCall) -> pa.DataType:
     if arg_type.kind == "float":
         return pa.float64()
     return pa.decimal128(38, 0)
+
+
+def _sum_decimals_as_int64(table: pa.Table, specs: list) -> tuple[pa.Table, dict[int, int]]:
+    """Feed DECIMAL columns that are only summed to Arrow as their scaled int64 integers.
+
+    Arrow's decimal128 hash sum is several times slower than its int64 one. When no value is null and
+    rows x largest magnitude cannot overflow int64, the int64 sum of the scaled integers is the exact
+    decimal sum. Returns the table and {spec index: scale} of the sums to turn back into decimals.
+    """
+    summed = {spec[0] for spec in specs if spec[1] == "sum" and isinstance(spec[0], str)}
+    other_uses = {spec[0] for spec in specs if spec[1] != "sum" and isinstance(spec[0], str)}
+    scaled_columns: dict[str, int] = {}
+    for name in summed - other_uses:
+        column = table.column(name)
+        if not pa.types.is_decimal128(column.type) or column.null_count:
+            continue
+        chunks = [decimal64.scaled_int64(chunk) for chunk in column.chunks if len(chunk)]
+        if any(chunk is None for chunk in chunks):
+            continue
+        largest = max((int(np.abs(chunk).max()) for chunk in chunks if len(chunk)), default=0)
+        if largest * max(table.num_rows, 1) >= (1 << 62):
+            continue
+        as_int = pa.chunked_array([pa.array(chunk) for chunk in chunks], type=pa.int64())
+        table = table.set_column(table.schema.get_field_index(name), name, as_int)
+        scaled_columns[name] = column.type.scale
+    scaled = {k: scaled_columns[spec[0]] for k, spec in enumerate(specs)
+              if isinstance(spec[0], str) and spec[0] in scaled_columns}
+    return table, scaled
 
 
 def _state_input(call: AggCall, values: pa.Array) -> pa.Array:
@@ -137,8 +167,11 @@ class HashAggregateExec(PhysicalOperator):
                 specs.append(([], "count_all") if compute == "count_all" else (arg_names[i], compute))
                 names.append((f"{f.id}|{suffix}", suffix))
             outputs.append(names)
+        table, scaled = _sum_decimals_as_int64(table, specs)
         grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
         key_columns, agg_columns = _split_grouped(grouped, key_names)
+        for k, scale in scaled.items():      # int64 sums back to DECIMAL(38, scale): same digits, reread
+            agg_columns[k] = decimal64.from_int64_array(agg_columns[k].combine_chunks(), pa.decimal128(38, scale))
         state_columns, state_names, k = [], [], 0
         for names in outputs:
             for name, _ in names:
