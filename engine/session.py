@@ -340,8 +340,8 @@ class Session:
 
     def _stmt_CreatePipeline(self, node, statement) -> Result:
         from engine.pipelines import pipelines_of
-        created = pipelines_of(self.runner).create(self._pipeline_database(), node)
-        return Result(None, rowcount=0 if created else 0)
+        pipelines_of(self.runner).create(self._pipeline_database(), node)
+        return Result(None, rowcount=0)
 
     def _stmt_StartPipeline(self, node, statement) -> Result:
         from engine.pipelines import pipelines_of

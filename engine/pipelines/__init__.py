@@ -1,0 +1,18 @@
+"""SingleStore-style pipelines: ``CREATE PIPELINE ... AS LOAD DATA S3 ...`` loading new files continuously,
+exactly once (see :mod:`engine.pipelines.pipeline`), reported by SHOW PIPELINES and the system tables
+``information_schema.PIPELINES`` / ``information_schema.PIPELINES_FILES``."""
+from engine.pipelines.pipeline import Pipeline, PipelineRegistry, pipelines_of
+from engine.pipelines.statements import (CreatePipeline, DropPipeline, ShowPipelines, StartPipeline,
+                                         StopPipeline, is_pipeline_statement, parse_pipeline_statement)
+
+
+def shutdown_pipelines(runner) -> None:
+    """Stop every pipeline thread of ``runner`` (before the runner itself shuts down)."""
+    registry = getattr(runner, "pipelines", None)
+    if registry is not None:
+        registry.stop_all()
+
+
+__all__ = ["CreatePipeline", "DropPipeline", "Pipeline", "PipelineRegistry", "ShowPipelines", "StartPipeline",
+           "StopPipeline", "is_pipeline_statement", "parse_pipeline_statement", "pipelines_of",
+           "shutdown_pipelines"]

@@ -1,0 +1,175 @@
+"""SingleStore's pipeline statements, which sqlglot cannot parse, as frozen dataclasses.
+
+Grammar::
+
+    CREATE [OR REPLACE] PIPELINE [IF NOT EXISTS] name AS
+        LOAD DATA S3 'bucket[/prefix]'
+        [CONFIG '{"region": "...", "endpoint_url": "...", "full_listing_interval_s": 30}']
+        [CREDENTIALS '{"aws_access_key_id": "...", "aws_secret_access_key": "...", ...}']
+        [BATCH_INTERVAL milliseconds]
+        <the rest of a LOAD DATA statement: [SKIP ... ERRORS] INTO TABLE t [FIELDS ...] ... [FORMAT ...]>
+    START PIPELINE name [FOREGROUND]         -- FOREGROUND: not supported
+    STOP PIPELINE name
+    DROP PIPELINE [IF EXISTS] name
+    SHOW PIPELINES [LIKE 'pattern']
+
+The part after the source options is LOAD DATA's own grammar: it is parsed by
+:func:`engine.load.load_data.parse_load_data` with the source spelled as ``INFILE``.
+
+>>> s = parse_pipeline_statement(
+...     "CREATE PIPELINE p AS LOAD DATA S3 'b/in/' CONFIG '{\\"region\\": \\"us-east-1\\"}' "
+...     "INTO TABLE t FIELDS TERMINATED BY ','")
+>>> (s.name, s.bucket, s.prefix, s.config["region"], s.load.table, s.load.fields_terminated_by)
+('p', 'b', 'in/', 'us-east-1', 't', ',')
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Optional
+
+from sqlglot.tokens import Token, TokenType
+
+from engine.errors import ParseError, UnsupportedError
+from engine.load.load_data import LoadDataStatement, parse_load_data
+
+DEFAULT_BATCH_INTERVAL_MS = 500
+
+
+@dataclass(frozen=True)
+class CreatePipeline:
+    name: str
+    bucket: str
+    prefix: str
+    load: LoadDataStatement               # path: 's3://bucket/prefix'; each file loads with its own path
+    config: dict = field(default_factory=dict, hash=False)
+    credentials: dict = field(default_factory=dict, hash=False, repr=False)
+    batch_interval_ms: int = DEFAULT_BATCH_INTERVAL_MS
+    or_replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class StartPipeline:
+    name: str
+
+
+@dataclass(frozen=True)
+class StopPipeline:
+    name: str
+
+
+@dataclass(frozen=True)
+class DropPipeline:
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowPipelines:
+    like: Optional[str] = None
+
+
+def is_pipeline_statement(tokens: list[Token]) -> bool:
+    """True for the statements this module parses, judged by their first words."""
+    words = [t.text.upper() for t in tokens[:4] if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER)]
+    if not words:
+        return False
+    if words[0] in ("START", "STOP", "DROP") and len(words) > 1 and words[1] == "PIPELINE":
+        return True
+    if words[0] == "SHOW" and len(words) > 1 and words[1] == "PIPELINES":
+        return True
+    return words[0] == "CREATE" and "PIPELINE" in words[1:4]
+
+
+def parse_pipeline_statement(sql: str):
+    from engine.load.load_data import _Parser     # the LOAD DATA token cursor, errors with positions
+
+    p = _Parser(sql)
+    verb = p.expect_word("CREATE", "START", "STOP", "DROP", "SHOW")
+    if verb == "SHOW":
+        p.expect_word("PIPELINES")
+        like = None
+        if p.word("LIKE"):
+            like = p.expect_string("LIKE")
+        _end(p)
+        return ShowPipelines(like)
+    if verb != "CREATE":
+        p.expect_word("PIPELINE")
+        if_exists = False
+        if verb == "DROP" and p.word("IF"):
+            p.expect_word("EXISTS")
+            if_exists = True
+        name = p.expect_name("a pipeline name")
+        if verb == "START" and p.word("FOREGROUND"):
+            raise UnsupportedError("START PIPELINE ... FOREGROUND")
+        _end(p)
+        return {"START": StartPipeline(name), "STOP": StopPipeline(name),
+                "DROP": DropPipeline(name, if_exists)}[verb]
+
+    or_replace = False
+    if p.word("OR"):
+        p.expect_word("REPLACE")
+        or_replace = True
+    p.expect_word("PIPELINE")
+    if_not_exists = False
+    if p.word("IF"):
+        p.expect_word("NOT")
+        p.expect_word("EXISTS")
+        if_not_exists = True
+    name = p.expect_name("a pipeline name")
+    p.expect_word("AS")
+    p.expect_word("LOAD")
+    p.expect_word("DATA")
+    kind = p.expect_word("S3", "KAFKA", "FS", "AZURE", "GCS", "HDFS", "LINK")
+    if kind != "S3":
+        raise UnsupportedError(f"pipelines from {kind}: Canopy's pipelines read S3 (LOAD DATA S3 'bucket/prefix')")
+    location_token = p.peek()
+    location = p.expect_string("LOAD DATA S3")
+    bucket, _, prefix = location.partition("/")
+    if not bucket:
+        raise p.error("LOAD DATA S3 needs 'bucket' or 'bucket/prefix'", location_token)
+    options: dict = {}
+    while True:
+        token = p.peek()
+        word = p.word("CONFIG", "CREDENTIALS", "BATCH_INTERVAL")
+        if word is None:
+            break
+        if word in options:
+            raise p.error(f"{word} given twice", token)
+        if word == "BATCH_INTERVAL":
+            number = p.peek()
+            if number is None or number.token_type != TokenType.NUMBER or not number.text.isdigit():
+                raise p.error("BATCH_INTERVAL needs a whole number of milliseconds")
+            options[word] = int(p.advance().text)
+        else:
+            text_token = p.peek()
+            options[word] = _json_object(p, p.expect_string(word), word, text_token)
+    rest = p.peek()
+    if rest is None:
+        raise p.error("CREATE PIPELINE needs INTO TABLE after the source")
+    # The remainder is a LOAD DATA statement with the S3 source in INFILE's place.
+    load_text = "LOAD DATA INFILE 'pipeline' " + sql[rest.start:]
+    try:
+        load = parse_load_data(load_text)
+    except ParseError as error:
+        raise ParseError(f"CREATE PIPELINE {name}: {error}") from None
+    load = dataclasses.replace(load, path=f"s3://{bucket}/{prefix}")
+    return CreatePipeline(name, bucket, prefix, load, options.get("CONFIG", {}), options.get("CREDENTIALS", {}),
+                          options.get("BATCH_INTERVAL", DEFAULT_BATCH_INTERVAL_MS), or_replace, if_not_exists)
+
+
+def _json_object(p, text: str, what: str, token: Token) -> dict:
+    try:
+        value = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as error:
+        raise p.error(f"{what} is not valid JSON: {error.msg} at character {error.pos}", token) from None
+    if not isinstance(value, dict):
+        raise p.error(f"{what} must be a JSON object", token)
+    return value
+
+
+def _end(p) -> None:
+    if not p.at_end():
+        raise p.error("unexpected token")
