@@ -43,7 +43,9 @@ class Estimator:
         self._rows: dict[int, tuple[LogicalPlan, float]] = {}   # keeps the node alive: ids stay unique
         self._sources: dict[int, str] = {}
         self._origins: dict[str, tuple[TableDef, str]] = {}
+        self._computed: dict[str, Expr] = {}      # a projection's computed column -> its expression
         self._noted: list[list[str]] = []     # sources used by the nodes being estimated (innermost last)
+        self._skews: dict[tuple[int, int], tuple] = {}   # (id(stats), id(stats)) -> (stats, stats, skew)
 
     # where a column id comes from (for its NDV and histogram)
     def _register(self, plan: LogicalPlan) -> None:
@@ -54,6 +56,10 @@ class Estimator:
             for f, e in plan.exprs:
                 if isinstance(e, ColumnRef) and e.id in self._origins:
                     self._origins[f.id] = self._origins[e.id]
+                elif isinstance(e, ColumnRef) and e.id in self._computed:
+                    self._computed[f.id] = self._computed[e.id]
+                elif not isinstance(e, ColumnRef):
+                    self._computed[f.id] = e
         elif isinstance(plan, Aggregate):
             for f, e in plan.keys:
                 if isinstance(e, ColumnRef) and e.id in self._origins:
@@ -62,6 +68,8 @@ class Estimator:
     def ndv(self, column_id: str, within: LogicalPlan) -> float:
         rows = self.rows(within)
         origin = self._origins.get(column_id)
+        if origin is None and column_id in self._computed:
+            return max(1.0, min(self._expression_ndv(self._computed[column_id], within), rows))
         if origin is None:
             self._note("default")
             return max(rows, 1.0)
@@ -69,6 +77,22 @@ class Estimator:
         ndv = float(self.stats.column_ndv(*origin))
         pinned = self._pinned(column_id, within)
         return max(1.0, min(ndv if pinned is None else min(pinned, ndv), rows))
+
+    def _expression_ndv(self, expr: Expr, within: LogicalPlan) -> float:
+        """Distinct values of a computed column: at most the product of its inputs' (EXTRACT(YEAR) of a
+        date: the years between the column's min and max, TPC-H Q7-Q9's o_year)."""
+        expr = _strip_cast(expr)
+        if isinstance(expr, ColumnRef):
+            return self.ndv(expr.id, within)
+        if isinstance(expr, Call) and expr.op == "extract" and str(expr.options[0]).upper() == "YEAR":
+            stats = self._column_stats(_strip_cast(expr.args[0]))
+            if stats is not None and hasattr(stats.min, "year"):
+                self._note("histogram")
+                return float(stats.max.year - stats.min.year + 1)
+        ndv = 1.0
+        for column_id in sorted(expr.column_ids()):
+            ndv *= self.ndv(column_id, within)
+        return ndv
 
     def _pinned(self, column_id: str, plan: LogicalPlan) -> Optional[float]:
         """How many values a filter below ``plan`` leaves the column: 1 under ``col = const``, k under
@@ -154,11 +178,7 @@ class Estimator:
                 return 1.0
             groups = 1.0
             for f, e in plan.keys:
-                if isinstance(e, ColumnRef):
-                    groups *= self.ndv(e.id, plan.input)
-                else:
-                    self._note("default")
-                    groups *= rows ** 0.5
+                groups *= self._expression_ndv(e, plan.input)
             return min(rows, groups)
         if isinstance(plan, Union):
             return sum(self.rows(i) for i in plan.inputs)
@@ -224,11 +244,15 @@ class Estimator:
         a, b = self._column_stats(left_key), self._column_stats(right_key)
         if a is None or b is None or not a.valid or not b.valid or not a.accepts(b.min):
             return None
-        uniform = a.valid * b.valid / max(a.ndv, b.ndv, 1.0)
         if self._noted:            # the histograms, not the NDVs, are what this join's estimate rests on
             self._noted[-1][:] = [s for s in self._noted[-1] if s != "ndv"]
         self._note("histogram")
-        return join_rows(a, b) / uniform if uniform else 1.0
+        # join ordering asks about the same key pair for every candidate tree: compute it once
+        key = (id(a), id(b))
+        if key not in self._skews:
+            uniform = a.valid * b.valid / max(a.ndv, b.ndv, 1.0)
+            self._skews[key] = (a, b, join_rows(a, b) / uniform if uniform else 1.0)
+        return self._skews[key][2]
 
     def _domain(self, keys) -> float:
         """Distinct key combinations of the unfiltered table the key columns come from (inf if unknown)."""

@@ -79,8 +79,17 @@ class PhysicalPlanner:
         if method is None:
             raise UnsupportedError(f"no physical operator for {type(node).__name__}")
         op, dist = method(node)
-        self.logical_of.setdefault(id(op), node)
+        self._tag(op, node)
         return op, dist
+
+    def _tag(self, op: PhysicalOperator, node: LogicalPlan) -> None:
+        """Operators added for ``node`` (partial aggregates, per-partition top-N, key projections) down
+        to its inputs' operators share its estimate; EXPLAIN shows an exchange with its input's."""
+        if id(op) in self.logical_of:
+            return
+        self.logical_of[id(op)] = node
+        for child in op.children:
+            self._tag(child, node)
 
     def _Scan(self, node: Scan):
         table = node.table

@@ -13,6 +13,7 @@ then falls back to a default.
 """
 from __future__ import annotations
 
+import bisect
 import datetime
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -84,12 +85,10 @@ class ColumnStats:
 
     # -- helpers ------------------------------------------------------------------------------------
     def _bucket_of(self, value) -> Optional[Bucket]:
-        if self.min is None or value < self.min or value > self.max:
+        if self.min is None or value < self.min or value > self.max or not self.buckets:
             return None
-        for b in self.buckets:
-            if value <= b.upper:
-                return b
-        return None
+        i = bisect.bisect_left(self.buckets, value, key=lambda b: b.upper)    # first upper >= value
+        return self.buckets[i] if i < len(self.buckets) else None
 
     @staticmethod
     def _bucket_at_most(b: Bucket, lower, first: bool, x, inclusive: bool) -> float:
@@ -122,8 +121,8 @@ def _inside(value, lo, lo_inclusive, hi, hi_inclusive) -> bool:
 def _kind(value) -> str:
     if isinstance(value, (bool, int, float, Decimal)):
         return "number"
-    if isinstance(value, datetime.datetime):
-        return "datetime"
+    if isinstance(value, datetime.datetime):      # naive and aware datetimes do not compare
+        return "datetime" if value.tzinfo is None else "datetime with time zone"
     if isinstance(value, datetime.date):
         return "date"
     if isinstance(value, datetime.time):
