@@ -54,5 +54,10 @@ class Leaf:
                  exchange_inputs: dict[int, list[pa.RecordBatch]]) -> list[pa.RecordBatch]:
         """Run one task of a stage to completion over all of this leaf's partitions (the stage's
         output, not yet routed)."""
+        return list(self.task_batches(stage, task, num_partitions, params, exchange_inputs))
+
+    def task_batches(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
+                     exchange_inputs: dict[int, list[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
+        """The same task as a stream of its non-empty output batches (a Ray leaf sends them as they come)."""
         ctx = TaskContext(task, num_partitions, params, self.storage, exchange_inputs, self.partitions)
-        return [b for b in stage.root.execute(task, ctx) if b.num_rows]
+        return (b for b in stage.root.execute(task, ctx) if b.num_rows)

@@ -93,9 +93,10 @@ def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802 - PEP 2
 
 # --- connect -------------------------------------------------------------------------------------
 def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_per_leaf: int = 4,
-            cluster: str = "local", load_dir: Optional[str] = None, progress: Optional[bool] = None,
+            cluster: Optional[str] = None, load_dir: Optional[str] = None, progress: Optional[bool] = None,
             **options: Any) -> "Connection":
-    """Start a runner (``cluster="local"`` runs leaves in-process) and open a connection on it.
+    """Start a runner (``cluster="local"`` runs leaves in-process, ``"ray"`` as Ray actors; None reads
+    ``$CANOPY_RUNNER``, default local) and open a connection on it.
 
     The connection owns the runner and shuts it down on :meth:`Connection.close`. ``load_dir`` confines
     LOAD DATA to files inside that directory (MySQL's ``secure_file_priv``); ``progress`` forces the

@@ -6,8 +6,9 @@ what crosses the boundary is Arrow data, TableDefs and encoded StageSpecs, never
 """
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Optional, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -70,6 +71,10 @@ class Runner(ABC):
         merges the summaries, so ``fn`` must be picklable (a module function or a ``functools.partial``
         of one) and its result small: a Ray leaf ships both."""
 
+    def optimize_table(self, table: TableDef) -> None:
+        """OPTIMIZE TABLE: flush write buffers into segments and merge small segments (nothing to do
+        for tables kept in memory)."""
+
     # -- queries ----------------------------------------------------------------------------------
     @abstractmethod
     def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
@@ -112,14 +117,26 @@ class LoadWriter:
         self.rows = 0
 
 
-def start_runner(kind: str = "local", *, leaves: int = 2, partitions_per_leaf: int = 4,
+def start_runner(kind: Optional[str] = None, *, leaves: int = 2, partitions_per_leaf: int = 4,
                  **options) -> Runner:
-    """Start a cluster of ``leaves`` leaves with ``partitions_per_leaf`` partitions each."""
+    """Start a cluster of ``leaves`` leaves with ``partitions_per_leaf`` partitions each.
+
+    ``kind``: ``"local"`` (leaves in this process) or ``"ray"`` (leaf actors on a Ray cluster; options
+    such as ``address=``, ``name=``, ``leaf_cpus=`` go to :class:`cluster.ray_runner.RayRunner`); None
+    reads ``$CANOPY_RUNNER`` (default ``local``), so one test suite runs under either.
+    """
     if leaves < 1 or partitions_per_leaf < 1:
         raise ValueError("leaves and partitions_per_leaf must be at least 1")
+    kind = kind or os.environ.get("CANOPY_RUNNER") or "local"
     if kind == "local":
         from cluster.local import LocalRunner     # cluster imports engine, not the other way round
         return LocalRunner(leaves=leaves, partitions_per_leaf=partitions_per_leaf, **options)
-    raise UnsupportedError(f"cluster={kind!r}: only the embedded 'local' runner exists so far")
+    if kind == "ray":
+        try:
+            from cluster.ray_runner import RayRunner
+        except ImportError as exc:
+            raise UnsupportedError(f"cluster='ray' needs Ray: pip install 'canopy[ray]' ({exc})") from exc
+        return RayRunner(leaves=leaves, partitions_per_leaf=partitions_per_leaf, **options)
+    raise UnsupportedError(f"cluster={kind!r}: the runners are 'local' and 'ray'")
 
 

@@ -1,0 +1,438 @@
+"""The Ray runner: leaves as Ray actors, the driver as the aggregator.
+
+Shape: N named :class:`cluster.actors.LeafActor`s (``<name>-leaf-<i>``), spread over the cluster's nodes,
+each owning ``partitions_per_leaf`` partitions of every sharded table and a copy of every reference table
+in its own process, plus a named :class:`cluster.actors.AggregatorActor` (``<name>-aggregator``) that keeps
+the deployment's shape and catalog so a second driver can reconnect by name. The driver holds the catalog
+and plays the aggregator: it routes inserted rows with ``kernels.split_batch`` and runs the once-only
+stages that read no table.
+
+A query's stages are submitted all at once; Ray starts each task when its inputs exist. A parallel stage
+runs one task per leaf; a task returns its meta plus one transport payload per destination (per leaf for
+a repartition, one for gather/broadcast), and the consuming tasks take those object refs as arguments, so
+exchange data moves leaf -> object store -> leaf and reaches the driver only for the final stage.
+
+Failures: Ray errors become :mod:`engine.errors` types here. A leaf that dies fails the query with an
+``ExecutionError`` (an ``OperationalError``) naming the leaf; Ray restarts the actor (``max_restarts``),
+but storage is in memory, so the restarted leaf has lost its partitions and queries over them fail with
+an error saying so until the tables are dropped and reloaded.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import pickle
+import threading
+import uuid
+import warnings
+import weakref
+from typing import Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import ray
+import ray.exceptions as rex
+
+import engine.catalog
+import kernels
+from cluster import transport
+from cluster.actors import AggregatorActor, LeafActor, route
+from cluster.leaf import Leaf
+from engine.catalog import Catalog, TableDef
+from engine.errors import CanopyInternalError, ExecutionError
+from engine.exec.operators.base import PhysicalOperator, conform
+from engine.exec.operators.exchange import ExchangeSourceExec
+from engine.exec.stages import StageSpec, encode_stage
+from engine.runner import Runner
+
+
+class _RayLeaf(LeafActor):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Same constructor arguments on a restart: only Ray knows this process replaces a dead one.
+        with warnings.catch_warnings():     # the property reads a deprecated attribute inside Ray
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+
+    # ping and cancel answer while a task runs (their own concurrency group, their own thread)
+    @ray.method(concurrency_group="control")
+    def ping(self) -> dict:
+        return super().ping()
+
+    @ray.method(concurrency_group="control")
+    def cancel(self, query_id: str) -> None:
+        super().cancel(query_id)
+
+
+_LeafRemote = ray.remote(concurrency_groups={"control": 1})(_RayLeaf)
+_AggregatorRemote = ray.remote(num_cpus=0)(AggregatorActor)
+
+
+class RayRunner(Runner):
+    """``leaves`` leaf actors on the Ray cluster at ``address`` (None: join the Ray this process already
+    runs, or start a local one with ``num_cpus``; ``"auto"``: the cluster this machine belongs to).
+
+    ``name``: deployment name (default: a fresh unique one). With an existing deployment of that name in
+    ``namespace`` the runner reconnects to it (its leaves, partitions and catalog) instead of starting one.
+    ``detached``: the actors outlive this driver (``shutdown`` then only disconnects; ``destroy`` ends
+    them). ``leaf_cpus`` / ``leaf_resources``: what each leaf reserves. ``max_restarts``: how often Ray
+    restarts a dead leaf. ``compression`` / ``throttle_bytes_per_s``: exchange transport options
+    (:mod:`cluster.transport`). ``debug_task_delay_s``: every leaf task sleeps first (failure tests).
+    """
+
+    def __init__(self, leaves: int = 2, partitions_per_leaf: int = 4, *, address: Optional[str] = None,
+                 name: Optional[str] = None, namespace: str = "canopy", detached: bool = False,
+                 leaf_cpus: float = 0.5, leaf_resources: Optional[dict] = None, max_restarts: int = 3,
+                 num_cpus: Optional[int] = None, compression: str = "adaptive",
+                 throttle_bytes_per_s: Optional[float] = None, debug_task_delay_s: float = 0.0,
+                 start_timeout_s: float = 120.0):
+        if not ray.is_initialized():
+            init = dict(include_dashboard=False, logging_level="WARNING")
+            if address is None:
+                init["num_cpus"] = num_cpus or os.cpu_count() or 2
+            ray.init(address=address, **init)
+        self.namespace = namespace
+        self.detached = detached
+        self.max_restarts = max_restarts
+        self.transport_options = {"compression": compression, "throttle_bytes_per_s": throttle_bytes_per_s}
+        self.last_profile: list[dict] = []
+        self.aggregator = Leaf(-1, ())          # runs the once-only stages that read no table
+        self._write_lock = threading.Lock()
+        self._keyless_cursor: dict[int, int] = {}
+        self._closed = False
+
+        self.name = name or f"canopy-{uuid.uuid4().hex[:8]}"
+        registry = _find_actor(f"{self.name}-aggregator", namespace)
+        if registry is not None:
+            self._attach(registry)
+        else:
+            self._deploy(leaves, partitions_per_leaf, leaf_cpus, leaf_resources, debug_task_delay_s,
+                         start_timeout_s)
+        self._leaf_by_actor = {leaf._actor_id.hex(): i for i, leaf in enumerate(self.leaves)}
+        if not detached:        # a runner dropped without shutdown() must not hold the cluster's CPUs
+            self._finalizer = weakref.finalize(self, _kill, [*self.leaves, self._registry])
+
+    # -- deployment -------------------------------------------------------------------------------
+    def _deploy(self, leaves, partitions_per_leaf, leaf_cpus, leaf_resources, delay, timeout) -> None:
+        self.num_leaves = leaves
+        self.partitions_per_leaf = partitions_per_leaf
+        lifetime = "detached" if self.detached else None
+        self.leaves = [
+            _LeafRemote.options(
+                name=f"{self.name}-leaf-{i}", namespace=self.namespace, lifetime=lifetime,
+                num_cpus=leaf_cpus, resources=leaf_resources or {}, max_restarts=self.max_restarts,
+                max_task_retries=0, scheduling_strategy="SPREAD",
+            ).remote(i, range(i * partitions_per_leaf, (i + 1) * partitions_per_leaf),
+                     debug_task_delay_s=delay)
+            for i in range(leaves)]
+        info = {"leaves": leaves, "partitions_per_leaf": partitions_per_leaf, "name": self.name}
+        self._registry = _AggregatorRemote.options(
+            name=f"{self.name}-aggregator", namespace=self.namespace, lifetime=lifetime,
+            max_restarts=self.max_restarts).remote(info)
+        try:
+            ray.get([leaf.ping.remote() for leaf in self.leaves] + [self._registry.describe.remote()],
+                    timeout=timeout)
+        except rex.GetTimeoutError:
+            _kill([*self.leaves, self._registry])
+            raise ExecutionError(
+                f"the Ray cluster could not place {leaves} leaves of {leaf_cpus} CPU each within {timeout:.0f} s "
+                f"(available: {ray.available_resources().get('CPU', 0)} CPU)") from None
+        self.catalog = Catalog()
+        self.catalog.create_database("canopy")
+        self._save_catalog()
+
+    def _attach(self, registry) -> None:
+        self._registry = registry
+        info = ray.get(registry.describe.remote())
+        self.num_leaves = info["leaves"]
+        self.partitions_per_leaf = info["partitions_per_leaf"]
+        self.leaves = [ray.get_actor(f"{self.name}-leaf-{i}", namespace=self.namespace)
+                       for i in range(self.num_leaves)]
+        state = ray.get(registry.load_catalog.remote())
+        self.catalog = _catalog_from_state(state) if state else Catalog()
+
+    def _save_catalog(self) -> None:
+        ray.get(self._registry.save_catalog.remote(_catalog_state(self.catalog)))
+
+    def leaf_info(self) -> list[dict]:
+        """Each leaf's process id, host and whether Ray restarted it."""
+        return self._get([leaf.ping.remote() for leaf in self.leaves])
+
+    # -- tables -----------------------------------------------------------------------------------
+    def _keys(self, table: TableDef, leaf: int) -> list[Optional[int]]:
+        if table.reference:
+            return [None]
+        return list(range(leaf * self.partitions_per_leaf, (leaf + 1) * self.partitions_per_leaf))
+
+    def create_table(self, table: TableDef) -> None:
+        self._get([leaf.create_table.remote(table.table_id, table.arrow_schema, self._keys(table, i))
+                   for i, leaf in enumerate(self.leaves)])
+        self._save_catalog()
+
+    def drop_table(self, table: TableDef) -> None:
+        self._get([leaf.drop_table.remote(table.table_id) for leaf in self.leaves])
+        self._save_catalog()
+
+    def insert(self, table: TableDef, data: pa.Table) -> int:
+        if data.num_rows == 0:
+            return 0
+        self._write(table, self._place(table, data), replace=False)
+        return data.num_rows
+
+    def replace_table(self, table: TableDef, data: Optional[pa.Table]) -> None:
+        pieces = self._place(table, data) if data is not None else {}
+        for i in range(self.num_leaves):       # every store is replaced, the empty ones with nothing
+            for key in self._keys(table, i):
+                pieces.setdefault(i, {}).setdefault(key, [])
+        self._write(table, pieces, replace=True)
+
+    def _place(self, table: TableDef, data: pa.Table) -> dict[int, dict[Optional[int], list]]:
+        """{leaf: {partition (None: the reference copy): [batches]}}, routed here on the driver."""
+        placed: dict[int, dict[Optional[int], list]] = {}
+        for batch in data.to_batches():
+            if not batch.num_rows:
+                continue
+            if table.reference:
+                for i in range(self.num_leaves):
+                    placed.setdefault(i, {}).setdefault(None, []).append(batch)
+                continue
+            n = self.num_partitions
+            if table.shard_key:
+                pieces = enumerate(kernels.split_batch(batch, list(table.shard_key), n))
+            else:                 # keyless: each batch goes whole to the next partition in turn
+                with self._write_lock:
+                    partition = self._keyless_cursor.get(table.table_id, 0)
+                    self._keyless_cursor[table.table_id] = (partition + 1) % n
+                pieces = [(partition, batch)]
+            for partition, piece in pieces:
+                if piece.num_rows:
+                    leaf = partition // self.partitions_per_leaf
+                    placed.setdefault(leaf, {}).setdefault(partition, []).append(piece)
+        return placed
+
+    def _write(self, table: TableDef, placed: dict, replace: bool) -> None:
+        """Two steps: every leaf holds its pieces (prepare), then every leaf applies them (commit), so a
+        leaf that cannot take its rows leaves every partition untouched."""
+        txn = uuid.uuid4().hex
+        targets = [(self.leaves[i], list(pieces.items())) for i, pieces in placed.items()]
+        with self._write_lock:
+            try:
+                self._get([leaf.prepare_write.remote(txn, table.table_id, pieces, replace)
+                           for leaf, pieces in targets])
+            except BaseException:
+                for leaf, _ in targets:
+                    leaf.abort_write.remote(txn)
+                raise
+            self._get([leaf.commit_write.remote(txn) for leaf, _ in targets])
+
+    def row_count(self, table: TableDef) -> int:
+        leaves = self.leaves[:1] if table.reference else self.leaves
+        return sum(self._get([leaf.row_count.remote(table.table_id, self._keys(table, i))
+                              for i, leaf in enumerate(leaves)]))
+
+    def distinct_count(self, table: TableDef, column: str) -> int:
+        leaves = self.leaves[:1] if table.reference else self.leaves
+        values = self._get([leaf.distinct_values.remote(table.table_id, self._keys(table, i), column)
+                            for i, leaf in enumerate(leaves)])
+        values = [v for v in values if len(v)]
+        if not values:
+            return 0
+        return pc.count_distinct(pa.chunked_array(values), mode="only_valid").as_py()
+
+    def map_column_partitions(self, table: TableDef, column: str, fn):
+        leaves = self.leaves[:1] if table.reference else self.leaves
+        type_ = table.arrow_schema.field(column).type
+        per_leaf = self._get([leaf.map_column.remote(table.table_id, self._keys(table, i), column, type_, fn)
+                              for i, leaf in enumerate(leaves)])
+        return [result for results in per_leaf for result in results]
+
+    # -- queries ----------------------------------------------------------------------------------
+    def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
+        if self._closed:
+            raise CanopyInternalError("the runner has been shut down")
+        query_id = uuid.uuid4().hex
+        submitted: list = []
+        meta_refs: list = []
+        try:
+            table = self._run(query_id, stages, tuple(params), submitted, meta_refs)
+            self.last_profile = self._get(meta_refs)
+            return table
+        except KeyboardInterrupt:
+            self.cancel(query_id, submitted)
+            raise
+
+    def _run(self, query_id, stages, params, submitted, meta_refs) -> pa.Table:
+        # outputs[stage_id] = (exchange kind, payload refs per destination)
+        outputs: dict[int, tuple[str, list[list]]] = {}
+
+        def inputs_of(spec: StageSpec, task: int) -> tuple[list, list]:
+            layout, refs = [], []
+            for stage_id in _consumed(spec.root):
+                kind, per_destination = outputs[stage_id]
+                if kind == "broadcast":
+                    chosen = per_destination[0]
+                else:
+                    chosen = per_destination[task] if task < len(per_destination) else []
+                layout.append((stage_id, len(chosen)))
+                refs.extend(chosen)
+            return layout, refs
+
+        for spec in stages:
+            kind = spec.output_kind
+            destinations = self.num_leaves if kind == "repartition" else 1
+            output = {"kind": kind, "keys": spec.output_keys, "destinations": destinations,
+                      "partitions_per_leaf": self.partitions_per_leaf, **self.transport_options}
+            if not spec.parallel and not spec.scans_tables:
+                # once-only on the aggregator (this driver): its inputs come here
+                layout, refs = inputs_of(spec, 0)
+                inputs: dict[int, list[pa.RecordBatch]] = {}
+                payloads = iter(self._get(refs))
+                for stage_id, count in layout:
+                    for payload in itertools.islice(payloads, count):
+                        inputs.setdefault(stage_id, []).extend(transport.decode(payload))
+                batches = self.aggregator.task_batches(spec, 0, self.num_partitions, params, inputs)
+                if kind is None:
+                    return _table(list(batches), spec.root.schema)
+                sent, _ = route(batches, spec.root.schema, output)
+                outputs[spec.stage_id] = (kind, [[ray.put(payload)] for payload in sent])
+                continue
+
+            stage_ref = ray.put(encode_stage(spec))
+            tasks = range(self.num_leaves) if spec.parallel else [0]
+            per_destination: list[list] = [[] for _ in range(destinations)]
+            for task in tasks:
+                leaf = self.leaves[task if spec.parallel else 0]
+                layout, refs = inputs_of(spec, task)
+                out = leaf.run_task.options(num_returns=1 + destinations).remote(
+                    query_id, stage_ref, task, self.num_partitions, params, output, layout, *refs)
+                submitted.append((leaf, out))
+                meta_refs.append(out[0])
+                for d in range(destinations):
+                    per_destination[d].append(out[1 + d])
+            if kind is None:                # a final stage that reads reference tables ran on leaf 0
+                batches = [b for payload in self._get(per_destination[0]) for b in transport.decode(payload)]
+                return _table(batches, spec.root.schema)
+            outputs[spec.stage_id] = (kind, per_destination)
+        raise CanopyInternalError("a plan without a final stage")
+
+    def cancel(self, query_id: str, submitted: list) -> None:
+        """Stop a query on every leaf: queued tasks are cancelled, running ones stop at their next batch.
+        Waits (briefly) for the running ones, so the next query does not queue behind them."""
+        for leaf in self.leaves:
+            leaf.cancel.remote(query_id)
+        for _, out in submitted:
+            for ref in out:
+                try:
+                    ray.cancel(ref)
+                except (TypeError, ValueError, rex.RayError):
+                    pass        # already finished, or not cancellable (a return ref that is not the first)
+        ray.wait([out[0] for _, out in submitted], num_returns=len(submitted), timeout=10)
+
+    # -- errors -----------------------------------------------------------------------------------
+    def _get(self, refs, timeout: Optional[float] = None):
+        try:
+            return ray.get(refs, timeout=timeout)
+        except rex.RayError as error:
+            raise self._translate(error) from None
+
+    def _translate(self, error: BaseException) -> BaseException:
+        """A Ray failure as the engine's error: a leaf's own error as raised there, a dead leaf as an
+        ExecutionError naming it."""
+        if isinstance(error, rex.RayTaskError):
+            cause = getattr(error, "cause", None)
+            if isinstance(cause, rex.RayError):
+                return self._translate(cause)
+            if isinstance(cause, Exception):
+                return cause
+            return ExecutionError(f"a leaf task failed: {_first_line(str(error))}")
+        if isinstance(error, rex.RayActorError):
+            actor_id = getattr(error, "actor_id", None)
+            leaf = self._leaf_by_actor.get(actor_id if isinstance(actor_id, str) else getattr(actor_id, "hex", lambda: "")())
+            who = f"leaf {leaf} ({self.name}-leaf-{leaf})" if leaf is not None else "a leaf"
+            return ExecutionError(
+                f"{who} died during the query; Ray restarts it (max_restarts={self.max_restarts}), but its "
+                f"in-memory partitions are lost: drop and reload the tables it held")
+        if isinstance(error, (rex.ObjectLostError, rex.OwnerDiedError)):
+            return ExecutionError(f"exchange data of the query was lost (a leaf or node died): {_first_line(str(error))}")
+        if isinstance(error, rex.GetTimeoutError):
+            return ExecutionError("the leaves did not answer in time")
+        return ExecutionError(f"Ray failed: {_first_line(str(error))}")
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Non-detached: end the actors. Detached: save the catalog and disconnect (see ``destroy``)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.detached:
+            try:
+                self._save_catalog()
+            except rex.RayError:
+                pass            # the registry is gone: the catalog it held goes with it
+            return
+        self._finalizer()
+
+    def destroy(self) -> None:
+        """End a deployment's actors (a detached one too); its data is gone."""
+        self._closed = True
+        _kill([*self.leaves, self._registry])
+
+
+def _kill(actors) -> None:
+    for actor in actors:
+        try:
+            ray.kill(actor, no_restart=True)
+        except (rex.RayError, ValueError):
+            pass                # already dead
+
+
+def _find_actor(name: str, namespace: str):
+    try:
+        return ray.get_actor(name, namespace=namespace)
+    except ValueError:
+        return None
+
+
+def _consumed(op) -> list[int]:
+    """The exchange ids a stage reads (its ExchangeSourceExec leaves), found the way ``split_stages``
+    walks operators: through every operator-valued dataclass field."""
+    found: set[int] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, ExchangeSourceExec):
+            found.add(node.exchange_id)
+            return
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if isinstance(value, PhysicalOperator):
+                walk(value)
+            elif isinstance(value, tuple):
+                for v in value:
+                    if isinstance(v, PhysicalOperator):
+                        walk(v)
+
+    walk(op)
+    return sorted(found)
+
+
+def _table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_batches([conform(b, schema) for b in batches], schema=schema)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _catalog_state(catalog: Catalog) -> bytes:
+    return pickle.dumps({k: v for k, v in vars(catalog).items() if k != "_lock"}, protocol=5)
+
+
+def _catalog_from_state(state: bytes) -> Catalog:
+    """The saved catalog; table ids made by this process continue after the deployment's largest."""
+    catalog = Catalog()
+    vars(catalog).update(pickle.loads(state))
+    largest = max((t.table_id for tables in catalog._databases.values() for t in tables.values()), default=0)
+    if next(engine.catalog._table_ids) <= largest:
+        engine.catalog._table_ids = itertools.count(largest + 1)
+    return catalog

@@ -1,0 +1,201 @@
+"""Exchange transport: how one task's output batches travel to the tasks that consume them.
+
+A producing task hands its output batches to a :class:`Sender`. The sender keeps one *link* per
+destination (a consuming task: a leaf, or task 0 on the aggregator) and a bounded queue of batches that
+a sender thread drains, encoding each batch as an Arrow IPC record-batch message into its link's
+*payload*. The payload is one binary blob per link; the Ray runner returns it from the actor task as an
+object, so it moves producer -> object store -> consumer, never through the driver's Python heap.
+
+Backpressure: ``send`` blocks while the queue holds ``queue_limit`` batches, so a producer that outruns
+its links cannot pile up unbounded memory.
+
+Adaptive LZ4 (MemSQL 6.7): when more than ``compress_after`` batches wait in the queue behind the one
+being sent, the link is the bottleneck, so that batch goes LZ4-compressed; otherwise it goes raw (no CPU
+spent where the wire keeps up). ``compression="always"|"never"`` forces either (benchmarks).
+``throttle_bytes_per_s`` makes the sender thread hold each frame for ``len / rate`` seconds: a benchmark
+mode that models a slow network link.
+
+Payload layout (little-endian)::
+
+    b"CNPX" | u32 schema length | schema IPC message, padded | frame*
+    frame = u8 flags (1 = LZ4), 7 pad | u64 raw length | u64 body length | body, padded
+    (padding to 8 bytes keeps every raw body 8-aligned in the payload, as Arrow's buffers want)
+
+Dictionary-encoded columns are decoded before sending: the consumer casts to the plan's types anyway,
+and a bare record-batch message cannot carry dictionaries.
+"""
+from __future__ import annotations
+
+import queue
+import struct
+import threading
+from dataclasses import asdict, dataclass
+from typing import Iterable, Optional
+
+import lz4.block
+import pyarrow as pa
+
+MAGIC = b"CNPX"
+_FRAME = struct.Struct("<B7xQQ")
+_LZ4 = 1
+COMPRESS_AFTER = 4          # batches waiting in the send queue before a batch is compressed
+QUEUE_LIMIT = 16            # batches the send queue holds before ``send`` blocks
+
+
+@dataclass
+class LinkCounters:
+    """What crossed one link (one producer task -> one consumer task)."""
+    batches: int = 0
+    batches_compressed: int = 0
+    rows: int = 0
+    bytes_raw: int = 0           # IPC bytes before compression
+    bytes_sent: int = 0          # bytes in the payload (compressed where compressed)
+
+    def add(self, other: "LinkCounters") -> None:
+        for name, value in asdict(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+    @property
+    def ratio(self) -> float:
+        return self.bytes_raw / self.bytes_sent if self.bytes_sent else 1.0
+
+
+class Sender:
+    """The outgoing side of one task: ``send(destination, batch)`` per batch, then ``finish()``.
+
+    Contract: one producer thread calls ``send`` and ``finish``; the sender thread alone touches the
+    links' buffers and counters until ``finish`` has joined it.
+    """
+
+    def __init__(self, schema: pa.Schema, destinations: int, *, compression: str = "adaptive",
+                 compress_after: int = COMPRESS_AFTER, queue_limit: int = QUEUE_LIMIT,
+                 throttle_bytes_per_s: Optional[float] = None):
+        if compression not in ("adaptive", "always", "never"):
+            raise ValueError(f"compression must be adaptive, always or never, not {compression!r}")
+        self.schema = _plain_schema(schema)
+        self.compression = compression
+        self.compress_after = compress_after
+        self.throttle = throttle_bytes_per_s
+        schema_bytes = self.schema.serialize().to_pybytes()
+        header = MAGIC + struct.pack("<I", len(schema_bytes)) + schema_bytes + _pad(len(schema_bytes))
+        self._parts: list[list[bytes]] = [[header] for _ in range(destinations)]
+        self.counters = [LinkCounters() for _ in range(destinations)]
+        self._queue: "queue.Queue[Optional[tuple[int, pa.RecordBatch]]]" = queue.Queue(maxsize=queue_limit)
+        self._error: Optional[BaseException] = None
+        self._stop = threading.Event()          # set by abort: cut a throttled frame's wait short
+        self._thread = threading.Thread(target=self._drain, name="canopy-sender", daemon=True)
+        self._thread.start()
+
+    def send(self, destination: int, batch: pa.RecordBatch) -> None:
+        if self._error is not None:
+            raise self._error
+        if batch.num_rows:
+            self._queue.put((destination, batch))          # blocks when full: backpressure
+
+    def finish(self) -> list[bytes]:
+        """Flush the queue and return one payload per destination."""
+        self._queue.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return [b"".join(parts) for parts in self._parts]
+
+    def abort(self) -> None:
+        """Stop the sender thread without waiting for queued batches (the task failed)."""
+        self._error = self._error or RuntimeError("sender aborted")
+        self._stop.set()
+        while True:                     # make room for the sentinel, dropping what waits
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        self._queue.put(None)
+        self._thread.join()
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._error is not None:
+                continue
+            destination, batch = item
+            try:
+                compress = (self.compression == "always" or
+                            (self.compression == "adaptive" and self._queue.qsize() > self.compress_after))
+                frame = encode_frame(_plain_batch(batch, self.schema), compress)
+                counters = self.counters[destination]
+                counters.batches += 1
+                counters.rows += batch.num_rows
+                counters.bytes_raw += frame.raw_length
+                counters.bytes_sent += frame.sent_length
+                counters.batches_compressed += frame.compressed
+                self._parts[destination].extend(frame.parts)
+                if self.throttle:
+                    self._stop.wait(frame.sent_length / self.throttle)
+            except BaseException as error:      # noqa: BLE001 - handed to the producer in send/finish
+                self._error = error
+
+
+@dataclass
+class _Frame:
+    parts: tuple[bytes, ...]
+    raw_length: int
+    sent_length: int
+    compressed: bool
+
+
+def encode_frame(batch: pa.RecordBatch, compress: bool) -> _Frame:
+    message = batch.serialize()
+    raw = message.size
+    body = lz4.block.compress(message, store_size=False) if compress else message.to_pybytes()
+    flags = _LZ4 if compress else 0
+    padding = _pad(len(body))
+    return _Frame((_FRAME.pack(flags, raw, len(body)), body, padding), raw,
+                  _FRAME.size + len(body) + len(padding), compress)
+
+
+def _pad(length: int) -> bytes:
+    return b"\0" * (-length % 8)
+
+
+def encode(batches: Iterable[pa.RecordBatch], schema: pa.Schema, compression: str = "never") -> bytes:
+    """One payload of ``batches`` without a sender thread (tests, small driver-side payloads)."""
+    sender = Sender(schema, 1, compression=compression)
+    for batch in batches:
+        sender.send(0, batch)
+    return sender.finish()[0]
+
+
+def decode(payload) -> list[pa.RecordBatch]:
+    """The batches of one payload. Raw frames are read in place (no copy of the payload)."""
+    view = memoryview(payload)
+    if bytes(view[:4]) != MAGIC:
+        raise ValueError("not a Canopy exchange payload")
+    (schema_length,) = struct.unpack_from("<I", view, 4)
+    schema = pa.ipc.read_schema(pa.py_buffer(view[8:8 + schema_length]))
+    offset = 8 + schema_length + (-schema_length % 8)
+    buffer = pa.py_buffer(view)
+    batches = []
+    while offset < len(view):
+        flags, raw, length = _FRAME.unpack_from(view, offset)
+        offset += _FRAME.size
+        if flags & _LZ4:
+            body = pa.py_buffer(lz4.block.decompress(view[offset:offset + length], uncompressed_size=raw))
+        else:
+            body = buffer.slice(offset, length)
+        batches.append(pa.ipc.read_record_batch(body, schema))
+        offset += length + (-length % 8)
+    return batches
+
+
+def _plain_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type,
+                               f.nullable) for f in schema])
+
+
+def _plain_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(batch.columns, schema)]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -1,0 +1,70 @@
+"""A leaf process killed mid-query, and a query interrupted from the driver (Jupyter's interrupt button).
+
+The deployment here makes every leaf task wait ``debug_task_delay_s`` first, so a query is reliably still
+running when the test kills a leaf or interrupts the driver."""
+from __future__ import annotations
+
+import _thread
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import engine
+
+DELAY = 0.6
+
+
+@pytest.fixture(scope="module")
+def slow_con(ray_session):
+    con = engine.connect(cluster="ray", debug_task_delay_s=DELAY)
+    con.execute("CREATE TABLE t (k INT, SHARD KEY (k))")
+    con.execute("INSERT INTO t VALUES " + ", ".join(f"({i})" for i in range(100)))
+    yield con
+    con.close()
+
+
+def _wait_restarted(runner, leaf: int, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            info = runner.leaf_info()[leaf]
+            if info["restarted"]:
+                return info
+        except engine.OperationalError:
+            pass            # still restarting
+        time.sleep(0.2)
+    raise AssertionError(f"leaf {leaf} was not restarted within {timeout} s")
+
+
+def test_interrupt_cancels_the_query_on_every_leaf(slow_con):
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        slow_con.execute("SELECT k % 7, COUNT(*) FROM t GROUP BY 1").fetchall()
+    assert time.monotonic() - started < DELAY * 2       # not waiting for the query to finish
+    started = time.monotonic()
+    assert slow_con.execute("SELECT COUNT(*) FROM t").fetchall() == [(100,)]     # usable at once
+    assert time.monotonic() - started < DELAY * 4
+
+
+def test_a_leaf_killed_mid_query_fails_the_query_naming_it(slow_con):
+    runner = slow_con.session.runner
+    victim = runner.leaf_info()[1]
+    threading.Timer(0.2, os.kill, (victim["pid"], signal.SIGKILL)).start()
+    with pytest.raises(engine.OperationalError, match=r"leaf 1 .*died during the query.*in-memory"):
+        slow_con.execute("SELECT k % 7, COUNT(*) FROM t GROUP BY 1").fetchall()
+
+    restarted = _wait_restarted(runner, 1)
+    assert restarted["pid"] != victim["pid"]
+    # the restarted leaf lost its partitions of t, and says so
+    with pytest.raises(engine.OperationalError, match="lost its in-memory partitions"):
+        slow_con.execute("SELECT COUNT(*) FROM t").fetchall()
+    # the cluster keeps serving: a table made after the restart lives on both leaves again
+    slow_con.execute("DROP TABLE t")
+    slow_con.execute("CREATE TABLE t (k INT, SHARD KEY (k))")
+    slow_con.execute("INSERT INTO t VALUES (1), (2), (3), (4)")
+    assert slow_con.execute("SELECT SUM(k) FROM t").fetchall()[0][0] == 10

@@ -1,0 +1,103 @@
+"""The exchange transport on its own (no Ray): payload round trips, adaptive LZ4, backpressure, counters."""
+from __future__ import annotations
+
+import datetime
+import decimal
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+from cluster import transport
+
+
+def _batch(rows: int, start: int = 0) -> pa.RecordBatch:
+    return pa.record_batch({
+        "i": pa.array([None if k % 7 == 0 else k for k in range(start, start + rows)], pa.int64()),
+        "s": pa.array([f"value-{k % 13}" for k in range(start, start + rows)]),
+        "d": pa.array([decimal.Decimal(k) / 100 for k in range(rows)], pa.decimal128(12, 2)),
+        "t": pa.array([datetime.date(2020, 1, 1 + k % 28) for k in range(rows)]),
+    })
+
+
+@pytest.mark.parametrize("compression", ["never", "always", "adaptive"])
+def test_round_trip(compression):
+    batches = [_batch(1000, k * 1000) for k in range(5)] + [_batch(1)]
+    payload = transport.encode(batches, batches[0].schema, compression)
+    back = transport.decode(payload)
+    assert pa.Table.from_batches(back).equals(pa.Table.from_batches(batches))
+
+
+def test_empty_payload_and_empty_batches_are_dropped():
+    schema = _batch(1).schema
+    assert transport.decode(transport.encode([], schema)) == []
+    assert transport.decode(transport.encode([_batch(0)], schema)) == []
+
+
+def test_dictionary_columns_arrive_decoded():
+    batch = pa.record_batch({"s": pa.array(["a", "b", "a"]).dictionary_encode()})
+    (back,) = transport.decode(transport.encode([batch], batch.schema))
+    assert back.column(0).type == pa.string() and back.column(0).to_pylist() == ["a", "b", "a"]
+
+
+def test_raw_frames_are_aligned_views_of_the_payload():
+    payload = transport.encode([_batch(100), _batch(100)], _batch(1).schema)
+    for batch in transport.decode(payload):
+        for column in batch.columns:
+            for buffer in column.buffers():
+                if buffer is not None:
+                    assert buffer.address % 8 == 0
+
+
+def test_always_compresses_every_batch_and_counts_it():
+    sender = transport.Sender(_batch(1).schema, 2, compression="always")
+    for k in range(6):
+        sender.send(k % 2, _batch(2000, k))
+    payloads = sender.finish()
+    c0, c1 = sender.counters
+    assert (c0.batches, c0.batches_compressed, c0.rows) == (3, 3, 6000)
+    assert c0.bytes_sent < c0.bytes_raw and c0.ratio > 1.5          # repetitive data compresses
+    assert sum(len(p) for p in payloads) > c0.bytes_sent + c1.bytes_sent   # plus the schema headers
+
+
+def test_adaptive_compresses_only_when_the_link_is_the_bottleneck():
+    schema = _batch(1).schema
+    fast = transport.Sender(schema, 1, compression="adaptive")
+    for k in range(8):               # each batch is sent before the next is made: the queue stays short
+        fast.send(0, _batch(1000, k))
+        time.sleep(0.01)
+    fast.finish()
+    assert fast.counters[0].batches_compressed == 0
+
+    # a link of 2 MB/s: the queue fills, so batches waiting behind more than 4 others go compressed
+    slow = transport.Sender(schema, 1, compression="adaptive", throttle_bytes_per_s=2e6)
+    for k in range(30):
+        slow.send(0, _batch(1000, k))
+    slow.finish()
+    counters = slow.counters[0]
+    assert 0 < counters.batches_compressed < counters.batches
+
+
+def test_a_full_queue_blocks_the_producer():
+    schema = _batch(1).schema
+    sender = transport.Sender(schema, 1, compression="never", queue_limit=2, throttle_bytes_per_s=1e6)
+    size = transport.encode_frame(_batch(1000), False).sent_length
+    started = time.perf_counter()
+    for k in range(8):
+        sender.send(0, _batch(1000, k))
+    blocked = time.perf_counter() - started
+    sender.finish()
+    # 8 sends through a 2-deep queue wait for at least 5 frames to cross the 1 MB/s link
+    assert blocked >= 5 * size / 1e6 * 0.8
+
+
+def test_a_failing_sender_surfaces_in_finish_and_abort_returns():
+    sender = transport.Sender(pa.schema([("x", pa.int8())]), 1)
+    sender.send(0, pa.record_batch({"x": pa.array([1000], pa.int64())}))   # cannot cast to int8
+    with pytest.raises(pa.ArrowInvalid):
+        sender.finish()
+    blocked = transport.Sender(_batch(1).schema, 1, queue_limit=1, throttle_bytes_per_s=1e3)
+    threading.Thread(target=lambda: [blocked.send(0, _batch(100)) for _ in range(3)], daemon=True).start()
+    time.sleep(0.05)
+    blocked.abort()
