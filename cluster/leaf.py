@@ -5,6 +5,7 @@ receives encoded StageSpecs (the same bytes a Ray leaf actor will receive) and r
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
@@ -17,18 +18,43 @@ from engine.storage import MemoryPartitionStore, PartitionStore
 
 class LeafStorage:
     """Partition stores of one leaf, keyed by (table id, partition); a reference table's copy is keyed
-    by (table id, None)."""
+    by (table id, None).
 
-    def __init__(self) -> None:
+    With a ``directory`` the stores are durable columnstores under ``directory/table-ID/part-P``
+    (``part-ref`` for a reference table's copy) whose writes commit through ``committer``; without one
+    they live in memory."""
+
+    def __init__(self, directory: Optional[Path] = None, committer=None, options=None) -> None:
         self._stores: dict[tuple[int, Optional[int]], PartitionStore] = {}
+        self.directory = directory
+        self.committer = committer
+        self.options = options
 
-    def create(self, table_id: int, schema: pa.Schema, partitions: Sequence[Optional[int]]) -> None:
+    def create(self, table_id: int, schema: pa.Schema, partitions: Sequence[Optional[int]],
+               sort_key: Sequence[str] = (), committed: frozenset = frozenset()) -> None:
+        """Create (or, with a directory that already holds them, reopen and recover) the stores;
+        ``committed``: the csns of the commit log, which recovery keeps."""
         for partition in partitions:
-            self._stores[(table_id, partition)] = MemoryPartitionStore(schema)
+            if self.directory is None:
+                store: PartitionStore = MemoryPartitionStore(schema)
+            else:
+                from engine.storage.columnstore import ColumnstorePartitionStore
+                part = "part-ref" if partition is None else f"part-{partition}"
+                store = ColumnstorePartitionStore(self.directory / f"table-{table_id}" / part, schema, sort_key,
+                                                  self.options, self.committer, committed)
+            self._stores[(table_id, partition)] = store
 
     def drop(self, table_id: int) -> None:
         for key in [k for k in self._stores if k[0] == table_id]:
-            del self._stores[key]
+            store = self._stores.pop(key)
+            if hasattr(store, "close"):
+                store.close()
+        if self.directory is not None:
+            import shutil
+            shutil.rmtree(self.directory / f"table-{table_id}", ignore_errors=True)
+
+    def all_stores(self) -> list[PartitionStore]:
+        return list(self._stores.values())
 
     def store(self, table_id: int, partition: Optional[int]) -> PartitionStore:
         try:
@@ -40,15 +66,15 @@ class LeafStorage:
         return [(k[1], s) for k, s in self._stores.items() if k[0] == table_id]
 
     def scan(self, table_id: int, partition: Optional[int], columns: Sequence[str],
-             batch_rows: Optional[int] = None) -> Iterator[pa.RecordBatch]:
-        return self.store(table_id, partition).scan(columns, batch_rows)
+             batch_rows: Optional[int] = None, bounds=None) -> Iterator[pa.RecordBatch]:
+        return self.store(table_id, partition).scan(columns, batch_rows, bounds)
 
 
 class Leaf:
-    def __init__(self, leaf_id: int, partitions: Sequence[int]):
+    def __init__(self, leaf_id: int, partitions: Sequence[int], storage: Optional[LeafStorage] = None):
         self.leaf_id = leaf_id
         self.partitions = tuple(partitions)
-        self.storage = LeafStorage()
+        self.storage = storage or LeafStorage()
 
     def run_task(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
                  exchange_inputs: dict[int, list[pa.RecordBatch]]) -> list[pa.RecordBatch]:

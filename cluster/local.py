@@ -17,18 +17,33 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kernels
-from cluster.leaf import Leaf
+from cluster.leaf import Leaf, LeafStorage
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
 from engine.exec.stages import StageSpec, decode_stage, encode_stage
 from engine.runner import LoadWriter, Runner
+from engine.storage.columnstore import Committer
+from engine.storage.columnstore.datadir import DataDirectory
 
 
 class LocalRunner(Runner):
-    def __init__(self, leaves: int = 2, partitions_per_leaf: int = 4, threads: Optional[int] = None):
+    def __init__(self, leaves: int = 2, partitions_per_leaf: int = 4, threads: Optional[int] = None,
+                 data_dir: Optional[str] = None, **storage_options):
+        """``data_dir``: keep tables in durable columnstores there (reopened and recovered if it exists);
+        ``storage_options`` (``segment_rows``, ``flush_rows``, ...) tune them. None: in memory."""
         self.num_leaves = leaves
         self.partitions_per_leaf = partitions_per_leaf
-        self.leaves = [Leaf(i, range(i * partitions_per_leaf, (i + 1) * partitions_per_leaf))
+        self._data = None
+        storages = [LeafStorage() for _ in range(leaves)]
+        self._committer = Committer(None)      # statements as transactions over the partition stores
+        if data_dir is not None:
+            self._data = DataDirectory(data_dir, leaves, partitions_per_leaf, storage_options)
+            self._committer = self._data.committer
+            storages = [LeafStorage(self._data.leaf_dir(i), self._committer, self._data.options)
+                        for i in range(leaves)]
+        elif storage_options:
+            raise ValueError(f"unknown runner options {sorted(storage_options)} (storage options need data_dir)")
+        self.leaves = [Leaf(i, range(i * partitions_per_leaf, (i + 1) * partitions_per_leaf), storages[i])
                        for i in range(leaves)]
         # The aggregator runs once-only stages; it hosts no partitions.
         self.aggregator = Leaf(-1, ())
@@ -40,15 +55,26 @@ class LocalRunner(Runner):
         # The aggregator's catalog; "canopy" is the database a new session starts in.
         self.catalog = Catalog()
         self.catalog.create_database("canopy")
+        if self._data is not None:
+            self.catalog = self._data.catalog
+            tables = self._data.catalog.all_tables()
+            for table in tables:
+                self._create_storage(table, self._data.committed)
+            self._data.finish_recovery([s for leaf in self.leaves for s in leaf.storage.all_stores()],
+                                       {t.table_id for t in tables})
 
     def leaf_of(self, partition: int) -> Leaf:
         return self.leaves[partition // self.partitions_per_leaf]
 
     # -- tables -----------------------------------------------------------------------------------
     def create_table(self, table: TableDef) -> None:
+        self._create_storage(table)
+
+    def _create_storage(self, table: TableDef, committed: frozenset = frozenset()) -> None:
         schema = table.arrow_schema
         for leaf in self.leaves:
-            leaf.storage.create(table.table_id, schema, [None] if table.reference else leaf.partitions)
+            leaf.storage.create(table.table_id, schema, [None] if table.reference else leaf.partitions,
+                                table.sort_key, committed)
 
     def drop_table(self, table: TableDef) -> None:
         for leaf in self.leaves:
@@ -62,11 +88,17 @@ class LocalRunner(Runner):
         batches = [b for b in data.to_batches() if b.num_rows]
         routed = self._pool.map(lambda batch: self._route(table, batch), batches)
         placements = [placement for pieces in routed for placement in pieces]
-        with self._write_lock:
-            for partition, piece in placements:
-                for leaf, key in self._targets(table, partition):
-                    leaf.storage.store(table.table_id, key).append(piece)
+        self._commit(table, placements)
         return data.num_rows
+
+    def _commit(self, table: TableDef, placements, on_commit=None) -> None:
+        """One statement's routed pieces as one transaction: every partition gets its rows or none
+        does, also across a crash when the stores are durable (engine.storage.columnstore.commit)."""
+        txn = self._committer.begin()
+        for partition, piece in placements:
+            for leaf, key in self._targets(table, partition):
+                txn.append(leaf.storage.store(table.table_id, key), piece)
+        txn.commit(on_commit)
 
     def begin_load(self, table: TableDef) -> "_RoutedLoad":
         return _RoutedLoad(self, table)
@@ -96,10 +128,19 @@ class LocalRunner(Runner):
             {None: []} if table.reference else {p: [] for p in range(self.num_partitions)}
         for partition, piece in placements:
             by_partition[partition].append(piece)
-        with self._write_lock:
-            for partition, pieces in by_partition.items():
-                for leaf, key in self._targets(table, partition):
-                    leaf.storage.store(table.table_id, key).replace(pieces)
+        txn = self._committer.begin()
+        for partition, pieces in by_partition.items():
+            for leaf, key in self._targets(table, partition):
+                txn.replace(leaf.storage.store(table.table_id, key), pieces)
+        txn.commit()
+
+    def optimize_table(self, table: TableDef) -> None:
+        stores = [s for leaf in self.leaves for _, s in leaf.storage.stores_of(table.table_id)]
+        with self._committer.lock.exclusive():
+            for store in stores:
+                if hasattr(store, "flush"):
+                    store.flush()
+                    store.merge(force=True)
 
     def row_count(self, table: TableDef) -> int:
         if table.reference:
@@ -187,6 +228,12 @@ class LocalRunner(Runner):
     def shutdown(self) -> None:
         self._closed = True
         self._pool.shutdown(wait=True)
+        if self._data is not None:
+            with self._committer.lock.exclusive():      # no statement is between prepare and apply
+                for leaf in self.leaves:
+                    for store in leaf.storage.all_stores():
+                        store.close()
+                self._data.close()
 
 
 class _RoutedLoad(LoadWriter):
@@ -206,13 +253,7 @@ class _RoutedLoad(LoadWriter):
 
     def commit(self, on_commit=None) -> int:
         placements, self._placements = self._placements, []
-        runner = self.runner
-        with runner._write_lock:
-            for partition, piece in placements:
-                for leaf, key in runner._targets(self.table, partition):
-                    leaf.storage.store(self.table.table_id, key).append(piece)
-            if on_commit is not None:
-                on_commit()
+        self.runner._commit(self.table, placements, on_commit)
         return self.rows
 
     def abort(self) -> None:

@@ -295,6 +295,19 @@ class Session:
         return ddl.text_result(["Table", "Op", "Msg_type", "Msg_text"],
                                [(t.qualified_name, "analyze", "status", "OK") for t in tables])
 
+    def _stmt_OptimizeTable(self, node, statement) -> Result:
+        """OPTIMIZE TABLE t[, t2]: flush write buffers into segments and merge small segments."""
+        tables = []
+        for database, name in node.tables:       # all names checked first
+            database = database or self.database
+            if database is None:
+                raise BindError("no database selected; run USE <database> first")
+            tables.append(self.catalog.table(database, name))
+        for table in tables:
+            self.runner.optimize_table(table)
+        return ddl.text_result(["Table", "Op", "Msg_type", "Msg_text"],
+                               [(t.qualified_name, "optimize", "status", "OK") for t in tables])
+
     # -- writes -------------------------------------------------------------------------------------
     def _stmt_Insert(self, node: exp.Insert, statement) -> Result:
         if node.args.get("conflict") or node.args.get("overwrite") or node.args.get("alternative"):

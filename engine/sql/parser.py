@@ -126,6 +126,8 @@ def parse(sql: str) -> list[Statement]:
         if words == ["LOAD", "DATA"]:
             from engine.load.load_data import parse_load_data
             statements.append(Statement(parse_load_data(text), text))
+        elif words[0] == "OPTIMIZE":
+            statements.append(Statement(parse_optimize_table(tokens), text))
         elif words[0] in ("CREATE", "START", "STOP", "DROP", "SHOW") and _is_pipeline(tokens):
             from engine.pipelines.statements import parse_pipeline_statement
             statements.append(Statement(parse_pipeline_statement(text), text))
@@ -137,6 +139,36 @@ def parse(sql: str) -> list[Statement]:
     if not statements:
         raise ParseError("empty statement")
     return statements
+
+
+@dataclass(frozen=True)
+class OptimizeTable:
+    """``OPTIMIZE [LOCAL | NO_WRITE_TO_BINLOG] TABLE t[, db.t2] [FULL | FLUSH]`` (sqlglot reads it as
+    a Command): ``tables`` as (database or None, name)."""
+
+    tables: tuple[tuple[Optional[str], str], ...]
+
+
+def parse_optimize_table(tokens: list[Token]) -> OptimizeTable:
+    if len(tokens) == 2 and tokens[1].token_type == TokenType.STRING:
+        tokens = tokens[:1] + tokenize(tokens[1].text)      # the tokenizer reads OPTIMIZE as a command
+    words = [t.text for t in tokens]
+    i = 1
+    if i < len(words) and words[i].upper() in ("LOCAL", "NO_WRITE_TO_BINLOG"):
+        i += 1
+    if i >= len(words) or words[i].upper() != "TABLE":
+        raise ParseError("OPTIMIZE needs TABLE and a table name", tokens[0].line, tokens[0].col)
+    names: list[list[str]] = [[]]
+    for token in tokens[i + 1:]:
+        if token.token_type == TokenType.COMMA:
+            names.append([])
+        elif token.token_type != TokenType.DOT:
+            names[-1].append(token.text)
+    if names[-1] and names[-1][-1].upper() in ("FULL", "FLUSH") and len(names[-1]) > 1:
+        names[-1].pop()
+    if any(len(n) not in (1, 2) for n in names):
+        raise ParseError("OPTIMIZE TABLE takes a list of table names", tokens[0].line, tokens[0].col)
+    return OptimizeTable(tuple((n[0], n[1]) if len(n) == 2 else (None, n[0]) for n in names))
 
 
 def _is_pipeline(tokens: list[Token]) -> bool:

@@ -21,9 +21,13 @@ class PartitionStore(ABC):
         """Add rows (already of this table's schema)."""
 
     @abstractmethod
-    def scan(self, columns: Optional[Sequence[str]] = None,
-             batch_rows: Optional[int] = None) -> Iterator[pa.RecordBatch]:
-        """Yield the partition's rows, only ``columns`` (all when None), at most ``batch_rows`` a batch."""
+    def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
+             bounds: Optional[Sequence[tuple[str, str, object]]] = None) -> Iterator[pa.RecordBatch]:
+        """Yield the partition's rows, only ``columns`` (all when None), at most ``batch_rows`` a batch.
+
+        ``bounds``: (column, op, value) conjuncts of the query's filter (op: eq, ne, lt, le, gt, ge,
+        ``between`` with a (low, high) pair, ``in`` with a tuple). A store may skip rows it can prove
+        fail them (segment elimination by min/max); it need not filter, the caller still does."""
 
     @abstractmethod
     def row_count(self) -> int:

@@ -41,8 +41,8 @@ class MemoryPartitionStore(PartitionStore):
                 self._tail = tail
             self._rows += batch.num_rows
 
-    def scan(self, columns: Optional[Sequence[str]] = None,
-             batch_rows: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+    def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
+             bounds=None) -> Iterator[pa.RecordBatch]:
         with self._lock:
             snapshot = self._sealed + self._tail
         for batch in snapshot:

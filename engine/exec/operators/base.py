@@ -34,12 +34,13 @@ class TaskContext:
         self.exchange_inputs = exchange_inputs or {}
 
     def scan(self, table_id: int, task: int, columns: Sequence[str], replicated: bool,
-             batch_rows: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+             batch_rows: Optional[int] = None, bounds=None) -> Iterator[pa.RecordBatch]:
+        """``bounds``: see :meth:`engine.storage.PartitionStore.scan`."""
         if replicated:
-            yield from self.storage.scan(table_id, None, columns, batch_rows)
+            yield from self.storage.scan(table_id, None, columns, batch_rows, bounds)
             return
         for partition in self.partitions:
-            yield from self.storage.scan(table_id, partition, columns, batch_rows)
+            yield from self.storage.scan(table_id, partition, columns, batch_rows, bounds)
 
 
 def schema_of(fields: Sequence[Field]) -> pa.Schema:

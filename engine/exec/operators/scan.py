@@ -32,9 +32,24 @@ class ScanExec(PhysicalOperator):
         ids = [f.id for f in self.fields]
         # Simple conjuncts (column <op> constant, IN, LIKE 'abc%') run in the filter kernels.
         predicate = KernelFilter.of(and_all(list(self.filters))) if self.filters else None
-        for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows):
+        bounds = _storage_bounds(predicate, dict(zip(ids, self.column_names))) if predicate else None
+        for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows,
+                              bounds):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
             if predicate is not None:
                 batch = predicate.apply(batch, ctx.params)
             if batch.num_rows:
                 yield batch
+
+
+def _storage_bounds(predicate: KernelFilter, names: dict[str, str]) -> list[tuple[str, str, object]]:
+    """The kernel conjuncts storage can check against zone maps, by stored column name."""
+    bounds = []
+    for p in predicate.kernel:
+        if p.negated or p.column not in names:
+            continue
+        if p.kind == "compare":
+            bounds.append((names[p.column], p.op, p.args if p.op == "between" else p.args[0]))
+        elif p.kind == "in":
+            bounds.append((names[p.column], "in", p.args))
+    return bounds

@@ -1,0 +1,137 @@
+"""The catalog persisted in ``data_dir/catalog.json`` (databases, tables, columns, shard and sort keys).
+
+The file carries a format version; :func:`load` migrates older versions (none yet) and refuses newer
+ones. Every catalog change rewrites the file atomically before the change returns, so a crash leaves
+the old catalog or the new one. Table data directories whose table the catalog does not name (a crash
+between CREATE's storage and its catalog entry, or between DROP's two steps) are removed on open.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import itertools
+import json
+import threading
+from pathlib import Path
+from typing import Optional
+
+import engine.catalog as catalog_module
+from engine.catalog import Catalog, ColumnDef, TableDef
+from engine.errors import ExecutionError
+from engine.storage.columnstore.files import write_atomic
+from engine.types import SqlType
+
+FORMAT = "canopy-catalog"
+VERSION = 1
+
+
+class PersistentCatalog(Catalog):
+    def __init__(self, path: Path):
+        super().__init__()
+        self.path = Path(path)
+        self._save_lock = threading.Lock()
+        if self.path.exists():
+            for name, tables in _load(self.path):
+                Catalog.create_database(self, name)
+                for table in tables:
+                    Catalog.add_table(self, table)
+            _reserve_table_ids(max((t.table_id for t in self.all_tables()), default=0))
+
+    def all_tables(self) -> list[TableDef]:
+        return [t for db in self.databases() for t in self.tables(db)]
+
+    def create_database(self, name: str, if_not_exists: bool = False) -> bool:
+        with self._lock:
+            created = super().create_database(name, if_not_exists)
+            if created:
+                self.save()
+            return created
+
+    def drop_database(self, name: str, if_exists: bool = False) -> list[TableDef]:
+        with self._lock:
+            dropped = super().drop_database(name, if_exists)
+            self.save()
+            return dropped
+
+    def add_table(self, table: TableDef) -> None:
+        with self._lock:
+            super().add_table(table)
+            self.save()
+
+    def drop_table(self, database: str, name: str) -> TableDef:
+        with self._lock:
+            table = super().drop_table(database, name)
+            self.save()
+            return table
+
+    def save(self) -> None:
+        with self._lock:
+            document = {"format": FORMAT, "version": VERSION, "databases": [
+                {"name": db, "tables": [_table_to_json(t) for t in self.tables(db)]} for db in self.databases()]}
+        with self._save_lock:
+            write_atomic(self.path, json.dumps(document, indent=1).encode())
+
+
+def _load(path: Path) -> list[tuple[str, list[TableDef]]]:
+    try:
+        document = json.loads(path.read_text())
+    except ValueError as error:
+        raise ExecutionError(f"catalog {path} cannot be read: {error}") from None
+    if document.get("format") != FORMAT:
+        raise ExecutionError(f"{path} is not a Canopy catalog")
+    version = document.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise ExecutionError(f"catalog {path} has format version {version}; this Canopy reads up to {VERSION}")
+    return [(db["name"], [_table_from_json(t, db["name"]) for t in db["tables"]]) for db in document["databases"]]
+
+
+def _table_to_json(table: TableDef) -> dict:
+    return {"id": table.table_id, "name": table.name, "shard_key": list(table.shard_key),
+            "sort_key": list(table.sort_key), "reference": table.reference,
+            "columns": [{"name": c.name, "type": dataclasses.asdict(c.type), "nullable": c.nullable,
+                         "has_default": c.has_default, "default": _value_to_json(c.default)}
+                        for c in table.columns]}
+
+
+def _table_from_json(data: dict, database: str) -> TableDef:
+    columns = []
+    for c in data["columns"]:
+        sql_type = SqlType(**c["type"])
+        columns.append(ColumnDef(c["name"], sql_type, c["nullable"], _value_from_json(c["default"], sql_type),
+                                 c["has_default"]))
+    return TableDef(database, data["name"], tuple(columns), tuple(data["shard_key"]), tuple(data["sort_key"]),
+                    data["reference"], table_id=data["id"])
+
+
+def _value_to_json(value):
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return value
+
+
+def _value_from_json(value, sql_type: SqlType):
+    if value is None:
+        return None
+    if sql_type.kind == "decimal":
+        return decimal.Decimal(value)
+    if sql_type.kind == "datetime":
+        return datetime.datetime.fromisoformat(value)
+    if sql_type.kind == "date":
+        return datetime.date.fromisoformat(value)
+    return value
+
+
+def _reserve_table_ids(highest: int) -> None:
+    """New tables of this process get ids above every persisted one (ids name data directories)."""
+    current = next(catalog_module._table_ids)
+    catalog_module._table_ids = itertools.count(max(current, highest + 1))
+
+
+def open_catalog(path: Path, default_database: Optional[str] = "canopy") -> PersistentCatalog:
+    catalog = PersistentCatalog(path)
+    if default_database is not None:
+        catalog.create_database(default_database, if_not_exists=True)
+    return catalog

@@ -1,0 +1,183 @@
+"""Statements commit atomically across partitions: a two-phase commit with the aggregator's commit log
+as the commit point.
+
+1. *Prepare* (per partition touched): an INSERT's rows go to the partition's WAL as one record tagged
+   with the statement's commit sequence number (csn); a large insert or a DELETE/UPDATE/TRUNCATE
+   rewrite writes new segment files plus a ``delta-<csn>.json`` naming them. Nothing is visible yet.
+2. *Sync*: the WAL records are fsynced (group commit: one fsync covers every statement that appended
+   before it).
+3. *Commit*: the csn is appended to ``commit.log`` and fsynced — the statement is durable from here,
+   and only from here; recovery keeps exactly the csns found in the commit log.
+4. *Apply*: each partition makes the rows visible (buffer append, or the delta installed into the
+   partition's manifest).
+
+Concurrency: INSERTs hold the commit lock shared, so concurrent statements prepare, sync and commit
+together; rewrites, flushes and merges hold it exclusively (they swap a partition's WAL or segments,
+which must not happen under a statement that is between prepare and apply).
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Optional
+
+import pyarrow as pa
+
+from engine.storage.columnstore.files import SyncedAppendFile, write_atomic
+from engine.storage.columnstore.wal import encode_record, read_records
+
+COMMIT_MAGIC = b"CCMT"
+FLOOR_MAGIC = b"CFLR"       # the csn below which no new statement may be numbered (after compaction)
+
+
+class SharedExclusiveLock:
+    """Many shared holders or one exclusive holder; a waiting exclusive request blocks new shared ones
+    (so a flush is not starved by a stream of inserts)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting_exclusive = 0
+
+    @contextmanager
+    def shared(self):
+        with self._cond:
+            while self._exclusive or self._waiting_exclusive:
+                self._cond.wait()
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                if not self._shared:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self):
+        with self._cond:
+            self._waiting_exclusive += 1
+            while self._exclusive or self._shared:
+                self._cond.wait()
+            self._waiting_exclusive -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+class CommitLog:
+    """``commit.log``: one checksummed record per committed statement. A torn tail is dropped on open."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        records, valid = read_records(path, (COMMIT_MAGIC, FLOOR_MAGIC))
+        self.committed = {csn for magic, csn, _ in records if magic == COMMIT_MAGIC}
+        self._next = max([csn + 1 for _, csn, _ in records], default=1)
+        self._lock = threading.Lock()
+        self._file = SyncedAppendFile(path, truncate_to=valid)
+
+    def observe(self, csn: int) -> None:
+        """A csn found in a partition's files: new statements are numbered above it, so a record of a
+        statement that never committed can never be mistaken for a later one's."""
+        with self._lock:
+            self._next = max(self._next, csn + 1)
+
+    def next_csn(self) -> int:
+        with self._lock:
+            csn = self._next
+            self._next += 1
+            return csn
+
+    def commit(self, csn: int) -> None:
+        self._file.sync_to(self._file.append(encode_record(COMMIT_MAGIC, csn)))
+
+    def compact(self, keep: set[int]) -> None:
+        """Rewrite the log with only the committed csns some partition's WAL still holds (the rest are
+        in segments), under a floor record so numbering continues upward. Called at open only."""
+        with self._lock:
+            data = encode_record(FLOOR_MAGIC, self._next) + b"".join(
+                encode_record(COMMIT_MAGIC, csn) for csn in sorted(keep & self.committed))
+            self._file.close()
+            write_atomic(self.path, data)
+            self.committed &= keep
+            self._file = SyncedAppendFile(self.path)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class Committer:
+    """Runs transactions over partition stores. Without a commit log (in-memory tables) a transaction
+    is the stores' own append/replace under the exclusive lock, as before there was a columnstore."""
+
+    def __init__(self, log: Optional[CommitLog] = None):
+        self.log = log
+        self.lock = SharedExclusiveLock()
+
+    def begin(self) -> "Transaction":
+        return Transaction(self)
+
+    def maintain(self, stores) -> None:
+        """Flush write buffers past their threshold (and merge small segments) — synchronously, by the
+        statement that crossed it, under the exclusive lock."""
+        due = [s for s in stores if getattr(s, "needs_maintenance", lambda: False)()]
+        if due:
+            with self.lock.exclusive():
+                for store in due:
+                    store.flush()
+
+
+class Transaction:
+    """The writes of one statement: ``append`` / ``replace`` per store, then ``commit`` once."""
+
+    def __init__(self, committer: Committer):
+        self.committer = committer
+        self._appends: dict[int, tuple[object, list[pa.RecordBatch]]] = {}
+        self._replaces: dict[int, tuple[object, list[pa.RecordBatch]]] = {}
+
+    def append(self, store, batch: pa.RecordBatch) -> None:
+        if batch.num_rows:
+            self._appends.setdefault(id(store), (store, []))[1].append(batch)
+
+    def replace(self, store, batches) -> None:
+        self._replaces[id(store)] = (store, [b for b in batches if b.num_rows])
+
+    def commit(self, on_commit: Optional[Callable[[], None]] = None) -> None:
+        committer, log = self.committer, self.committer.log
+        if log is None:
+            with committer.lock.exclusive():
+                for store, batches in self._appends.values():
+                    for batch in batches:
+                        store.append(batch)
+                for store, batches in self._replaces.values():
+                    store.replace(batches)
+                if on_commit is not None:
+                    on_commit()
+            return
+        hold = committer.lock.exclusive if self._replaces else committer.lock.shared
+        with hold():
+            csn = log.next_csn()
+            prepared = []
+            try:
+                for store, batches in self._appends.values():
+                    prepared.append(store.prepare_append(csn, batches))
+                for store, batches in self._replaces.values():
+                    prepared.append(store.prepare_replace(csn, batches))
+                for p in prepared:
+                    p.sync()
+                log.commit(csn)
+            except BaseException:
+                for p in prepared:
+                    p.abort()
+                raise
+            for p in prepared:
+                p.apply()
+            if on_commit is not None:
+                on_commit()
+        committer.maintain([store for store, _ in self._appends.values()])

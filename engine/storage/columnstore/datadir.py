@@ -1,0 +1,92 @@
+"""A ``data_dir``: what ``engine.connect(data_dir=...)`` persists, and reopening it.
+
+Layout::
+
+    data_dir/
+      cluster.json            format version and cluster shape (leaves, partitions per leaf)
+      catalog.json            the catalog (engine.catalog_store)
+      commit.log              commit records of statements (commit.CommitLog)
+      LOCK                    flock()ed by the process that has the directory open
+      leaf-N/table-ID/part-P  one partition (store.ColumnstorePartitionStore); part-ref: a reference copy
+
+Opening recovers in this order: catalog; commit log (torn tail dropped); every table's partitions
+(deltas redone or dropped, WAL replayed for committed csns); then the commit log is compacted and
+table directories the catalog does not name are removed.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+from engine.errors import ExecutionError
+from engine.storage.columnstore.commit import CommitLog, Committer
+from engine.storage.columnstore.files import write_atomic
+from engine.storage.columnstore.store import StoreOptions
+
+FORMAT = "canopy-data-dir"
+VERSION = 1
+
+
+class DataDirectory:
+    def __init__(self, path, leaves: int, partitions_per_leaf: int, options: dict):
+        from engine.catalog_store import open_catalog
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.options = StoreOptions.from_options(dict(options))
+        unknown = set(options) - set(StoreOptions.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown storage options {sorted(unknown)}")
+        self._lock_fd = os.open(self.path / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise ExecutionError(f"data directory {self.path} is open in another process") from None
+        self._check_shape(leaves, partitions_per_leaf)
+        self.catalog = open_catalog(self.path / "catalog.json")
+        self.log = CommitLog(self.path / "commit.log")
+        self.committer = Committer(self.log)
+
+    def _check_shape(self, leaves: int, partitions_per_leaf: int) -> None:
+        path = self.path / "cluster.json"
+        shape = {"leaves": leaves, "partitions_per_leaf": partitions_per_leaf}
+        if path.exists():
+            stored = json.loads(path.read_text())
+            if stored.get("format") != FORMAT or stored.get("version", 0) > VERSION:
+                raise ExecutionError(f"{path}: not a Canopy data directory of a known version")
+            if {k: stored.get(k) for k in shape} != shape:
+                raise ExecutionError(f"data directory {self.path} was created with leaves={stored.get('leaves')}, "
+                                     f"partitions_per_leaf={stored.get('partitions_per_leaf')}; reopen it with those")
+        else:
+            write_atomic(path, json.dumps({"format": FORMAT, "version": VERSION, **shape}).encode())
+
+    def leaf_dir(self, leaf: int) -> Path:
+        return self.path / f"leaf-{leaf}"
+
+    @property
+    def committed(self) -> frozenset[int]:
+        return frozenset(self.log.committed)
+
+    def finish_recovery(self, stores: Iterable, table_ids: set[int]) -> None:
+        """After every table's partitions are open: number new statements above every csn seen, keep
+        only the commit records a WAL still needs, remove directories of tables the catalog lacks."""
+        keep: set[int] = set()
+        for store in stores:
+            for csn in store.csns_seen:
+                self.log.observe(csn)
+            keep |= store.wal_csns
+        self.log.compact(keep)
+        for leaf_dir in self.path.glob("leaf-*"):
+            for table_dir in leaf_dir.glob("table-*"):
+                if int(table_dir.name.split("-")[1]) not in table_ids:
+                    shutil.rmtree(table_dir, ignore_errors=True)
+
+    def close(self) -> None:
+        self.log.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)       # releases the flock
+            self._lock_fd = -1

@@ -1,0 +1,148 @@
+"""Per-column encodings of a segment and the column statistics (zone maps) the manifest keeps.
+
+A sorted segment's columns are stored encoded inside the Arrow IPC file, as Arrow's own encoded
+array types, so a reader gets them back without a codec of ours:
+
+* ``run_end``    — :class:`pyarrow.RunEndEncodedArray` when runs average 8 rows or more (sort-key
+  columns, low-cardinality columns after the sort);
+* ``dictionary`` — :class:`pyarrow.DictionaryArray` when distinct values are at most a quarter of
+  the rows (and fewer than 2**16);
+* ``plain``      — otherwise. Narrow integer ranges are left to the IPC buffers' zstd for now
+  (frame-of-reference bit-packing is not implemented).
+"""
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+RUN_END_MIN_AVERAGE_RUN = 8
+DICTIONARY_MAX_FRACTION = 0.25
+DICTIONARY_MAX_VALUES = 1 << 16
+_MAX_STAT_STRING = 256          # longer strings get no min/max (a truncated max would be wrong)
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    encoding: str
+    min: object                 # Python value of the column's type; None: unknown or all null
+    max: object
+    nulls: int
+    distinct: Optional[int]     # exact for the segment when known
+
+    def to_json(self, type_: pa.DataType) -> dict:
+        return {"encoding": self.encoding, "min": value_to_json(self.min, type_),
+                "max": value_to_json(self.max, type_), "nulls": self.nulls, "distinct": self.distinct}
+
+    @classmethod
+    def from_json(cls, data: dict, type_: pa.DataType) -> "ColumnStats":
+        return cls(data["encoding"], value_from_json(data["min"], type_), value_from_json(data["max"], type_),
+                   data["nulls"], data.get("distinct"))
+
+
+def encode_column(array: pa.Array) -> tuple[pa.Array, ColumnStats]:
+    """The encoded form of one segment column (a contiguous array) and its statistics."""
+    n = len(array)
+    nulls = array.null_count
+    low, high = _min_max(array)
+    if n == 0 or pa.types.is_boolean(array.type) or pa.types.is_null(array.type):
+        return array, ColumnStats("plain", low, high, nulls, None)
+    try:
+        ree = pc.run_end_encode(array, run_end_type=pa.int32())
+    except pa.ArrowNotImplementedError:
+        ree = None
+    if ree is not None and len(ree.values) * RUN_END_MIN_AVERAGE_RUN <= n:
+        distinct = pc.count_distinct(ree.values, mode="only_valid").as_py()
+        return ree, ColumnStats("run_end", low, high, nulls, distinct)
+    distinct = pc.count_distinct(array, mode="only_valid").as_py()
+    if distinct <= n * DICTIONARY_MAX_FRACTION and distinct < DICTIONARY_MAX_VALUES:
+        try:
+            return pc.dictionary_encode(array), ColumnStats("dictionary", low, high, nulls, distinct)
+        except pa.ArrowNotImplementedError:
+            pass
+    return array, ColumnStats("plain", low, high, nulls, distinct)
+
+
+def decode_column(array: pa.Array) -> pa.Array:
+    """The plain array of an encoded one (what operators downstream of a scan expect)."""
+    if pa.types.is_run_end_encoded(array.type):
+        return pc.run_end_decode(array)
+    if pa.types.is_dictionary(array.type):
+        return array.dictionary_decode()
+    return array
+
+
+def _min_max(array: pa.Array) -> tuple[object, object]:
+    if array.null_count == len(array) or not _has_order(array.type):
+        return None, None
+    result = pc.min_max(array)
+    low, high = result["min"].as_py(), result["max"].as_py()
+    if isinstance(low, float) and (math.isnan(low) or math.isnan(high)):
+        return None, None
+    if isinstance(low, str) and (len(low) > _MAX_STAT_STRING or len(high) > _MAX_STAT_STRING):
+        return None, None
+    return low, high
+
+
+def _has_order(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+            or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t))
+
+
+def value_to_json(value, type_: pa.DataType):
+    if value is None:
+        return None
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, datetime.date):        # datetime is a date too
+        return value.isoformat()
+    return value
+
+
+def value_from_json(value, type_: pa.DataType):
+    if value is None:
+        return None
+    if pa.types.is_decimal(type_):
+        return decimal.Decimal(value)
+    if pa.types.is_timestamp(type_):
+        return datetime.datetime.fromisoformat(value)
+    if pa.types.is_date(type_):
+        return datetime.date.fromisoformat(value)
+    return value
+
+
+def may_match(stats: ColumnStats, rows: int, op: str, value) -> bool:
+    """False only when no row of a segment with these statistics can satisfy ``column <op> value``
+    (``op``: eq, ne, lt, le, gt, ge; ``between`` with a (low, high) pair; ``in`` with a tuple).
+    NULL satisfies no comparison, so an all-NULL column matches nothing."""
+    if stats.nulls == rows:
+        return False
+    low, high = stats.min, stats.max
+    if low is None or high is None:
+        return True
+    try:
+        if op == "eq":
+            return low <= value <= high
+        if op == "ne":
+            return not (low == high == value)
+        if op == "lt":
+            return low < value
+        if op == "le":
+            return low <= value
+        if op == "gt":
+            return high > value
+        if op == "ge":
+            return high >= value
+        if op == "between":
+            return high >= value[0] and low <= value[1]
+        if op == "in":
+            return any(v is not None and low <= v <= high for v in value)
+    except TypeError:              # a literal of another Python type than the column's: cannot prove
+        return True
+    return True
