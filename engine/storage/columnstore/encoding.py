@@ -24,6 +24,8 @@ import pyarrow.compute as pc
 RUN_END_MIN_AVERAGE_RUN = 8
 DICTIONARY_MAX_FRACTION = 0.25
 DICTIONARY_MAX_VALUES = 1 << 16
+_SAMPLE_ROWS = 4096
+_SAMPLE_REPEATS = 0.9           # a sample this distinct or more: too many values for a dictionary
 _MAX_STAT_STRING = 256          # longer strings get no min/max (a truncated max would be wrong)
 
 
@@ -33,7 +35,7 @@ class ColumnStats:
     min: object                 # Python value of the column's type; None: unknown or all null
     max: object
     nulls: int
-    distinct: Optional[int]     # exact for the segment when known
+    distinct: Optional[int]     # exact for run-end and dictionary columns, estimated from a sample otherwise
 
     def to_json(self, type_: pa.DataType) -> dict:
         return {"encoding": self.encoding, "min": value_to_json(self.min, type_),
@@ -52,20 +54,30 @@ def encode_column(array: pa.Array) -> tuple[pa.Array, ColumnStats]:
     low, high = _min_max(array)
     if n == 0 or pa.types.is_boolean(array.type) or pa.types.is_null(array.type):
         return array, ColumnStats("plain", low, high, nulls, None)
-    try:
-        ree = pc.run_end_encode(array, run_end_type=pa.int32())
-    except pa.ArrowNotImplementedError:
-        ree = None
-    if ree is not None and len(ree.values) * RUN_END_MIN_AVERAGE_RUN <= n:
-        distinct = pc.count_distinct(ree.values, mode="only_valid").as_py()
-        return ree, ColumnStats("run_end", low, high, nulls, distinct)
-    distinct = pc.count_distinct(array, mode="only_valid").as_py()
-    if distinct <= n * DICTIONARY_MAX_FRACTION and distinct < DICTIONARY_MAX_VALUES:
+    # runs counted by comparing neighbours (cheap); the run-end array is built only when chosen
+    runs = 1 + (pc.sum(pc.not_equal(array.slice(1), array.slice(0, n - 1))).as_py() or 0) if n > 1 else 1
+    if runs * RUN_END_MIN_AVERAGE_RUN <= n:
         try:
-            return pc.dictionary_encode(array), ColumnStats("dictionary", low, high, nulls, distinct)
+            ree = pc.run_end_encode(array, run_end_type=pa.int32())
+            distinct = pc.count_distinct(ree.values, mode="only_valid").as_py()
+            return ree, ColumnStats("run_end", low, high, nulls, distinct)
         except pa.ArrowNotImplementedError:
             pass
-    return array, ColumnStats("plain", low, high, nulls, distinct)
+    # a strided sample tells high-cardinality columns (hashing all of them is the slow part) apart
+    sample = array.take(pa.array(range(0, n, max(1, n // _SAMPLE_ROWS)), pa.int64())) if n > _SAMPLE_ROWS else array
+    sampled = pc.count_distinct(sample, mode="only_valid").as_py()
+    if sampled <= len(sample) * _SAMPLE_REPEATS:
+        try:
+            encoded = pc.dictionary_encode(array)
+        except pa.ArrowNotImplementedError:
+            encoded = None
+        if encoded is not None:
+            distinct = len(encoded.dictionary) - (1 if nulls and encoded.dictionary.null_count else 0)
+            if distinct <= n * DICTIONARY_MAX_FRACTION and distinct < DICTIONARY_MAX_VALUES:
+                return encoded, ColumnStats("dictionary", low, high, nulls, distinct)
+            return array, ColumnStats("plain", low, high, nulls, distinct)
+    estimate = min(n - nulls, round(sampled * n / max(len(sample), 1)))
+    return array, ColumnStats("plain", low, high, nulls, estimate)
 
 
 def decode_column(array: pa.Array) -> pa.Array:

@@ -1,0 +1,116 @@
+"""Storage benchmarks (issue 4): bytes on disk for TPC-H lineitem against Parquet (zstd) and a DuckDB
+file, and flush / merge / scan throughput of the durable columnstore.
+
+    python -m benchmarks.storage                 # SF1 (generated once under .data/tpch)
+    python -m benchmarks.storage --sf 0.1
+
+Canopy: ``engine.connect(data_dir=...)`` (2 leaves x 4 partitions), ``LOAD DATA`` of lineitem.csv, then
+``OPTIMIZE TABLE``; bytes = every file under the data directory. Parquet: the same Arrow table written
+by pyarrow with zstd (one file, default row groups). DuckDB: ``COPY`` of the same CSV into a database
+file, then ``CHECKPOINT``. Flush = sort by the SORT KEY + encode + write one partition's rows as
+segments; merge = 16 small segments combined; scan = every column decoded, and one column.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import engine
+from engine.storage.columnstore import ColumnstorePartitionStore, CommitLog, Committer, StoreOptions
+from engine.workloads import tpch
+
+
+def _bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sf", type=float, default=1.0)
+    parser.add_argument("--workdir", default=None, help="where the data directories go (default: a temp dir)")
+    args = parser.parse_args()
+    data = tpch.generate(args.sf, tpch.default_cache_dir())
+    csv = data / "lineitem.csv"
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="canopy-storage-"))
+    work.mkdir(parents=True, exist_ok=True)
+    lineitem_sql = next(s for s in tpch.schema_statements() if "lineitem" in s.split("(")[0].lower())
+    print(f"TPC-H SF{args.sf:g} lineitem ({csv.stat().st_size / 1e6:.0f} MB CSV); work dir {work}")
+
+    canopy_dir = work / "canopy"
+    shutil.rmtree(canopy_dir, ignore_errors=True)
+    con = engine.connect(data_dir=str(canopy_dir))
+    con.execute(lineitem_sql)
+    _, load_s = _timed(lambda: tpch.load_table(con, data, "lineitem"))
+    _, optimize_s = _timed(lambda: con.execute("OPTIMIZE TABLE lineitem"))
+    rows = con.execute("SELECT COUNT(*) FROM lineitem").fetchall()[0][0]
+    table = con.session.execute("SELECT * FROM lineitem").table
+    _, q_all = _timed(lambda: con.execute("SELECT SUM(l_quantity), MAX(l_comment) FROM lineitem").fetchall())
+    _, q_day = _timed(lambda: con.execute(
+        "SELECT COUNT(*) FROM lineitem WHERE l_shipdate = '1995-03-15'").fetchall())
+    con.close()
+    canopy_bytes = _bytes(canopy_dir)
+    stores = sorted(canopy_dir.glob("leaf-*/table-*/part-*"))
+    segments = len(list(canopy_dir.rglob("seg-*.arrow")))
+    print(f"canopy   : {canopy_bytes / 1e6:8.1f} MB  ({rows:,} rows, {segments} segments in {len(stores)} partitions;"
+          f" LOAD DATA {load_s:.1f} s = {rows / load_s / 1e6:.2f} M rows/s incl. CSV parse, OPTIMIZE {optimize_s:.2f} s)")
+
+    parquet = work / "lineitem.parquet"
+    pq.write_table(table, parquet, compression="zstd")
+    print(f"parquet  : {parquet.stat().st_size / 1e6:8.1f} MB  (pyarrow, zstd)")
+
+    try:
+        import duckdb
+        duck_file = work / "lineitem.duckdb"
+        duck_file.unlink(missing_ok=True)
+        duck = duckdb.connect(str(duck_file))
+        duck.execute(next(s for s in tpch.duckdb_schema_statements() if "lineitem" in s.split("(")[0].lower()))
+        duck.execute(f"COPY lineitem FROM '{csv}' (HEADER, DELIMITER ',', QUOTE '\"')")
+        duck.execute("CHECKPOINT")
+        duck.close()
+        print(f"duckdb   : {duck_file.stat().st_size / 1e6:8.1f} MB  (duckdb {duckdb.__version__} file)")
+    except ImportError:
+        print("duckdb   : not installed")
+
+    print(f"queries on the data dir: SUM+MAX over all rows {q_all * 1e3:.0f} ms; "
+          f"COUNT WHERE l_shipdate = day (zone maps) {q_day * 1e3:.0f} ms")
+
+    # flush / merge / scan throughput of one partition store
+    part = table.slice(0, min(table.num_rows, 1_000_000))
+    schema = table.schema
+    store_dir = work / "store"
+    shutil.rmtree(store_dir, ignore_errors=True)
+    store_dir.mkdir()
+    # flush_rows=1: every append becomes segments directly; no automatic merge
+    options = StoreOptions(flush_rows=1, merge_segments=1 << 30)
+    store = ColumnstorePartitionStore(store_dir / "part", schema, ("l_shipdate",), options,
+                                      Committer(CommitLog(store_dir / "commit.log")))
+    _, flush_s = _timed(lambda: store._write_segments(part))
+    print(f"flush    : {part.num_rows / flush_s / 1e6:6.2f} M rows/s (sort + encode + zstd + fsync of {part.num_rows:,} rows)")
+    small = part.num_rows // 16
+    for i in range(16):
+        store.append(part.slice(i * small, small).combine_chunks().to_batches()[0])
+    merged_rows = store.row_count()
+    count, merge_s = _timed(lambda: store.merge(force=True))
+    print(f"merge    : {count} segments, {merged_rows / merge_s / 1e6:6.2f} M rows/s (read, decode, re-sort, write)")
+    _, scan_all = _timed(lambda: sum(b.num_rows for b in store.scan()))
+    _, scan_one = _timed(lambda: sum(b.num_rows for b in store.scan(["l_quantity"])))
+    total = store.row_count()
+    print(f"scan     : all 16 columns {total / scan_all / 1e6:6.1f} M rows/s, one column {total / scan_one / 1e6:6.1f} M rows/s"
+          f" ({total:,} rows, memory-mapped, decoded)")
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
