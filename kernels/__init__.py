@@ -20,6 +20,8 @@ if _choice == "reference":
     from kernels.reference.hashing import hash_columns, partition_ids, scatter_indices, split_batch
     from kernels.reference.inlist import InList, supports_in_list
     from kernels.reference.hll import hll_add, hll_estimate, hll_merge
+    from kernels.reference.groupby import (Factorizer, GroupedAggregate, factorize,
+                                           supports_aggregate, supports_group_key)
 elif _choice == "compiled":
     try:
         from kernels.filter import (and_kleene, compare, count_matches, count_true, match_string,
@@ -27,6 +29,8 @@ elif _choice == "compiled":
         from kernels.hashing import hash_columns, partition_ids, scatter_indices, split_batch
         from kernels.inlist import InList, supports_in_list
         from kernels.hll import hll_add, hll_estimate, hll_merge
+        from kernels.groupby import (Factorizer, GroupedAggregate, factorize, supports_aggregate,
+                                     supports_group_key)
     except ImportError as exc:
         raise ImportError(
             "the compiled kernels are not built: run `pip install -e . --no-build-isolation` or "
@@ -43,4 +47,6 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            "compare", "match_string", "count_matches", "and_kleene", "or_kleene", "not_kleene",
            "selection", "count_true", "supports_compare",
            # IN-list
-           "InList", "supports_in_list"]
+           "InList", "supports_in_list",
+           # hash group-by
+           "Factorizer", "factorize", "GroupedAggregate", "supports_group_key", "supports_aggregate"]

@@ -1,0 +1,219 @@
+"""Hash group-by: the compiled factorizer and grouped aggregates against the pyarrow reference on
+random batches (nulls, empties, one row, extreme values, dictionary batches, several key columns,
+streams of batches crossing the table's growth and prefetch-block boundaries)."""
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kernels
+from kernels.reference import groupby as reference
+
+try:
+    from kernels import groupby as compiled
+except ImportError:
+    if kernels.IMPLEMENTATION == "compiled":
+        raise
+    compiled = None
+
+needs_compiled = pytest.mark.skipif(compiled is None, reason="compiled kernels are not built")
+IMPLEMENTATIONS = [impl for impl in (compiled, reference) if impl is not None]
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+KEY_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint32(), pa.date32(), pa.bool_(),
+             pa.decimal128(12, 2), pa.decimal128(38, 0), pa.string(), pa.large_string(), pa.binary()]
+
+
+def _value(t):
+    if pa.types.is_boolean(t):
+        return st.booleans()
+    if pa.types.is_integer(t):
+        signed = pa.types.is_signed_integer(t)
+        lo, hi = (-(2 ** (t.bit_width - 1)), 2 ** (t.bit_width - 1) - 1) if signed else (0, 2 ** t.bit_width - 1)
+        # a few distinct values so that groups repeat, and the extremes
+        return st.integers(-3 if signed else 0, 3) | st.sampled_from([lo, hi])
+    if pa.types.is_date32(t):
+        return st.integers(-3, 3).map(lambda d: np.datetime64("1970-01-01") + np.timedelta64(d, "D")).map(
+            lambda d: d.astype(object))
+    if pa.types.is_decimal(t):
+        bound = 10 ** t.precision - 1
+        return (st.integers(-3, 3) | st.sampled_from([-bound, bound])).map(
+            lambda i: decimal.Decimal(f"{i}E-{t.scale}"))
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return st.sampled_from(["", "a", "b", "ab", "é", "x" * 40])
+    return st.sampled_from([b"", b"\x00", b"a", b"a\x00"])
+
+
+@st.composite
+def key_batches(draw, max_columns=3):
+    types = draw(st.lists(st.sampled_from(KEY_TYPES), min_size=1, max_size=max_columns))
+    sizes = draw(st.lists(st.integers(0, 40) | st.sampled_from([127, 128, 129, 300]), min_size=1, max_size=4))
+    batches = []
+    for n in sizes:
+        columns = []
+        for t in types:
+            values = draw(st.lists(st.none() | _value(t), min_size=n, max_size=n))
+            if draw(st.booleans()) and n:      # an array at a non-zero offset
+                arr = pa.array(values[:1] + values, type=t).slice(1)
+            else:
+                arr = pa.array(values, type=t)
+            if draw(st.booleans()) and n:
+                arr = arr.dictionary_encode()
+            columns.append(arr)
+        batches.append(columns)
+    return types, batches
+
+
+def _run(impl, types, batches):
+    f = impl.Factorizer(types)
+    ids = [f.factorize(columns) for columns in batches]
+    return ids, f.uniques(), f.num_groups
+
+
+@needs_compiled
+@SETTINGS
+@given(key_batches())
+def test_factorize_matches_reference(case):
+    types, batches = case
+    got_ids, got_keys, got_n = _run(compiled, types, batches)
+    want_ids, want_keys, want_n = _run(reference, types, batches)
+    assert got_n == want_n
+    for g, w in zip(got_ids, want_ids):
+        np.testing.assert_array_equal(g, w)
+    for g, w in zip(got_keys, want_keys):
+        assert g.equals(w), (g, w)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+def test_nulls_form_one_group_in_first_occurrence_order(impl):
+    ids, keys = impl.factorize([pa.array([None, 5, None, 5, -1], pa.int64())])
+    assert ids.tolist() == [0, 1, 0, 1, 2]
+    assert keys[0].to_pylist() == [None, 5, -1]
+    ids, keys = impl.factorize([pa.array(["a", None, "a"]), pa.array([None, None, None], pa.int32())])
+    assert ids.tolist() == [0, 1, 0]
+    assert keys[1].null_count == 2
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+def test_incremental_ids_stay_valid_across_dictionaries(impl):
+    f = impl.Factorizer([pa.dictionary(pa.int32(), pa.string())])
+    a = f.factorize([pa.array(["x", "y", "x"]).dictionary_encode()])
+    b = f.factorize([pa.DictionaryArray.from_arrays(pa.array([1, 0, None]), pa.array(["y", "z"]))])
+    assert a.tolist() == [0, 1, 0] and b.tolist() == [2, 1, 3]
+    assert f.uniques()[0].to_pylist() == ["x", "y", "z", None]
+
+
+def test_unused_dictionary_entries_make_no_groups():
+    arr = pa.DictionaryArray.from_arrays(pa.array([2, 2], pa.int8()), pa.array(["a", "b", "c"]))
+    ids, keys = kernels.factorize([arr])
+    assert ids.tolist() == [0, 0] and keys[0].to_pylist() == ["c"]
+
+
+@needs_compiled
+def test_many_groups_grow_the_table():
+    rng = np.random.default_rng(7)
+    keys = rng.integers(-2**63, 2**63 - 1, 200_000, dtype=np.int64)
+    keys = np.concatenate([keys, keys[::-1]])
+    f = compiled.Factorizer([pa.int64()])
+    ids = np.concatenate([f.factorize([pa.array(chunk)]) for chunk in np.array_split(keys, 7)])
+    assert f.num_groups == len(np.unique(keys))
+    np.testing.assert_array_equal(f.uniques()[0].to_numpy()[ids], keys)
+    assert f.memory_bytes / f.num_groups < 64
+
+
+AGG_TYPES = {
+    "sum": [pa.int8(), pa.int64(), pa.uint64(), pa.bool_(), pa.float64(), pa.decimal128(15, 2), pa.decimal128(38, 4)],
+    "min": [pa.int16(), pa.int64(), pa.float64(), pa.date32(), pa.decimal128(15, 2), pa.decimal128(38, 0)],
+    "max": [pa.int32(), pa.uint64(), pa.float32(), pa.date32(), pa.decimal128(38, 0)],
+    "count": [pa.int64(), pa.string()],
+}
+
+
+def _agg_value(t):
+    if pa.types.is_floating(t):
+        return st.floats(-1e6, 1e6, width=32 if t.bit_width == 32 else 64).map(lambda x: float(int(x)))
+    if pa.types.is_integer(t):
+        signed = pa.types.is_signed_integer(t)
+        lo, hi = (-(2 ** (t.bit_width - 1)), 2 ** (t.bit_width - 1) - 1) if signed else (0, 2 ** t.bit_width - 1)
+        return st.integers(lo, hi) | st.sampled_from([lo, hi])
+    return _value(t)
+
+
+@st.composite
+def agg_case(draw):
+    func = draw(st.sampled_from(sorted(AGG_TYPES)))
+    t = draw(st.sampled_from(AGG_TYPES[func]))
+    batches, groups = [], 0
+    for extra in draw(st.lists(st.integers(0, 50), min_size=1, max_size=4)):
+        # as from a Factorizer: a batch's rows create its new groups, so every group has a row
+        added = draw(st.integers(0 if groups else 1, 5))
+        ids = list(range(groups, groups + added))
+        groups += added
+        ids += draw(st.lists(st.integers(0, groups - 1), min_size=extra, max_size=extra))
+        ids = np.array(draw(st.permutations(ids)), dtype=np.int64)
+        n = len(ids)
+        values = pa.array(draw(st.lists(st.none() | _agg_value(t), min_size=n, max_size=n)), type=t)
+        batches.append((ids, groups, values))
+    return func, t, batches
+
+
+def _aggregate(impl, func, t, batches):
+    agg = impl.GroupedAggregate(func, t)
+    for ids, groups, values in batches:
+        agg.update(ids, groups, values)
+    return agg.result()
+
+
+@needs_compiled
+@SETTINGS
+@given(agg_case())
+def test_grouped_aggregates_match_reference(case):
+    func, t, batches = case
+    got = _aggregate(compiled, func, t, batches)
+    want = _aggregate(reference, func, t, batches)
+    assert got.type == want.type
+    assert got.to_pylist() == want.to_pylist()
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+def test_integer_sums_are_exact_past_int64(impl):
+    agg = impl.GroupedAggregate("sum", pa.int64())
+    big = 2**63 - 1
+    agg.update(np.array([0, 0, 0, 1, 1]), 2, pa.array([big, big, big, -big - 1, -big - 1]))
+    assert agg.result().to_pylist() == [3 * big, 2 * (-big - 1)]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+def test_count_all_and_partial_merge(impl):
+    # leaf partials (keys, counts, sums) merged by the same keys: SUM of counts, SUM of sums
+    leaves = [([1, 2, 1], [10, 20, 30]), ([2, 3], [5, None])]
+    partials = []
+    for keys, values in leaves:
+        f = impl.Factorizer([pa.int64()])
+        ids = f.factorize([pa.array(keys)])
+        c, s = impl.GroupedAggregate("count_all"), impl.GroupedAggregate("sum", pa.int64())
+        c.update(ids, f.num_groups)
+        s.update(ids, f.num_groups, pa.array(values))
+        partials.append((f.uniques()[0], c.result(), s.result()))
+    f = impl.Factorizer([pa.int64()])
+    c, s = impl.GroupedAggregate("sum", pa.int64()), impl.GroupedAggregate("sum", pa.decimal128(38, 0))
+    for keys, counts, sums in partials:
+        ids = f.factorize([keys])
+        c.update(ids, f.num_groups, counts)
+        s.update(ids, f.num_groups, sums)
+    assert f.uniques()[0].to_pylist() == [1, 2, 3]
+    assert c.result().to_pylist() == [2, 2, 1]
+    assert s.result().to_pylist() == [40, 25, None]
+
+
+@needs_compiled
+def test_bad_ids_and_unsupported_types_are_refused():
+    with pytest.raises(ValueError):
+        compiled.group_count(np.array([0, 3]), np.zeros(3, dtype=np.int64))
+    with pytest.raises(TypeError):
+        compiled.Factorizer([pa.float64()])
+    assert not kernels.supports_group_key(pa.list_(pa.int64()))
+    assert not kernels.supports_aggregate("sum", pa.string())
