@@ -321,6 +321,11 @@ class Estimator:
                     self._note("default")
                     nulls = 0.05
                 return nulls if op == "is_null" else 1.0 - nulls
+        if isinstance(predicate, ColumnRef) and predicate.type.kind == "bool":     # WHERE flag
+            stats = self._column_stats(predicate)
+            if stats is not None and stats.rows:
+                self._note("histogram")
+                return (stats.eq_rows(True) or 0.0) / stats.rows
         self._note("default")
         return 0.5
 
@@ -331,9 +336,9 @@ class Estimator:
             return 0.9 if negated else 0.1
         column, _, value = compared
         stats = self._column_stats(column)
-        if stats is not None and stats.rows and stats.accepts(value):
-            self._note("histogram")
-            equal = stats.eq_rows(value) / stats.rows
+        if stats is not None and stats.rows and (stats.accepts(value) or not stats.valid):
+            self._note("histogram")      # a column of NULLs only equals nothing
+            equal = stats.eq_rows(value) / stats.rows if stats.valid else 0.0
             return max(0.0, stats.valid / stats.rows - equal) if negated else equal
         equal = 1.0 / self.ndv(column.id, plan)
         return 1.0 - equal if negated else equal

@@ -155,3 +155,12 @@ def test_update_forgets_the_statistics(con):
     con.execute("ANALYZE TABLE t")
     con.execute("UPDATE t SET k = 5")
     assert con.session.statistics.column_stats(_table(con, "t"), "k").frequent == {5: 2}
+
+
+def test_boolean_flags_and_all_null_columns(con):
+    con.execute("CREATE TABLE f (flag BOOLEAN, nothing INT)")
+    con.session.runner.insert(_table(con, "f"), pa.table({"flag": pa.array([True] * 30 + [False] * 970),
+                                                          "nothing": pa.array([None] * 1000, type=pa.int32())}))
+    for where, rows in [("flag", 30), ("NOT flag", 970), ("nothing = 5", 1)]:
+        scan = next(r[0] for r in con.execute(f"EXPLAIN SELECT * FROM f WHERE {where}").fetchall() if "Scan f" in r[0])
+        assert scan.endswith(f"(est. {rows} rows: histogram)"), (where, scan)
