@@ -155,7 +155,9 @@ class GroupedAggregate:
         values = pa.concat_arrays(self._values) if self._values else pa.array([], type=self.type)
         if self.func == "sum":
             if pa.types.is_integer(values.type) or pa.types.is_boolean(values.type):
-                values = values.cast(pa.int64()).cast(pa.decimal128(38, 0))
+                if pa.types.is_boolean(values.type):
+                    values = values.cast(pa.int8())
+                values = values.cast(pa.decimal128(38, 0))
             elif pa.types.is_decimal128(values.type):
                 values = values.cast(pa.decimal128(38, values.type.scale))
             else:

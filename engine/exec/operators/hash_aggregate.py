@@ -6,6 +6,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
+import kernels
 from engine.exec import decimal64
 from engine.exec.evaluate import evaluate_array
 from engine.exec.operators.base import PhysicalOperator, TaskContext, table_to_batches
@@ -129,7 +130,64 @@ class HashAggregateExec(PhysicalOperator):
         else:
             yield from self._first_phase(partition, ctx)
 
+    def _kernel_states(self, final: bool):
+        """(aggregate index, kernel function, argument type, state name) of each partial state when
+        the keys and every state run on kernels' hash group-by, else None (Acero's path)."""
+        if not self.keys or not all(kernels.supports_group_key(f.type.to_arrow()) for f, _ in self.keys):
+            return None
+        states = []
+        for i, (f, call) in enumerate(self.aggregates):
+            if call.distinct:
+                return None
+            for suffix, compute, merge in _STATES[call.func]:
+                name = f"{f.id}|{suffix}"
+                if final:
+                    func, arg_type = merge, (pa.int64() if suffix == "count" else
+                                             _sum_type(call) if suffix == "sum" else call.type.to_arrow())
+                else:
+                    func, arg_type = compute, (call.arg.type.to_arrow() if call.arg is not None else None)
+                if not kernels.supports_aggregate(func, arg_type):
+                    return None
+                states.append((i, func, arg_type, name))
+        return states
+
+    def _aggregate_with_kernels(self, batches, key_columns, state_columns, states) -> pa.Table:
+        """Stream ``batches`` through a Factorizer and one GroupedAggregate per state: no
+        concatenation of the input; memory grows with the groups, not the rows."""
+        factorizer = kernels.Factorizer([f.type.to_arrow() for f, _ in self.keys])
+        aggs = [kernels.GroupedAggregate(func, arg_type) for _, func, arg_type, _ in states]
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            ids = factorizer.factorize(key_columns(batch))
+            groups = factorizer.num_groups
+            for agg, (i, func, arg_type, name), values in zip(aggs, states, state_columns(batch)):
+                if values is not None and arg_type is not None and values.type != arg_type \
+                        and not pa.types.is_dictionary(values.type):
+                    values = values.cast(arg_type)
+                agg.update(ids, groups, values)
+        groups = factorizer.num_groups
+        columns = factorizer.uniques() + [agg.result(groups) for agg in aggs]
+        return pa.table(columns, names=[f.id for f, _ in self.keys] + [name for *_, name in states])
+
     def _first_phase(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        states = self._kernel_states(final=False)
+        if states is not None:
+            def key_columns(batch):
+                return [evaluate_array(e, batch, ctx.params) for _, e in self.keys]
+
+            def state_columns(batch):
+                args = {i: evaluate_array(call.arg, batch, ctx.params)
+                        for i, (_, call) in enumerate(self.aggregates) if call.arg is not None}
+                return [args.get(i) for i, *_ in states]
+
+            result = self._aggregate_with_kernels(self.input.execute(partition, ctx), key_columns,
+                                                  state_columns, states)
+            if self.mode == "partial":
+                yield from table_to_batches(result.cast(self.schema))
+            else:
+                yield from table_to_batches(self._finish(result))
+            return
         key_names = [f.id for f, _ in self.keys]
         columns: dict[str, list[pa.Array]] = {}
         arg_names: dict[int, str] = {}
@@ -201,6 +259,18 @@ class HashAggregateExec(PhysicalOperator):
         key_names = [f.id for f, _ in self.keys]
         state_schema = pa.schema([pa.field(f.id, f.type.to_arrow()) for f, _ in self.keys]
                                  + state_fields(self.aggregates))
+        states = self._kernel_states(final=True)
+        if states is not None:
+            key_names = [f.id for f, _ in self.keys]
+            result = self._aggregate_with_kernels(
+                self.input.execute(partition, ctx),
+                lambda batch: [batch.column(name) for name in key_names],
+                lambda batch: [batch.column(name) for *_, name in states], states)
+            for k, (_, _, _, name) in enumerate(states):     # SUM of counts: back to BIGINT
+                if name.endswith("|count"):
+                    result = result.set_column(len(key_names) + k, name, result.column(name).cast(pa.int64()))
+            yield from table_to_batches(self._finish(result))
+            return
         batches = [b for b in self.input.execute(partition, ctx) if b.num_rows]
         table = pa.Table.from_batches(batches, schema=state_schema) if batches else state_schema.empty_table()
         if not self.keys and table.num_rows == 0 and ctx.task != 0:
