@@ -76,6 +76,7 @@ class Estimator:
         self._note("ndv")
         ndv = float(self.stats.column_ndv(*origin))
         pinned = self._pinned(column_id, within)
+        pinned = None if pinned is None else float(len(pinned))
         return max(1.0, min(ndv if pinned is None else min(pinned, ndv), rows))
 
     def _expression_ndv(self, expr: Expr, within: LogicalPlan) -> float:
@@ -94,8 +95,8 @@ class Estimator:
             ndv *= self.ndv(column_id, within)
         return ndv
 
-    def _pinned(self, column_id: str, plan: LogicalPlan) -> Optional[float]:
-        """How many values a filter below ``plan`` leaves the column: 1 under ``col = const``, k under
+    def _pinned(self, column_id: str, plan: LogicalPlan) -> Optional[list]:
+        """The values a filter below ``plan`` leaves the column: one under ``col = const``, k under
         ``col IN (k constants)`` (``WHERE k = 3 GROUP BY k`` is one group); None when unrestricted."""
         while True:
             predicates = plan.filters if isinstance(plan, Scan) else \
@@ -103,10 +104,10 @@ class Estimator:
             for p in predicates:
                 compared = _comparison(p)
                 if compared is not None and compared[1] == "eq" and compared[0].id == column_id:
-                    return 1.0
+                    return [compared[2]]
                 if isinstance(p, Call) and p.op == "in_list" and not p.options[1] and \
                         getattr(_strip_cast(p.args[0]), "id", None) == column_id:
-                    return float(len(set(p.options[0])))
+                    return list(set(p.options[0]))
             if isinstance(plan, Project):
                 column_id = next((e.id for f, e in plan.exprs if f.id == column_id and isinstance(e, ColumnRef)), None)
             if isinstance(plan, (Filter, Sort, Limit, Project)) and column_id is not None:
@@ -234,8 +235,27 @@ class Estimator:
         ndv_l = min(ndv_l, self._domain(right_keys))
         ndv_r = min(ndv_r, self._domain(left_keys))
         selectivity = 1.0 / max(ndv_l, ndv_r, 1.0)
-        skew = self._skew(left_keys[0], right_keys[0]) if len(left_keys) == 1 else None
+        if len(left_keys) != 1:
+            return selectivity
+        pinned = self._pinned_join(left_keys[0], left, right_keys[0]) or \
+            self._pinned_join(right_keys[0], right, left_keys[0])
+        if pinned is not None:
+            return pinned
+        skew = self._skew(left_keys[0], right_keys[0])
         return selectivity if skew is None else selectivity * skew
+
+    def _pinned_join(self, key: Expr, side: LogicalPlan, other_key: Expr) -> Optional[float]:
+        """A key a filter pins to constants (``a.v = 5``) meets the other side's rows of those values:
+        the selectivity is the other side's mean share of them, from its histogram. The skew of the
+        unfiltered tables would say v = 1's 320,000 rows instead."""
+        values = self._pinned(key.id, side) if isinstance(key, ColumnRef) else None
+        stats = self._column_stats(other_key) if values else None
+        if stats is None or not stats.rows or not all(stats.accepts(v) for v in values):
+            return None
+        if self._noted:
+            self._noted[-1][:] = [s for s in self._noted[-1] if s != "ndv"]
+        self._note("histogram")
+        return sum(stats.eq_rows(v) for v in values) / len(values) / stats.rows
 
     def _skew(self, left_key: Expr, right_key: Expr) -> Optional[float]:
         """How far the join of the two key columns' tables is from the uniform |L|·|R| / max(NDV), by

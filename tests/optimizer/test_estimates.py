@@ -170,3 +170,10 @@ def test_tpch_explain_estimates_every_operator(tpch_canopy_sf001):
         lines = [r[0] for r in tpch_canopy_sf001.execute("EXPLAIN " + tpch.query(name)).fetchall()]
         for line in lines:
             assert re.search(r"\(est\. [\d,]+ rows: (rows|histogram|ndv|default)\)$", line), (name, line)
+
+
+@pytest.mark.parametrize("where, actual", [("a.v = 5", 1), ("a.v = 1", 320000 ** 2), ("a.v IN (5, 11)", 1 + 9)])
+def test_join_on_a_key_pinned_by_a_filter(g, where, actual):
+    rows, source, node = estimate(g, f"SELECT * FROM g a JOIN g b ON a.v = b.v WHERE {where}", optimized=True)
+    assert isinstance(node, Join) and source == "histogram"
+    assert q_error(rows, actual) <= 1.5, rows
