@@ -40,7 +40,7 @@ from cluster import transport
 from cluster.actors import AggregatorActor, LeafActor, route
 from cluster.leaf import Leaf
 from engine.catalog import Catalog, TableDef
-from engine.errors import CanopyInternalError, ExecutionError
+from engine.errors import CanopyInternalError, ExecutionError, UnsupportedError
 from engine.exec.operators.base import PhysicalOperator, conform
 from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.stages import StageSpec, encode_stage
@@ -86,7 +86,10 @@ class RayRunner(Runner):
                  leaf_cpus: float = 0.5, leaf_resources: Optional[dict] = None, max_restarts: int = 3,
                  num_cpus: Optional[int] = None, compression: str = "adaptive",
                  throttle_bytes_per_s: Optional[float] = None, debug_task_delay_s: float = 0.0,
-                 start_timeout_s: float = 120.0):
+                 start_timeout_s: float = 120.0, data_dir: Optional[str] = None):
+        if data_dir is not None:
+            raise UnsupportedError("data_dir with cluster='ray': Ray leaves keep their partitions in memory "
+                                   "so far (durable leaf storage is not wired into the Ray runner yet)")
         if not ray.is_initialized():
             init = dict(include_dashboard=False, logging_level="WARNING")
             if address is None:
@@ -100,6 +103,11 @@ class RayRunner(Runner):
         self.aggregator = Leaf(-1, ())          # runs the once-only stages that read no table
         self._write_lock = threading.Lock()
         self._keyless_cursor: dict[int, int] = {}
+        # Row counts and distinct counts answered here: the optimizer asks for them hundreds of times a
+        # plan, and every write goes through this driver, which keeps them exact (a reconnecting driver
+        # or a leaf restart starts them afresh from the leaves).
+        self._rows: dict[int, int] = {}
+        self._distinct: dict[tuple[int, str], int] = {}
         self._closed = False
 
         self.name = name or f"canopy-{uuid.uuid4().hex[:8]}"
@@ -165,12 +173,24 @@ class RayRunner(Runner):
             return [None]
         return list(range(leaf * self.partitions_per_leaf, (leaf + 1) * self.partitions_per_leaf))
 
+    def _forget(self, table_id: Optional[int] = None) -> None:
+        """Drop cached counts: of one table (it changed), or all (a leaf may have lost rows)."""
+        if table_id is None:
+            self._rows.clear()
+            self._distinct.clear()
+            return
+        self._rows.pop(table_id, None)
+        for key in [k for k in self._distinct if k[0] == table_id]:
+            del self._distinct[key]
+
     def create_table(self, table: TableDef) -> None:
+        self._forget(table.table_id)
         self._get([leaf.create_table.remote(table.table_id, table.arrow_schema, self._keys(table, i))
                    for i, leaf in enumerate(self.leaves)])
         self._save_catalog()
 
     def drop_table(self, table: TableDef) -> None:
+        self._forget(table.table_id)
         self._get([leaf.drop_table.remote(table.table_id) for leaf in self.leaves])
         self._save_catalog()
 
@@ -215,6 +235,7 @@ class RayRunner(Runner):
         """Two steps: every leaf holds its pieces (prepare), then every leaf applies them (commit), so a
         leaf that cannot take its rows leaves every partition untouched."""
         txn = uuid.uuid4().hex
+        self._forget(table.table_id)
         targets = [(self.leaves[i], list(pieces.items())) for i, pieces in placed.items()]
         with self._write_lock:
             try:
@@ -227,18 +248,23 @@ class RayRunner(Runner):
             self._get([leaf.commit_write.remote(txn) for leaf, _ in targets])
 
     def row_count(self, table: TableDef) -> int:
-        leaves = self.leaves[:1] if table.reference else self.leaves
-        return sum(self._get([leaf.row_count.remote(table.table_id, self._keys(table, i))
-                              for i, leaf in enumerate(leaves)]))
+        rows = self._rows.get(table.table_id)
+        if rows is None:
+            leaves = self.leaves[:1] if table.reference else self.leaves
+            rows = self._rows[table.table_id] = sum(self._get(
+                [leaf.row_count.remote(table.table_id, self._keys(table, i)) for i, leaf in enumerate(leaves)]))
+        return rows
 
     def distinct_count(self, table: TableDef, column: str) -> int:
-        leaves = self.leaves[:1] if table.reference else self.leaves
-        values = self._get([leaf.distinct_values.remote(table.table_id, self._keys(table, i), column)
-                            for i, leaf in enumerate(leaves)])
-        values = [v for v in values if len(v)]
-        if not values:
-            return 0
-        return pc.count_distinct(pa.chunked_array(values), mode="only_valid").as_py()
+        key = (table.table_id, column)
+        if key not in self._distinct:
+            leaves = self.leaves[:1] if table.reference else self.leaves
+            values = self._get([leaf.distinct_values.remote(table.table_id, self._keys(table, i), column)
+                                for i, leaf in enumerate(leaves)])
+            values = [v for v in values if len(v)]
+            self._distinct[key] = \
+                pc.count_distinct(pa.chunked_array(values), mode="only_valid").as_py() if values else 0
+        return self._distinct[key]
 
     def map_column_partitions(self, table: TableDef, column: str, fn):
         leaves = self.leaves[:1] if table.reference else self.leaves
@@ -347,6 +373,7 @@ class RayRunner(Runner):
                 return cause
             return ExecutionError(f"a leaf task failed: {_first_line(str(error))}")
         if isinstance(error, rex.RayActorError):
+            self._forget()
             actor_id = getattr(error, "actor_id", None)
             leaf = self._leaf_by_actor.get(actor_id if isinstance(actor_id, str) else getattr(actor_id, "hex", lambda: "")())
             who = f"leaf {leaf} ({self.name}-leaf-{leaf})" if leaf is not None else "a leaf"

@@ -12,8 +12,9 @@ its links cannot pile up unbounded memory.
 Adaptive LZ4 (MemSQL 6.7): when more than ``compress_after`` batches wait in the queue behind the one
 being sent, the link is the bottleneck, so that batch goes LZ4-compressed; otherwise it goes raw (no CPU
 spent where the wire keeps up). ``compression="always"|"never"`` forces either (benchmarks).
-``throttle_bytes_per_s`` makes the sender thread hold each frame for ``len / rate`` seconds: a benchmark
-mode that models a slow network link.
+``throttle_bytes_per_s`` models a slow network link (a benchmark mode): a frame occupies the wire for
+``len / rate`` seconds, one frame may wait in the socket buffer behind the one on the wire (so encoding
+the next frame overlaps sending this one), and ``finish`` returns once the last byte is across.
 
 Payload layout (little-endian)::
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import queue
 import struct
 import threading
+import time
 from dataclasses import asdict, dataclass
 from typing import Iterable, Optional
 
@@ -78,11 +80,12 @@ class Sender:
         self.throttle = throttle_bytes_per_s
         schema_bytes = self.schema.serialize().to_pybytes()
         header = MAGIC + struct.pack("<I", len(schema_bytes)) + schema_bytes + _pad(len(schema_bytes))
-        self._parts: list[list[bytes]] = [[header] for _ in range(destinations)]
+        self._parts: list[list] = [[header] for _ in range(destinations)]
         self.counters = [LinkCounters() for _ in range(destinations)]
         self._queue: "queue.Queue[Optional[tuple[int, pa.RecordBatch]]]" = queue.Queue(maxsize=queue_limit)
         self._error: Optional[BaseException] = None
         self._stop = threading.Event()          # set by abort: cut a throttled frame's wait short
+        self._wire_free_at = 0.0                # throttled: when the modelled wire has sent all frames
         self._thread = threading.Thread(target=self._drain, name="canopy-sender", daemon=True)
         self._thread.start()
 
@@ -98,6 +101,7 @@ class Sender:
         self._thread.join()
         if self._error is not None:
             raise self._error
+        self._stop.wait(max(0.0, self._wire_free_at - time.monotonic()))
         return [b"".join(parts) for parts in self._parts]
 
     def abort(self) -> None:
@@ -132,14 +136,20 @@ class Sender:
                 counters.batches_compressed += frame.compressed
                 self._parts[destination].extend(frame.parts)
                 if self.throttle:
-                    self._stop.wait(frame.sent_length / self.throttle)
+                    self._transmit(frame.sent_length)
             except BaseException as error:      # noqa: BLE001 - handed to the producer in send/finish
                 self._error = error
 
 
+    def _transmit(self, length: int) -> None:
+        """Hand a frame to the modelled wire: wait while the previous frame is still on it."""
+        self._stop.wait(max(0.0, self._wire_free_at - time.monotonic()))
+        self._wire_free_at = max(self._wire_free_at, time.monotonic()) + length / self.throttle
+
+
 @dataclass
 class _Frame:
-    parts: tuple[bytes, ...]
+    parts: tuple  # bytes-like: bytes, or a pa.Buffer of a raw message
     raw_length: int
     sent_length: int
     compressed: bool
@@ -148,11 +158,12 @@ class _Frame:
 def encode_frame(batch: pa.RecordBatch, compress: bool) -> _Frame:
     message = batch.serialize()
     raw = message.size
-    body = lz4.block.compress(message, store_size=False) if compress else message.to_pybytes()
+    body = lz4.block.compress(message, store_size=False) if compress else message   # raw: no copy until finish
+    length = len(body) if compress else body.size
     flags = _LZ4 if compress else 0
-    padding = _pad(len(body))
-    return _Frame((_FRAME.pack(flags, raw, len(body)), body, padding), raw,
-                  _FRAME.size + len(body) + len(padding), compress)
+    padding = _pad(length)
+    return _Frame((_FRAME.pack(flags, raw, length), body, padding), raw, _FRAME.size + length + len(padding),
+                  compress)
 
 
 def _pad(length: int) -> bytes:

@@ -1,0 +1,185 @@
+"""The Ray runner against the embedded one, and the exchange transport (workload i).
+
+    python -m benchmarks.ray_bench tpch --sf 0.1             # TPC-H total, Ray vs embedded (goal <= 1.3x)
+    python -m benchmarks.ray_bench link --sf 0.1             # workload i: LZ4 on/off, throttled and loopback
+    python -m benchmarks.ray_bench choice --sf 0.1           # payload bytes vs Ray-pickled batches
+
+``tpch``: both runners load the same CSV files (2 leaves x 4 partitions each); every query runs once as a
+warm-up on each, then ``--repeat`` times alternating; totals are sums of medians.
+
+``link``: lineitem as Arrow batches of 16k rows through one :class:`cluster.transport.Sender` link, then
+the payload moves through Ray's object store to a consumer actor that decodes it. ``throttled``: the
+sender holds each frame for ``bytes / 100 MB/s`` (the benchmark mode of the transport, modelling a slow
+network); ``loopback``: no throttle. Compression ``never``, ``always`` and ``adaptive`` (compress a batch
+when more than 4 wait in the send queue).
+
+``choice``: the same batches to an actor as our framed IPC payload vs as a list of RecordBatches that
+Ray pickles itself, to justify the payload format.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import pyarrow as pa
+
+
+def _median_time(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_tpch(args) -> int:
+    import engine
+    from engine.workloads import tpch
+
+    data_dir = tpch.generate(args.sf, tpch.default_cache_dir())
+    wanted = {q for q in args.queries.split(",") if q}
+    queries = [(n, sql) for n, sql in tpch.queries() if not wanted or n in wanted]
+    cons = {}
+    for kind, options in (("embedded", {"cluster": "local"}),
+                          ("ray", {"cluster": "ray", "leaf_cpus": args.leaf_cpus})):
+        start = time.perf_counter()
+        con = engine.connect(leaves=args.leaves, **options)
+        tpch.create_schema(con)
+        tpch.load(con, data_dir)
+        cons[kind] = con
+        print(f"{kind}: connect + load {time.perf_counter() - start:.2f} s")
+    print(f"TPC-H SF {args.sf:g}, {args.leaves} leaves x 4 partitions, {os.cpu_count()} CPUs; "
+          f"median of {args.repeat} after a warm-up\n")
+    print(f"{'query':<6} {'embedded s':>11} {'ray s':>9} {'ratio':>7}")
+    totals = {"embedded": 0.0, "ray": 0.0}
+    for name, sql in queries:
+        medians = {}
+        for kind, con in cons.items():
+            medians[kind] = _median_time(lambda: con.execute(sql).fetch_arrow_table(), args.repeat)
+            totals[kind] += medians[kind]
+        print(f"{name:<6} {medians['embedded']:>11.4f} {medians['ray']:>9.4f} "
+              f"{medians['ray'] / medians['embedded']:>7.2f}")
+        sys.stdout.flush()
+    print(f"{'total':<6} {totals['embedded']:>11.4f} {totals['ray']:>9.4f} "
+          f"{totals['ray'] / totals['embedded']:>7.2f}")
+    for con in cons.values():
+        con.close()
+    return 0
+
+
+def _lineitem_batches(sf: float, rows_per_batch: int = 16384) -> list[pa.RecordBatch]:
+    import engine
+    from engine.workloads import tpch
+
+    data_dir = tpch.generate(sf, tpch.default_cache_dir())
+    con = engine.connect(cluster="local")
+    tpch.create_schema(con)
+    tpch.load(con, data_dir)
+    table = con.execute("SELECT * FROM lineitem").fetch_arrow_table()
+    con.close()
+    return table.combine_chunks().to_batches(max_chunksize=rows_per_batch)
+
+
+def _consumer():
+    import ray
+
+    from cluster import transport
+
+    @ray.remote(num_cpus=0.5)
+    class Consumer:
+        def take_payload(self, payload) -> int:
+            return sum(b.num_rows for b in transport.decode(payload))
+
+        def take_batches(self, batches) -> int:
+            return sum(b.num_rows for b in batches)
+
+    return Consumer.remote()
+
+
+def bench_link(args) -> int:
+    import ray
+
+    from cluster import transport
+
+    batches = _lineitem_batches(args.sf)
+    raw_bytes = sum(b.nbytes for b in batches)
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="WARNING")
+    consumer = _consumer()
+    ray.get(consumer.take_payload.remote(transport.encode(batches[:1], batches[0].schema)))
+    print(f"lineitem SF {args.sf:g}: {len(batches)} batches, {raw_bytes / 1e6:.1f} MB in Arrow\n")
+    print(f"{'link':<10} {'compression':<11} {'link s':>7} {'total s':>8} {'sent MB':>8} {'ratio':>6} "
+          f"{'compressed':>11}")
+    results = {}
+    for link, throttle in (("throttled", 100e6), ("loopback", None)):
+        for compression in ("never", "always", "adaptive"):
+            counters = {}
+
+            def transfer():
+                start = time.perf_counter()
+                sender = transport.Sender(batches[0].schema, 1, compression=compression,
+                                          throttle_bytes_per_s=throttle)
+                for batch in batches:
+                    sender.send(0, batch)
+                (payload,) = sender.finish()
+                counters.setdefault("link_s", []).append(time.perf_counter() - start)
+                rows = ray.get(consumer.take_payload.remote(ray.put(payload)))
+                assert rows == sum(b.num_rows for b in batches)
+                counters["link"] = sender.counters[0]
+
+            seconds = _median_time(transfer, args.repeat)
+            link_s = statistics.median(counters["link_s"][1:])        # without the warm-up
+            c = counters["link"]
+            results[(link, compression)] = (link_s, seconds)
+            print(f"{link:<10} {compression:<11} {link_s:>7.3f} {seconds:>8.3f} {c.bytes_sent / 1e6:>8.1f} "
+                  f"{c.ratio:>6.2f} {c.batches_compressed:>5}/{c.batches:<5}")
+        for i, what in ((0, "link"), (1, "end to end")):
+            never, always, adaptive = (results[(link, c)][i] for c in ("never", "always", "adaptive"))
+            print(f"  {link} {what}: LZ4 always {never / always:.2f}x, adaptive {never / adaptive:.2f}x "
+                  f"the speed of raw")
+        print()
+    ray.shutdown()
+    return 0
+
+
+def bench_choice(args) -> int:
+    import ray
+
+    from cluster import transport
+
+    batches = _lineitem_batches(args.sf)
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="WARNING")
+    consumer = _consumer()
+    rows = sum(b.num_rows for b in batches)
+
+    def as_payload():
+        payload = transport.encode(batches, batches[0].schema, "never")
+        assert ray.get(consumer.take_payload.remote(ray.put(payload))) == rows
+
+    def as_batches():
+        assert ray.get(consumer.take_batches.remote(ray.put(batches))) == rows
+
+    for label, fn in (("framed IPC payload", as_payload), ("Ray-pickled batches", as_batches)):
+        print(f"{label:<22} {_median_time(fn, args.repeat):.3f} s")
+    ray.shutdown()
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ray_bench", description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["tpch", "link", "choice"])
+    parser.add_argument("--sf", type=float, default=0.1)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--queries", default="", help="comma-separated subset of TPC-H queries")
+    parser.add_argument("--leaves", type=int, default=2)
+    parser.add_argument("--leaf-cpus", type=float, default=0.5)
+    args = parser.parse_args(argv)
+    return {"tpch": bench_tpch, "link": bench_link, "choice": bench_choice}[args.what](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
