@@ -66,8 +66,8 @@ class LeafStorage:
         return [(k[1], s) for k, s in self._stores.items() if k[0] == table_id]
 
     def scan(self, table_id: int, partition: Optional[int], columns: Sequence[str],
-             batch_rows: Optional[int] = None, bounds=None) -> Iterator[pa.RecordBatch]:
-        return self.store(table_id, partition).scan(columns, batch_rows, bounds)
+             batch_rows: Optional[int] = None, bounds=None, encoded: bool = False) -> Iterator[pa.RecordBatch]:
+        return self.store(table_id, partition).scan(columns, batch_rows, bounds, encoded)
 
 
 class Leaf:

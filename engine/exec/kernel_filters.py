@@ -23,6 +23,7 @@ import pyarrow as pa
 
 import kernels
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, and_all, conjuncts
+from engine.storage.columnstore.encoding import decode_batch, decode_column
 
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 _FLIPPED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
@@ -147,7 +148,10 @@ class KernelFilter:
         return cls(tuple(_fuse_between(preds)), and_all(rest))
 
     def apply(self, batch: pa.RecordBatch, params: Sequence = ()) -> pa.RecordBatch:
-        """The rows of ``batch`` for which the predicate is TRUE (a new batch; input unmodified)."""
+        """The rows of ``batch`` for which the predicate is TRUE (a new batch; input unmodified).
+
+        ``batch`` may hold run-end or dictionary encoded columns (a columnstore scan's): the kernels
+        compare them encoded and only the rows kept are decoded, so the result is plain arrays."""
         # Imported here: the evaluator imports this module for in_list_contains.
         from engine.exec.evaluate import evaluate_predicate
 
@@ -159,13 +163,29 @@ class KernelFilter:
                     result = kernels.selection(p.evaluate(column))
                 except TypeError:
                     # A constant or column layout the kernels do not take: the evaluator's answer.
-                    result = evaluate_predicate(p.source, batch, params)
+                    result = evaluate_predicate(p.source, decode_batch(batch), params)
                 mask = result if mask is None else kernels.and_kleene(mask, result)
-            if kernels.count_true(mask) != batch.num_rows:
-                batch = batch.filter(mask)
+            kept = kernels.count_true(mask)
+            if kept == 0:
+                batch = decode_batch(batch.slice(0, 0))
+            elif kept != batch.num_rows:
+                batch = _filter_encoded(batch, mask)
+        batch = decode_batch(batch)
         if self.residual is not None and batch.num_rows:
             batch = batch.filter(evaluate_predicate(self.residual, batch, params))
         return batch
+
+
+def _filter_encoded(batch: pa.RecordBatch, mask: pa.BooleanArray) -> pa.RecordBatch:
+    """The rows of ``batch`` where ``mask`` is TRUE, decoded: dictionary columns are filtered
+    before decoding (fewer rows to decode); Arrow has no filter for run-end arrays, so those are
+    decoded first."""
+    columns = []
+    for column in batch.columns:
+        if pa.types.is_run_end_encoded(column.type):
+            column = decode_column(column)
+        columns.append(decode_column(column.filter(mask)))
+    return pa.RecordBatch.from_arrays(columns, schema=decode_batch(batch.slice(0, 0)).schema)
 
 
 @functools.lru_cache(maxsize=256)

@@ -22,8 +22,12 @@ class PartitionStore(ABC):
 
     @abstractmethod
     def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
-             bounds: Optional[Sequence[tuple[str, str, object]]] = None) -> Iterator[pa.RecordBatch]:
+             bounds: Optional[Sequence[tuple[str, str, object]]] = None,
+             encoded: bool = False) -> Iterator[pa.RecordBatch]:
         """Yield the partition's rows, only ``columns`` (all when None), at most ``batch_rows`` a batch.
+
+        ``encoded``: the caller takes columns as stored (run-end or dictionary encoded arrays of the
+        column's value type) and decodes them itself; a store may still return plain arrays.
 
         ``bounds``: (column, op, value) conjuncts of the query's filter (op: eq, ne, lt, le, gt, ge,
         ``between`` with a (low, high) pair, ``in`` with a tuple). A store may skip rows it can prove

@@ -42,7 +42,7 @@ class MemoryPartitionStore(PartitionStore):
             self._rows += batch.num_rows
 
     def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
-             bounds=None) -> Iterator[pa.RecordBatch]:
+             bounds=None, encoded: bool = False) -> Iterator[pa.RecordBatch]:
         with self._lock:
             snapshot = self._sealed + self._tail
         for batch in snapshot:

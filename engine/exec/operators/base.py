@@ -34,13 +34,14 @@ class TaskContext:
         self.exchange_inputs = exchange_inputs or {}
 
     def scan(self, table_id: int, task: int, columns: Sequence[str], replicated: bool,
-             batch_rows: Optional[int] = None, bounds=None) -> Iterator[pa.RecordBatch]:
-        """``bounds``: see :meth:`engine.storage.PartitionStore.scan`."""
-        if replicated:
-            yield from self.storage.scan(table_id, None, columns, batch_rows, bounds)
-            return
-        for partition in self.partitions:
-            yield from self.storage.scan(table_id, partition, columns, batch_rows, bounds)
+             batch_rows: Optional[int] = None, bounds=None, encoded: bool = False) -> Iterator[pa.RecordBatch]:
+        """``bounds``, ``encoded``: see :meth:`engine.storage.PartitionStore.scan`."""
+        for partition in self.scan_partitions(replicated):
+            yield from self.storage.scan(table_id, partition, columns, batch_rows, bounds, encoded)
+
+    def scan_partitions(self, replicated: bool) -> tuple[Optional[int], ...]:
+        """The storage partitions a scan of this task reads (None: the leaf's reference copy)."""
+        return (None,) if replicated else self.partitions
 
 
 def schema_of(fields: Sequence[Field]) -> pa.Schema:

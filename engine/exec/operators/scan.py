@@ -9,6 +9,7 @@ from engine.exec.kernel_filters import KernelFilter
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.plan.expressions import Expr, and_all
 from engine.plan.logical import Field
+from engine.storage.columnstore.encoding import decode_batch
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,12 @@ class ScanExec(PhysicalOperator):
         # Simple conjuncts (column <op> constant, IN, LIKE 'abc%') run in the filter kernels.
         predicate = KernelFilter.of(and_all(list(self.filters))) if self.filters else None
         bounds = _storage_bounds(predicate, dict(zip(ids, self.column_names))) if predicate else None
+        # Columns come as stored (run-end / dictionary encoded): the kernel conjuncts compare them
+        # encoded and only the surviving rows are decoded. Every batch leaving the scan is plain.
         for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows,
-                              bounds):
+                              bounds, encoded=True):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
-            if predicate is not None:
-                batch = predicate.apply(batch, ctx.params)
+            batch = predicate.apply(batch, ctx.params) if predicate is not None else decode_batch(batch)
             if batch.num_rows:
                 yield batch
 

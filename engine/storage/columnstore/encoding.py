@@ -89,6 +89,18 @@ def decode_column(array: pa.Array) -> pa.Array:
     return array
 
 
+def decode_batch(batch: pa.RecordBatch, schema: Optional[pa.Schema] = None) -> pa.RecordBatch:
+    """``batch`` with every run-end / dictionary column decoded to a plain array (fields from
+    ``schema`` when given, else named as in ``batch``)."""
+    if schema is None and not any(pa.types.is_run_end_encoded(c.type) or pa.types.is_dictionary(c.type)
+                                  for c in batch.columns):
+        return batch
+    columns = [decode_column(c) for c in batch.columns]
+    if schema is not None:
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
 def _min_max(array: pa.Array) -> tuple[object, object]:
     if array.null_count == len(array) or not _has_order(array.type):
         return None, None

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from engine.errors import ExecutionError
-from engine.storage.columnstore.encoding import ColumnStats, decode_column, encode_column, may_match
+from engine.storage.columnstore.encoding import ColumnStats, decode_batch, encode_column, may_match
 from engine.storage.columnstore.files import crc32_of_file
 
 _SEGMENT_WRITE_OPTIONS = ipc.IpcWriteOptions(compression="zstd")
@@ -114,7 +114,11 @@ class Segment:
                 self._source = pa.memory_map(str(self.path))
             return self._source
 
-    def batches(self, names: Sequence[str], batch_rows: Optional[int]) -> Iterator[pa.RecordBatch]:
+    def batches(self, names: Sequence[str], batch_rows: Optional[int],
+                encoded: bool = False) -> Iterator[pa.RecordBatch]:
+        """The rows, ``names`` only, at most ``batch_rows`` a batch. ``encoded``: columns as stored
+        (run-end / dictionary arrays) instead of decoded; slicing happens before decoding, so a small
+        ``batch_rows`` decodes a small first batch."""
         source = self._open()
         indices = [self.schema.get_field_index(name) for name in names]
         schema = pa.schema([self.schema.field(i) for i in indices])
@@ -129,16 +133,11 @@ class Segment:
             chunk = reader.get_batch(i)
             if not chunk.num_rows:
                 continue
-            if indices:
-                batch = pa.RecordBatch.from_arrays(
-                    [decode_column(chunk.column(position[index])) for index in indices], schema=schema)
-            else:
-                batch = chunk.select([])
-            if batch_rows and batch.num_rows > batch_rows:
-                for start in range(0, batch.num_rows, batch_rows):
-                    yield batch.slice(start, batch_rows)
-            else:
-                yield batch
+            batch = chunk.select([position[index] for index in indices]) if indices else chunk.select([])
+            pieces = ([batch.slice(start, batch_rows) for start in range(0, batch.num_rows, batch_rows)]
+                      if batch_rows and batch.num_rows > batch_rows else [batch])
+            for piece in pieces:
+                yield piece if encoded or not indices else decode_batch(piece, schema)
 
     def close(self) -> None:
         with self._lock:

@@ -135,14 +135,14 @@ class ColumnstorePartitionStore(PartitionStore):
             return sum(s.info.rows for s in self._segments) + self._buffer_rows
 
     def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
-             bounds: Optional[Sequence[tuple[str, str, object]]] = None) -> Iterator[pa.RecordBatch]:
-        with self._lock:
-            segments, buffer = self._segments, self._buffer
+             bounds: Optional[Sequence[tuple[str, str, object]]] = None,
+             encoded: bool = False) -> Iterator[pa.RecordBatch]:
+        segments, buffer = self.snapshot()
         names = list(columns) if columns is not None else self.schema.names
         for segment in segments:
             if bounds and not segment.info.may_match(bounds):
                 continue
-            yield from segment.batches(names, batch_rows)
+            yield from segment.batches(names, batch_rows, encoded)
         for batch in buffer:
             batch = batch.select(names)
             if batch_rows and batch.num_rows > batch_rows:
@@ -150,6 +150,11 @@ class ColumnstorePartitionStore(PartitionStore):
                     yield batch.slice(start, batch_rows)
             else:
                 yield batch
+
+    def snapshot(self) -> tuple[tuple[Segment, ...], tuple[pa.RecordBatch, ...]]:
+        """The segments and write-buffer batches a scan starting now reads (both immutable)."""
+        with self._lock:
+            return self._segments, self._buffer
 
     def segment_infos(self) -> tuple[SegmentInfo, ...]:
         with self._lock:
