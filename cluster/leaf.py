@@ -77,13 +77,14 @@ class Leaf:
         self.storage = storage or LeafStorage()
 
     def run_task(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
-                 exchange_inputs: dict[int, list[pa.RecordBatch]]) -> list[pa.RecordBatch]:
+                 exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None) -> list[pa.RecordBatch]:
         """Run one task of a stage to completion over all of this leaf's partitions (the stage's
-        output, not yet routed)."""
-        return list(self.task_batches(stage, task, num_partitions, params, exchange_inputs))
+        output, not yet routed). ``profile``: a TaskProfile that counts each operator's output."""
+        return list(self.task_batches(stage, task, num_partitions, params, exchange_inputs, profile))
 
     def task_batches(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
-                     exchange_inputs: dict[int, list[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
+                     exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None) -> Iterator[pa.RecordBatch]:
         """The same task as a stream of its non-empty output batches (a Ray leaf sends them as they come)."""
-        ctx = TaskContext(task, num_partitions, params, self.storage, exchange_inputs, self.partitions)
+        ctx = TaskContext(task, num_partitions, params, self.storage, exchange_inputs, self.partitions,
+                          profile)
         return (b for b in stage.root.execute(task, ctx) if b.num_rows)

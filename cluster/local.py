@@ -20,6 +20,7 @@ import kernels
 from cluster.leaf import Leaf, LeafStorage
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
+from engine.exec.profile import TaskProfile
 from engine.exec.stages import StageSpec, decode_stage, encode_stage
 from engine.runner import LoadWriter, Runner
 from engine.storage.columnstore import Committer
@@ -169,7 +170,9 @@ class LocalRunner(Runner):
         return list(self._pool.map(one, keys))
 
     # -- queries ----------------------------------------------------------------------------------
-    def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
+    def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
+        """``profile``: an engine.exec.profile.QueryProfile that receives every task's operator
+        counters and every exchange's rows and bytes (EXPLAIN ANALYZE)."""
         if self._closed:
             raise CanopyInternalError("the runner has been shut down")
         # routed[stage_id][task] = the batches that task of the consuming stage reads
@@ -178,25 +181,34 @@ class LocalRunner(Runner):
             stage = decode_stage(encode_stage(spec))      # what a remote leaf would receive
             tasks = range(self.num_leaves) if stage.parallel else [0]
             inputs_for = lambda t: {sid: parts.get(t, []) for sid, parts in routed.items()}  # noqa: E731
-            outputs = self._run_tasks(stage, tasks, params, inputs_for)
+            outputs = self._run_tasks(stage, tasks, params, inputs_for, profile)
             if stage.output_kind is None:
                 schema = stage.root.schema
                 result = [b for out in outputs for b in out]
                 return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
             routed[stage.stage_id] = self._route_output(stage, outputs)
+            if profile is not None:
+                profile.add_exchange(stage.stage_id, routed[stage.stage_id])
         raise CanopyInternalError("a plan without a final stage")
 
-    def _run_tasks(self, stage: StageSpec, tasks, params, inputs_for) -> list[list[pa.RecordBatch]]:
+    def _run_tasks(self, stage: StageSpec, tasks, params, inputs_for, profile=None) -> list[list[pa.RecordBatch]]:
         """One task per leaf for a parallel stage; one task for a once-only stage (on the aggregator,
         or on leaf 0's copy when it reads reference tables)."""
+        task_profiles = {t: TaskProfile(stage.stage_id, stage.root) for t in tasks} if profile is not None else {}
+
         def task(t: int) -> list[pa.RecordBatch]:
-            if stage.parallel:
-                return self.leaves[t].run_task(stage, t, self.num_partitions, params, inputs_for(t))
-            leaf = self.leaves[0] if stage.scans_tables else self.aggregator
-            return leaf.run_task(stage, t, self.num_partitions, params, inputs_for(t))
+            leaf = self.leaves[t] if stage.parallel else self.leaves[0] if stage.scans_tables else self.aggregator
+            return leaf.run_task(stage, t, self.num_partitions, params, inputs_for(t), task_profiles.get(t))
 
         if len(tasks) == 1:
-            return [task(tasks[0])]
+            outputs = [task(tasks[0])]
+        else:
+            outputs = self._run_parallel(task, tasks)
+        for task_profile in task_profiles.values():     # the tasks have ended: no writer is left
+            profile.add_task(task_profile)
+        return outputs
+
+    def _run_parallel(self, task, tasks) -> list[list[pa.RecordBatch]]:
         futures = [self._pool.submit(task, t) for t in tasks]
         outputs, first_error = [], None
         for future in futures:              # wait for all, so no task outlives the query

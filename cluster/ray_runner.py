@@ -274,9 +274,11 @@ class RayRunner(Runner):
         return [result for results in per_leaf for result in results]
 
     # -- queries ----------------------------------------------------------------------------------
-    def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
+    def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
         if self._closed:
             raise CanopyInternalError("the runner has been shut down")
+        if profile is not None:    # leaf tasks would have to return their TaskProfile beside the batches
+            raise UnsupportedError("EXPLAIN ANALYZE / PROFILE runs on the embedded runner only for now")
         query_id = uuid.uuid4().hex
         submitted: list = []
         meta_refs: list = []

@@ -77,8 +77,10 @@ class Runner(ABC):
 
     # -- queries ----------------------------------------------------------------------------------
     @abstractmethod
-    def run(self, stages: Sequence[StageSpec], params: Sequence = ()) -> pa.Table:
-        """Run the stages of one query (producers first, the final stage last); return its result."""
+    def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
+        """Run the stages of one query (producers first, the final stage last); return its result.
+        ``profile``: an engine.exec.profile.QueryProfile to fill (EXPLAIN ANALYZE); a runner that
+        cannot collect one raises UnsupportedError."""
 
     def shutdown(self) -> None:
         """Stop the leaves; the runner is unusable afterwards."""

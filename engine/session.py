@@ -30,6 +30,7 @@ from engine.result import Result
 from engine.sql import ddl, dml
 from engine.sql.parameters import bind_placeholders, mark_placeholders
 from engine.sql.parser import Statement, parse
+from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values
 from engine.sql.query import explain_text, plan_query, run_query
 from engine.statistics import RunnerStatistics
 
@@ -45,6 +46,7 @@ class Session:
             self.catalog.create_database(database)
         self.database = database
         self.statistics = _statistics_of(runner)
+        self.plan_cache = _plan_cache_of(runner)
         self.variables: dict[str, object] = {}
         self.load_dir = load_dir
         self.progress = progress
@@ -73,6 +75,7 @@ class Session:
             if database is None:
                 raise BindError("no database selected; run USE <database> first")
             target = self.catalog.table(database, table)
+            self.plan_cache.invalidate()
             return Result(None, rowcount=load_arrow(data, target, self.runner, progress=self.progress))
 
         return self._guarded(load).rowcount
@@ -103,11 +106,47 @@ class Session:
         if not isinstance(sql, str):
             raise BindError(f"the statement must be a string, not {type(sql).__name__}")
         marked, values = mark_placeholders(sql, params)
+        cache_key = self.plan_cache.key(marked, values, self.database, self.runner.num_partitions) \
+            if self.plan_cache.enabled else None
+        if cache_key is not None:
+            cached = self._cached_query(cache_key, marked, values)
+            if cached is not None:
+                return cached
         result = Result(None, rowcount=0)
         for statement in parse(marked):
             if not _is_load(statement.node):
                 statement.node = bind_placeholders(statement.node, values)
             result = self._run(statement)
+        return result
+
+    def _cached_query(self, key: tuple, marked: str, values: list) -> Optional[Result]:
+        """Run a one-query statement from the plan cache, filling it on a miss; None when the
+        statement is not a cacheable query (the caller runs it the ordinary way)."""
+        cache = self.plan_cache
+        entry = cache.entries.get(key)
+        if entry is UNCACHEABLE:
+            return None
+        if entry is None:
+            cache.misses += 1
+            statements = parse(marked)
+            node = statements[0].node
+            if len(statements) != 1 or not isinstance(node, (exp.Select, exp.Union)) \
+                    or "information_schema" in marked.lower():
+                cache.put(key, UNCACHEABLE)
+                return None
+            planned = self._plan(bind_placeholders(node.copy(), values))
+            others = other_values(values)
+            try:
+                second = self._plan(bind_placeholders(node.copy(), others))
+            except Error:           # the other values do not bind (e.g. out of a column's range)
+                second = None
+            entry = make_template(planned, second, values, others) if second is not None else None
+            cache.put(key, entry if entry is not None else UNCACHEABLE)
+        else:
+            cache.hits += 1
+            planned = entry.bind(values)
+        result = run_query(planned, self.runner)
+        self.warnings = result.warnings
         return result
 
     def _execute_many(self, sql: str, param_sets: list) -> Result:
@@ -141,6 +180,8 @@ class Session:
         if getattr(self.runner, "pipelines", None) is not None and "information_schema" in statement.text.lower():
             from engine.pipelines.system_tables import refresh
             refresh(self.runner, self.runner.pipelines)   # the pipelines' state as of this statement
+        if not isinstance(node, (exp.Select, exp.Union, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set)):
+            self.plan_cache.invalidate()       # DDL, ANALYZE, writes: plans and estimates may be stale
         try:
             if type(node).__name__ == "LoadDataStatement":
                 result = self._load_data(node)
@@ -173,9 +214,16 @@ class Session:
         target = node.this
         if isinstance(target, exp.Table):
             return ddl.describe_table(self._table(target))
-        if node.args.get("style") or node.args.get("kind"):
+        style = str(node.args.get("style") or "").upper()
+        if style not in ("", "ANALYZE") or node.args.get("kind"):
             raise UnsupportedError(f"EXPLAIN {node.args.get('style') or node.args.get('kind')}")
-        text = explain_text(self._plan(target))
+        planned = self._plan(target)
+        if style == "ANALYZE":          # runs the query; its rows are dropped, its counters shown
+            profiles: list = []
+            run_query(planned, self.runner, profiles)
+            text = explain_text(planned, profiles)
+        else:
+            text = explain_text(planned)
         return ddl.text_result(["EXPLAIN"], [(line,) for line in text.splitlines()])
 
     # -- catalog statements -------------------------------------------------------------------------
@@ -457,6 +505,14 @@ def _statistics_of(runner) -> RunnerStatistics:
         stats = RunnerStatistics(runner)
         runner.statistics = stats          # shared by every session of this cluster
     return stats
+
+
+def _plan_cache_of(runner) -> PlanCache:
+    cache = getattr(runner, "plan_cache", None)
+    if cache is None:
+        cache = PlanCache()
+        runner.plan_cache = cache          # shared by every session of this cluster
+    return cache
 
 
 def _is_load(node) -> bool:

@@ -29,12 +29,41 @@ class StageSpec:
 
 def split_stages(root: PhysicalOperator) -> list[StageSpec]:
     """Stages in execution order (producers before consumers); the last is the final stage."""
+    return _split(root, [])
+
+
+def operator_names(root: PhysicalOperator) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """id(operator of ``root``'s tree) -> (stage_id, path in that stage), the names under which
+    :mod:`engine.exec.profile` counts operators; an exchange is named by the stage it sends out
+    (path ``()``: that stage's root output)."""
+    origins: list[tuple[int, PhysicalOperator]] = []
+    _split(root, origins)
+    names: dict[int, tuple[int, tuple[int, ...]]] = {}
+
+    def walk(op: PhysicalOperator, stage_id: int, path: tuple[int, ...]) -> None:
+        if isinstance(op, ExchangeExec):
+            return
+        names.setdefault(id(op), (stage_id, path))
+        for i, child in enumerate(op.children):
+            walk(child, stage_id, path + (i,))
+
+    for stage_id, origin in origins:
+        if isinstance(origin, ExchangeExec):
+            names[id(origin)] = (stage_id, ())
+            origin = origin.input
+        walk(origin, stage_id, ())
+    return names
+
+
+def _split(root: PhysicalOperator, origins: list) -> list[StageSpec]:
+    """``origins`` receives (stage_id, the planner's operator the stage was cut from)."""
     stages: list[StageSpec] = []
 
     def cut(op: PhysicalOperator) -> PhysicalOperator:
         if isinstance(op, ExchangeExec):
             child = cut(op.input)
             stage_id = len(stages)
+            origins.append((stage_id, op))
             stages.append(StageSpec(stage_id, child, op.parallel_input, op.kind, op.keys, _scans(child)))
             try:
                 fields = child.fields
@@ -51,6 +80,7 @@ def split_stages(root: PhysicalOperator) -> list[StageSpec]:
         return dataclasses.replace(op, **replaced) if replaced else op
 
     final = cut(root)
+    origins.append((len(stages), root))
     stages.append(StageSpec(len(stages), final, False, None, (), _scans(final)))
     return stages
 
@@ -79,7 +109,7 @@ def explain_physical(root: PhysicalOperator, annotate: Optional[Callable[[Physic
     ``[aggregator]`` runs once on the aggregator; ``[leaves]`` runs on every partition, on the leaf that
     hosts it; ``[leaf, once]`` runs once on a leaf (it reads a reference table). An ``Exchange`` line
     says where the rows of the stage below it go. ``annotate(op)``, when given, ends each operator's
-    line (the optimizer's estimates; an exchange gets its input's).
+    line (an exchange is passed itself).
     """
     lines: list[str] = []
 
@@ -91,7 +121,7 @@ def explain_physical(root: PhysicalOperator, annotate: Optional[Callable[[Physic
         if isinstance(op, ExchangeExec):
             target = {"gather": "to the aggregator", "broadcast": "to every partition",
                       "repartition": "to the partitions of their hash"}[op.kind]
-            lines.append("  " * depth + f"{op.describe()}  ({target})" + note(op.input))
+            lines.append("  " * depth + f"{op.describe()}  ({target})" + note(op))
             source = "[leaves]" if op.parallel_input else ("[leaf, once]" if _scans(op.input) else "[aggregator]")
             walk(op.input, depth + 1, source)
             return

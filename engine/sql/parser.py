@@ -126,6 +126,9 @@ def parse(sql: str) -> list[Statement]:
         if words == ["LOAD", "DATA"]:
             from engine.load.load_data import parse_load_data
             statements.append(Statement(parse_load_data(text), text))
+        elif words[0] == "PROFILE" and len(tokens) > 1:     # SingleStore's PROFILE <query>: EXPLAIN ANALYZE
+            query = _checked(lambda: _parse_tokens(tokens[1:], sql))
+            statements.append(Statement(exp.Describe(this=query, style="ANALYZE"), text))
         elif words[0] == "OPTIMIZE":
             statements.append(Statement(parse_optimize_table(tokens), text))
         elif words[0] in ("CREATE", "START", "STOP", "DROP", "SHOW") and _is_pipeline(tokens):

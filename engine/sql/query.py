@@ -5,6 +5,7 @@ its single value becomes a parameter of the plans after it.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -14,7 +15,9 @@ from sqlglot import exp
 from engine.catalog import Catalog
 from engine.errors import BadDataError
 from engine.exec.operators.base import PhysicalOperator
-from engine.exec.stages import StageSpec, explain_physical, split_stages
+from engine.exec.operators.exchange import ExchangeExec
+from engine.exec.profile import QueryProfile
+from engine.exec.stages import StageSpec, explain_physical, operator_names, split_stages
 from engine.optimizer import optimize_logical
 from engine.optimizer.cardinality import Estimator
 from engine.optimizer.context import OptimizerContext
@@ -56,15 +59,26 @@ def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], 
                         query.names, logical, estimates)
 
 
-def run_query(planned: PlannedQuery, runner) -> Result:
+def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]] = None) -> Result:
+    """``profiles``: when a list, one QueryProfile per plan run (the init plans', then the main one's)
+    is appended to it (EXPLAIN ANALYZE)."""
+    def run(stages, params):
+        if profiles is None:
+            return runner.run(stages, params)
+        profiles.append(QueryProfile())
+        start = time.perf_counter()
+        table = runner.run(stages, params, profile=profiles[-1])
+        profiles[-1].seconds = time.perf_counter() - start
+        return table
+
     params: list = []
     for index, (_, stages) in enumerate(planned.init_plans):
-        table = runner.run(stages, params)
+        table = run(stages, params)
         if table.num_rows > 1:
             raise BadDataError(f"scalar subquery $subquery{index} returned {table.num_rows} rows; it must "
                                "return at most one")
         params.append(table.column(0)[0].as_py() if table.num_rows else None)
-    table = runner.run(planned.stages, params)
+    table = run(planned.stages, params)
     return query_result(table, planned.fields, planned.names)
 
 
@@ -91,16 +105,58 @@ def column_info(name: str, f: Field) -> ColumnInfo:
                       display_size=t.length)
 
 
-def explain_text(planned: PlannedQuery) -> str:
+def explain_text(planned: PlannedQuery, profiles: Optional[list[QueryProfile]] = None) -> str:
     """EXPLAIN: the physical plan, each operator with its estimated rows and their source (exact row
-    counts, a histogram, distinct counts only, or a default selectivity)."""
+    counts, a histogram, distinct counts only, or a default selectivity). With ``profiles`` (one per
+    plan, as :func:`run_query` fills them) each line also gets what actually happened."""
     def estimate(op) -> str:
-        rows, source = planned.estimates.get(id(op), (None, None))
+        rows, source = planned.estimates.get(id(op.input if isinstance(op, ExchangeExec) else op), (None, None))
         return f"(est. {rows:,.0f} rows: {source})" if rows is not None else ""
 
+    def annotated(root, profile: Optional[QueryProfile]):
+        if profile is None:
+            return estimate
+        names = operator_names(root)
+        return lambda op: "  ".join(t for t in (estimate(op), _actual(op, names.get(id(op)), profile)) if t)
+
+    plans = [root for root, _ in planned.init_plans] + [planned.root]
+    profiles = profiles if profiles is not None else [None] * len(plans)
     parts = []
-    for index, (root, _) in enumerate(planned.init_plans):
-        parts.append(f"Init plan $subquery{index} (scalar, runs first):")
-        parts.extend("  " + line for line in explain_physical(root, estimate).splitlines())
-    parts.append(explain_physical(planned.root, estimate))
+    for index, (root, profile) in enumerate(zip(plans, profiles)):
+        text = explain_physical(root, annotated(root, profile))
+        if index < len(planned.init_plans):
+            parts.append(f"Init plan $subquery{index} (scalar, runs first):")
+            text = "\n".join("  " + line for line in text.splitlines())
+        parts.append(text)
+    if profiles[-1] is not None:
+        parts.append(f"Execution: {sum(p.seconds for p in profiles) * 1000:.3f} ms (times are inclusive of "
+                     "children, summed over tasks; held = largest input a blocking operator collected)")
     return "\n".join(parts)
+
+
+def _actual(op, name, profile: QueryProfile) -> str:
+    if name is None:
+        return ""
+    stage_id, path = name
+    if isinstance(op, ExchangeExec):
+        moved = profile.exchanges.get(stage_id)
+        if moved is None:
+            return ""
+        return f"(actual {moved.rows:,} rows, {_bytes(moved.bytes_moved)} moved)"
+    counters = profile.operators.get((stage_id, path))
+    if counters is None:
+        return "(actual 0 rows, never ran)"
+    # a blocking operator's collected input is counted on that input's path
+    inputs = (profile.operators.get((stage_id, path + (i,))) for i in range(len(op.children)))
+    held_bytes = max((c.held_bytes for c in inputs if c is not None), default=0)
+    held = f", held {_bytes(held_bytes)}" if held_bytes else ""
+    return (f"(actual {counters.rows:,} rows, {counters.batches} batches, {counters.seconds * 1000:.3f} ms, "
+            f"{counters.tasks} tasks{held})")
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n:,} B" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} GiB"

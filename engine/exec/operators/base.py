@@ -6,6 +6,7 @@ are the plan's field ids. Per-run state lives in local variables of ``execute``,
 """
 from __future__ import annotations
 
+import functools
 from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
@@ -24,7 +25,7 @@ class TaskContext:
 
     def __init__(self, task: int, num_partitions: int, params: Sequence, storage=None,
                  exchange_inputs: Optional[dict[int, list[pa.RecordBatch]]] = None,
-                 partitions: Optional[Sequence[int]] = None):
+                 partitions: Optional[Sequence[int]] = None, profile=None):
         self.task = task
         self.partition = task                       # kept for operators that log or label by task
         self.partitions = tuple(partitions) if partitions is not None else (task,)
@@ -51,6 +52,14 @@ def schema_of(fields: Sequence[Field]) -> pa.Schema:
 class PhysicalOperator:
     fields: tuple[Field, ...]
 
+    def __init_subclass__(cls, **kwargs):
+        # Every operator's execute is wrapped once, here, so EXPLAIN ANALYZE counts each operator's
+        # output without operators knowing: a task without a profile pays one attribute check per
+        # execute call (not per batch).
+        super().__init_subclass__(**kwargs)
+        if "execute" in cls.__dict__:
+            cls.execute = _profiled(cls.__dict__["execute"])
+
     @property
     def children(self) -> tuple["PhysicalOperator", ...]:
         return ()
@@ -66,13 +75,25 @@ class PhysicalOperator:
         raise NotImplementedError
 
 
+def _profiled(execute):
+    @functools.wraps(execute)
+    def run(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        if ctx.profile is None:
+            return execute(self, partition, ctx)
+        return ctx.profile.measure(self, iter(execute(self, partition, ctx)))
+    return run
+
+
 def collect(op: PhysicalOperator, partition: int, ctx: TaskContext) -> pa.Table:
     """Run ``op`` to completion into one Table of its schema (blocking operators' inputs)."""
     batches = [b for b in op.execute(partition, ctx) if b.num_rows]
     schema = op.schema
     if not batches:
         return schema.empty_table()
-    return pa.Table.from_batches([conform(b, schema) for b in batches], schema=schema)
+    table = pa.Table.from_batches([conform(b, schema) for b in batches], schema=schema)
+    if ctx.profile is not None:
+        ctx.profile.held(op, table)
+    return table
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
