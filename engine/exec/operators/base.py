@@ -33,6 +33,7 @@ class TaskContext:
         self.params = tuple(params)
         self.storage = storage                      # the leaf's storage (scan access), None on the aggregator
         self.exchange_inputs = exchange_inputs or {}
+        self.profile = profile                      # an engine.exec.profile.TaskProfile under EXPLAIN ANALYZE
 
     def scan(self, table_id: int, task: int, columns: Sequence[str], replicated: bool,
              batch_rows: Optional[int] = None, bounds=None, encoded: bool = False) -> Iterator[pa.RecordBatch]:
