@@ -10,6 +10,8 @@ import kernels
 from engine.exec import decimal64
 from engine.exec.evaluate import evaluate_array
 from engine.exec.operators.base import PhysicalOperator, TaskContext, table_to_batches
+from engine.exec.operators.scan import ScanExec
+from engine.exec.operators.storage_aggregate import storage_states
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr
 from engine.plan.logical import Field
 from engine import types as T
@@ -171,6 +173,13 @@ class HashAggregateExec(PhysicalOperator):
         return pa.table(columns, names=[f.id for f, _ in self.keys] + [name for *_, name in states])
 
     def _first_phase(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        if not self.keys and isinstance(self.input, ScanExec):
+            # COUNT(*) / MIN / MAX of a columnstore scan from its metadata and runs (None: read it)
+            result = storage_states(self.aggregates, self.input, ctx)
+            if result is not None:
+                yield from table_to_batches(result.cast(self.schema) if self.mode == "partial"
+                                            else self._finish(result))
+                return
         states = self._kernel_states(final=False)
         if states is not None:
             def key_columns(batch):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from engine.errors import ExecutionError
@@ -100,6 +101,7 @@ class Segment:
         self.schema = schema
         self._lock = threading.Lock()
         self._source: Optional[pa.MemoryMappedFile] = None
+        self._runs: dict[str, pa.Array] = {}       # run_end_column's cache (the file is immutable)
 
     def _open(self) -> pa.MemoryMappedFile:
         with self._lock:
@@ -139,8 +141,38 @@ class Segment:
             for piece in pieces:
                 yield piece if encoded or not indices else decode_batch(piece, schema)
 
+    def run_end_column(self, name: str) -> Optional[pa.Array]:
+        """The whole column as one run-end-encoded array when it is stored run-end encoded, else None.
+
+        Kept in memory after the first call: its size grows with the runs (at most one run per
+        ``RUN_END_MIN_AVERAGE_RUN`` rows), and reading it again would cost one zstd frame per chunk."""
+        stats = self.info.columns.get(name)
+        if stats is None or stats.encoding != "run_end":
+            return None
+        cached = self._runs.get(name)
+        if cached is not None:
+            return cached
+        run_ends, values, rows = [], [], 0
+        for batch in self.batches([name], None, encoded=True):
+            array = batch.column(0)
+            if not pa.types.is_run_end_encoded(array.type):
+                return None
+            start, count = array.find_physical_offset(), array.find_physical_length()
+            ends = pc.subtract(array.run_ends.slice(start, count), array.offset)
+            ends = pc.min_element_wise(ends, len(array))       # the last run may reach past the slice
+            run_ends.append(pc.add(ends, rows).cast(pa.int32()))
+            values.append(array.values.slice(start, count))
+            rows += len(array)
+        if not run_ends:
+            return None
+        column = pa.RunEndEncodedArray.from_arrays(pa.concat_arrays(run_ends), pa.concat_arrays(values))
+        with self._lock:
+            self._runs[name] = column
+        return column
+
     def close(self) -> None:
         with self._lock:
+            self._runs.clear()
             if self._source is not None:
                 self._source.close()
                 self._source = None
