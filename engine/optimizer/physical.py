@@ -15,7 +15,7 @@ a subset of the keys. The root is gathered to the aggregator.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.errors import UnsupportedError
 from engine.exec.operators.base import PhysicalOperator
@@ -45,6 +45,9 @@ class Distribution:
     def partitioned(self) -> bool:
         return self.kind in ("hashed", "any")
 
+
+_MIN_LIMIT_BATCH = 1024          # a LIMIT's scan batches: never tinier (per-batch overhead) ...
+_MAX_LIMIT_BATCH = 1 << 16       # ... nor larger than a segment chunk
 
 SINGLE = Distribution("single")
 REPLICATED = Distribution("replicated")
@@ -121,10 +124,30 @@ class PhysicalPlanner:
 
     def _Limit(self, node: Limit):
         op, dist = self.build(node.input)
+        if node.count is not None:
+            op = self._scan_batch_for(op, node.input, node.count + node.offset)
         if dist.partitioned and node.count is not None:
             op = LimitExec(op, node.count + node.offset, 0)
         op = self.to_single(op, dist)
         return LimitExec(op, node.count, node.offset), SINGLE
+
+    def _scan_batch_for(self, op: PhysicalOperator, node: LogicalPlan, wanted: int) -> PhysicalOperator:
+        """``op`` with the scan under its streaming Project/Filter chain reading batches of about the
+        rows needed to pass ``wanted`` rows (from the estimated selectivity), so a LIMIT decodes a
+        small first batch instead of a whole segment chunk. Other shapes are returned as they are."""
+        if isinstance(op, (ProjectExec, FilterExec)):
+            inner = self._scan_batch_for(op.input, node, wanted)
+            return op if inner is op.input else self._retag(op, replace(op, input=inner))
+        if not isinstance(op, ScanExec) or op.batch_rows is not None:
+            return op
+        table_rows = self.est.stats.table_rows(self.logical_of[id(op)].table)
+        selectivity = min(1.0, self.est.rows(node) / table_rows) if table_rows else 1.0
+        rows = wanted / selectivity if selectivity > 0 else _MAX_LIMIT_BATCH
+        return self._retag(op, replace(op, batch_rows=int(min(_MAX_LIMIT_BATCH, max(_MIN_LIMIT_BATCH, 2 * rows)))))
+
+    def _retag(self, old: PhysicalOperator, new: PhysicalOperator) -> PhysicalOperator:
+        self.logical_of[id(new)] = self.logical_of.pop(id(old))
+        return new
 
     def _Sort(self, node: Sort):
         op, dist = self.build(node.input)

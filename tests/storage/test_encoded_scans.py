@@ -93,3 +93,27 @@ def test_filtered_count_never_decodes(cons, monkeypatch):
     assert con.execute(sql).fetchall() == want
     assert con.execute("SELECT COUNT(*), MIN(k), MAX(k) FROM t").fetchall() == \
         duck.execute("SELECT COUNT(*), MIN(k), MAX(k) FROM t").fetchall()
+
+
+
+def test_limit_reads_a_small_first_batch(tmp_path, monkeypatch):
+    con = engine.connect(data_dir=str(tmp_path), progress=False)          # default 64k-row chunks
+    con.execute("CREATE TABLE t (k INT, SORT KEY (k))")
+    con.load_table("t", pa.table({"k": pa.array(np.arange(80_000, dtype=np.int32))}))
+    con.execute("OPTIMIZE TABLE t")
+    sizes = []
+    batches = segment.Segment.batches
+
+    def recording(self, names, batch_rows, encoded=False):
+        for batch in batches(self, names, batch_rows, encoded):
+            sizes.append(batch.num_rows)
+            yield batch
+    monkeypatch.setattr(segment.Segment, "batches", recording)
+    assert len(con.execute("SELECT k FROM t LIMIT 10").fetchall()) == 10
+    assert sizes and max(sizes) <= 1024
+    sizes.clear()
+    assert con.execute("SELECT k FROM t WHERE k >= 79990 LIMIT 5").fetchall() != []
+    sizes.clear()
+    assert con.execute("SELECT COUNT(*) FROM (SELECT k FROM t) s").fetchall() == [(80_000,)]
+    assert max(sizes) > 1024                  # without a LIMIT: whole chunks
+    con.close()
