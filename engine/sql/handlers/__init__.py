@@ -1,0 +1,1 @@
+"""The statement handlers of a session, one mixin per family of statements."""

@@ -1,0 +1,159 @@
+"""Catalog statements of a session: CREATE, DROP, USE, SHOW, ANALYZE, OPTIMIZE.
+
+A mixin of :class:`engine.session.Session` (it uses the session's ``catalog``, ``runner``, ``database``,
+``statistics`` and ``_plan``); one file per family of statements keeps the session a dispatcher.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import pyarrow as pa
+from sqlglot import exp
+
+from engine.errors import BindError, Error, UnsupportedError, unknown_name_error
+from engine.result import Result
+from engine.sql import ddl
+from engine.sql.parser import Statement
+from engine.sql.query import run_query
+
+
+class CatalogStatements:
+    def _table(self, node: exp.Table):
+        return self.catalog.table(ddl.database_of(node, self.database), node.name)
+
+    def _stmt_Create(self, node: exp.Create, statement: Statement) -> Result:
+        kind = (node.args.get("kind") or "").upper()
+        if_not_exists = bool(node.args.get("exists"))
+        if kind in ("DATABASE", "SCHEMA"):
+            created = self.catalog.create_database(node.this.name, if_not_exists)
+            return Result(None, rowcount=1 if created else 0)
+        if kind != "TABLE":
+            raise UnsupportedError(f"CREATE {kind}")
+        target = node.this.this if isinstance(node.this, exp.Schema) else node.this
+        database = ddl.database_of(target, self.database)
+        if not self.catalog.has_database(database):
+            raise unknown_name_error("database", database, self.catalog.databases())
+        if self.catalog.find_table(database, target.name) is not None:
+            if if_not_exists:
+                return Result(None, rowcount=0)
+            raise BindError(f"table {target.name!r} already exists in database {database!r}")
+        if node.expression is not None:
+            return self._create_table_as(node, statement, database)
+        table = ddl.table_def_from_create(node, statement.table_options, database, self.catalog)
+        self.runner.create_table(table)
+        try:
+            self.catalog.add_table(table)
+        except Error:
+            self.runner.drop_table(table)
+            raise
+        return Result(None, rowcount=0)
+
+    def _create_table_as(self, node: exp.Create, statement: Statement, database: str) -> Result:
+        from engine.catalog import ColumnDef, TableDef
+        planned = self._plan(node.expression)
+        from engine.types import TEXT
+        columns = tuple(ColumnDef(name, f.type if f.type.kind != "null" else TEXT, f.nullable)
+                        for name, f in zip(planned.names, planned.fields))
+        options = statement.table_options
+        shard = options.shard_key or ()
+        table = TableDef(database, node.this.name, columns, tuple(shard), options.sort_key, options.reference)
+        result = run_query(planned, self.runner)
+        data = pa.Table.from_arrays(result.table.columns, schema=table.arrow_schema)
+        self.runner.create_table(table)
+        self.catalog.add_table(table)
+        self.runner.insert(table, data)
+        return Result(None, rowcount=data.num_rows)
+
+    def _stmt_Drop(self, node: exp.Drop, statement) -> Result:
+        kind = (node.args.get("kind") or "").upper()
+        if_exists = bool(node.args.get("exists"))
+        # sqlglot >= 27 lists the dropped objects in "tables"; older versions used this/expressions
+        targets = list(node.args.get("tables") or []) or [node.this] + list(node.expressions or [])
+        if kind in ("DATABASE", "SCHEMA"):
+            dropped = 0
+            for target in targets:
+                tables = self.catalog.drop_database(target.name, if_exists)
+                for table in tables:
+                    self.runner.drop_table(table)
+                    self.statistics.forget(table)
+                if self.database and self.database.lower() == target.name.lower():
+                    self.database = None
+                dropped += len(tables)
+            return Result(None, rowcount=dropped)
+        if kind != "TABLE":
+            raise UnsupportedError(f"DROP {kind}")
+        for target in targets:
+            database = ddl.database_of(target, self.database)
+            if self.catalog.find_table(database, target.name) is None:
+                if if_exists:
+                    continue
+                self.catalog.table(database, target.name)      # raises, naming the closest table
+        for target in targets:       # all names checked first: DROP TABLE a, missing drops nothing
+            database = ddl.database_of(target, self.database)
+            if self.catalog.find_table(database, target.name) is None:
+                continue
+            table = self.catalog.drop_table(database, target.name)
+            self.runner.drop_table(table)
+            self.statistics.forget(table)
+        return Result(None, rowcount=0)
+
+    def _stmt_Use(self, node: exp.Use, statement) -> Result:
+        name = node.this.name
+        if not self.catalog.has_database(name):
+            raise unknown_name_error("database", name, self.catalog.databases())
+        self.database = next(d for d in self.catalog.databases() if d.lower() == name.lower())
+        return Result(None, rowcount=0)
+
+    def _stmt_Show(self, node: exp.Show, statement) -> Result:
+        what = str(node.this).upper()
+        like = _like_filter(node.args.get("like"))
+        if what == "DATABASES":
+            return ddl.text_result(["Database"], [(d,) for d in self.catalog.databases() if like(d)])
+        if what == "TABLES":
+            database = node.args.get("db").name if node.args.get("db") is not None else self.database
+            if database is None:
+                raise BindError("no database selected; run USE <database> first")
+            tables = self.catalog.tables(database)
+            return ddl.text_result([f"Tables_in_{database}"], [(t.name,) for t in tables if like(t.name)])
+        if what == "COLUMNS":
+            return ddl.describe_table(self._table(node.args["target"]))
+        if what == "CREATE TABLE":
+            table = self._table(node.args["target"])
+            return ddl.text_result(["Table", "Create Table"], [(table.name, ddl.show_create_table(table))])
+        if what == "WARNINGS":
+            return ddl.text_result(["Level", "Code", "Message"], [(lvl, str(code), msg) for lvl, code, msg in self.warnings])
+        raise UnsupportedError(f"SHOW {what}")
+
+    def _stmt_Analyze(self, node: exp.Analyze, statement) -> Result:
+        """ANALYZE TABLE t[, t2]: collect every column's statistics now (MySQL's four result columns)."""
+        if (node.args.get("kind") or "").upper() != "TABLE":
+            raise UnsupportedError(f"ANALYZE {node.args.get('kind') or ''}".strip())
+        tables = [self._table(target) for target in node.args.get("tables") or []]   # all names checked first
+        for table in tables:
+            self.statistics.analyze(table)
+        return ddl.text_result(["Table", "Op", "Msg_type", "Msg_text"],
+                               [(t.qualified_name, "analyze", "status", "OK") for t in tables])
+
+    def _stmt_OptimizeTable(self, node, statement) -> Result:
+        """OPTIMIZE TABLE t[, t2]: flush write buffers into segments and merge small segments."""
+        tables = []
+        for database, name in node.tables:       # all names checked first
+            database = database or self.database
+            if database is None:
+                raise BindError("no database selected; run USE <database> first")
+            tables.append(self.catalog.table(database, name))
+        for table in tables:
+            self.runner.optimize_table(table)
+        return ddl.text_result(["Table", "Op", "Msg_type", "Msg_text"],
+                               [(t.qualified_name, "optimize", "status", "OK") for t in tables])
+
+
+def _like_filter(pattern: Optional[exp.Expression]):
+    """A predicate on names for SHOW ... LIKE 'pattern' (MySQL: case-insensitive, % and _)."""
+    if pattern is None:
+        return lambda name: True
+    import re
+    text = pattern.name if isinstance(pattern, exp.Literal) else pattern.sql()
+    regex = re.compile("".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in text),
+                       re.IGNORECASE | re.DOTALL)
+    return lambda name: regex.fullmatch(name) is not None

@@ -1,0 +1,110 @@
+"""Write statements of a session: INSERT, LOAD DATA, TRUNCATE, DELETE, UPDATE.
+
+A mixin of :class:`engine.session.Session`. Every write builds the complete new data first and hands it
+to the runner, which makes all of it visible at once or none of it.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from engine.errors import BindError, UnsupportedError
+from engine.result import Result
+from engine.sql import dml
+from engine.sql.query import run_query
+
+
+class WriteStatements:
+    def _stmt_Insert(self, node: exp.Insert, statement) -> Result:
+        if node.args.get("conflict") or node.args.get("overwrite") or node.args.get("alternative"):
+            raise UnsupportedError("INSERT IGNORE / REPLACE / ON DUPLICATE KEY UPDATE (tables have no unique keys)")
+        target = node.this
+        names = None
+        if isinstance(target, exp.Schema):
+            names = [e.name for e in target.expressions]
+            target = target.this
+        table = self._table(target)
+        columns = dml.target_columns(table, names)
+        source = node.expression
+        if isinstance(source, exp.Values):
+            from engine.plan.binder import Binder
+            values, _ = Binder(self.catalog, self.database).bind_values(source)
+            for row_number, row in enumerate(values.rows, start=1):
+                if len(row) != len(columns):
+                    raise BindError(f"column count ({len(columns)}) doesn't match value count "
+                                    f"({len(row)}) at row {row_number}")
+            types = [f.type for f in values.fields]
+            data = dml.rows_to_table(values.rows, types)
+        else:
+            planned = self._plan(source)
+            data = run_query(planned, self.runner).table
+            types = [f.type for f in planned.fields]
+        rows = dml.conform_to_table(data, types, table, columns)
+        return Result(None, rowcount=self.runner.insert(table, rows))
+
+    def _load_data(self, statement) -> Result:
+        from engine.load.loader import run_load
+        database = statement.database or self.database
+        if database is None:
+            raise BindError("no database selected; run USE <database> first")
+        table = self.catalog.table(database, statement.table)
+        outcome = run_load(statement, table, self.runner, load_dir=self.load_dir, progress=self.progress)
+        return Result(None, rowcount=outcome.rows, message=outcome.message, warnings=outcome.warnings.rows)
+
+    def _stmt_TruncateTable(self, node: exp.TruncateTable, statement) -> Result:
+        for target in node.expressions:
+            self.runner.replace_table(self._table(target), None)
+        return Result(None, rowcount=0)
+
+    def _stmt_Delete(self, node: exp.Delete, statement) -> Result:
+        """DELETE rewrites the table without the matching rows (the columnstore's delete bitmaps replace
+        this with issue 4). The kept rows are computed first, so a failing predicate deletes nothing."""
+        if node.args.get("using") or node.args.get("limit") or node.args.get("order"):
+            raise UnsupportedError("DELETE with USING, ORDER BY or LIMIT")
+        table = self._table(node.this)
+        where = node.args.get("where")
+        if where is None:
+            before = self.runner.row_count(table)
+            self.runner.replace_table(table, None)
+            return Result(None, rowcount=before)
+        matched = _is_true(where.this)
+        kept = self._select_rows(table, node.this, [exp.column(c.name) for c in table.columns], exp.not_(matched))
+        before = self.runner.row_count(table)
+        self.runner.replace_table(table, kept)
+        return Result(None, rowcount=before - kept.num_rows)
+
+    def _stmt_Update(self, node: exp.Update, statement) -> Result:
+        """UPDATE rewrites the table with each matching row's new values; rowcount counts matched rows."""
+        if node.args.get("from") or node.args.get("from_") or node.args.get("limit") or node.args.get("order"):
+            raise UnsupportedError("UPDATE with FROM, ORDER BY or LIMIT")
+        table = self._table(node.this)
+        assignments = {}
+        for item in node.expressions:
+            column = table.column(item.this.name)          # raises for an unknown column
+            assignments[column.name.lower()] = item.expression
+        where = node.args.get("where")
+        matched = _is_true(where.this) if where is not None else exp.true()
+        projection = [exp.If(this=matched.copy(), true=assignments[c.name.lower()].copy(), false=exp.column(c.name))
+                      if c.name.lower() in assignments else exp.column(c.name) for c in table.columns]
+        count = self._select_rows(table, node.this, [exp.Count(this=exp.Star())], matched).column(0)[0].as_py()
+        rows = self._select_rows(table, node.this, projection, None)
+        self.runner.replace_table(table, rows)
+        if count:
+            self.statistics.forget(table)     # same row count, other values: the 20% rule would not see it
+        return Result(None, rowcount=count)
+
+    def _select_rows(self, table, table_node: exp.Table, projection, where) -> pa.Table:
+        """Run ``SELECT projection FROM table [WHERE where]`` and cast the result to the table's types."""
+        select = exp.Select(expressions=projection).from_(table_node.copy())
+        if where is not None:
+            select = select.where(where)
+        planned = self._plan(select)
+        data = run_query(planned, self.runner).table
+        if len(projection) != len(table.columns):
+            return data
+        return dml.conform_to_table(data, [f.type for f in planned.fields], table, list(table.columns))
+
+
+def _is_true(predicate: exp.Expression) -> exp.Expression:
+    """``(predicate) IS TRUE``: NULL counts as not matched, as in a WHERE clause."""
+    return exp.Is(this=exp.Paren(this=predicate.copy()), expression=exp.true())
