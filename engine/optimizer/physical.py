@@ -31,7 +31,7 @@ from engine.exec.operators.sort import SortExec
 from engine.exec.operators.union import UnionExec
 from engine.exec.operators.values import ValuesExec
 from engine.optimizer.context import OptimizerContext
-from engine.plan.expressions import ColumnRef, and_all
+from engine.plan.expressions import AggCall, ColumnRef, and_all
 from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                                  Values)
 
@@ -186,6 +186,9 @@ class PhysicalPlanner:
                     raise UnsupportedError("COUNT(DISTINCT) grouped by computed expressions")
                 op = self.repartition(op, dist, key_ids)
                 return HashAggregateExec(op, "single", node.keys, node.aggregates), Distribution("hashed", out_keys)
+            shuffled = self._count_distinct_by_shuffle(node, op, dist)
+            if shuffled is not None:
+                return shuffled, SINGLE
             op = self.to_single(op, dist)
             return HashAggregateExec(op, "single", node.keys, node.aggregates), SINGLE
         partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
@@ -194,6 +197,24 @@ class PhysicalPlanner:
             return HashAggregateExec(moved, "final", node.keys, node.aggregates), Distribution("hashed", out_keys)
         moved = self.to_single(partial, dist)
         return HashAggregateExec(moved, "final", node.keys, node.aggregates), SINGLE
+
+    def _count_distinct_by_shuffle(self, node: Aggregate, op: PhysicalOperator, dist: Distribution):
+        """``SELECT COUNT(DISTINCT b) FROM t``: repartition by b, count distinct values on every leaf (the
+        partitions hold disjoint sets of b), and add the counts on the aggregator — the seeds' shuffle
+        example, instead of gathering every row to one task. None when the aggregate is not of that form."""
+        calls = [call for _, call in node.aggregates]
+        if node.keys or not calls or not all(
+                call.func == "count" and call.distinct and isinstance(call.arg, ColumnRef) for call in calls):
+            return None
+        column = calls[0].arg.id
+        if any(call.arg.id != column for call in calls) or not dist.partitioned:
+            return None
+        if not (dist.kind == "hashed" and dist.keys == (column,)):
+            op = self.repartition(op, dist, (column,))
+        per_leaf = HashAggregateExec(op, "single", (), node.aggregates)
+        gathered = self.to_single(per_leaf, Distribution("any"))
+        totals = tuple((f, AggCall("sum", f.ref(), f.type)) for f, _ in node.aggregates)
+        return HashAggregateExec(gathered, "single", (), totals)
 
     def _Join(self, node: Join):
         left, ldist = self.build(node.left)
