@@ -50,6 +50,8 @@ _MIN_LIMIT_BATCH = 1024          # a LIMIT's scan batches: never tinier (per-bat
 _MAX_LIMIT_BATCH = 1 << 16       # ... nor larger than a segment chunk
 
 SINGLE = Distribution("single")
+# A partial aggregate pays when it shrinks its input: estimated groups below this share of the rows.
+_PARTIAL_USEFUL_RATIO = 0.5
 REPLICATED = Distribution("replicated")
 ANY = Distribution("any")
 
@@ -191,10 +193,22 @@ class PhysicalPlanner:
                 return shuffled, SINGLE
             op = self.to_single(op, dist)
             return HashAggregateExec(op, "single", node.keys, node.aggregates), SINGLE
-        partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
         if node.keys:
+            groups, rows = self.est.rows(node), self.est.rows(node.input)
+            if groups > _PARTIAL_USEFUL_RATIO * rows and len(key_ids) == len(node.keys):
+                # (nearly) every row its own group: a leaf-level partial would not reduce anything, so the
+                # rows move once, by the group keys (MemSQL 6.5's high-cardinality GROUP BY)
+                moved = self.repartition(op, dist, key_ids)
+                return HashAggregateExec(moved, "single", node.keys, node.aggregates), \
+                    Distribution("hashed", out_keys)
+            partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
+            if groups <= self.ctx.gather_groups_limit:
+                # few groups: the leaves' partials are small, finish them once on the aggregator
+                moved = self.to_single(partial, dist)
+                return HashAggregateExec(moved, "final", node.keys, node.aggregates), SINGLE
             moved = self.repartition(partial, dist, out_keys)
             return HashAggregateExec(moved, "final", node.keys, node.aggregates), Distribution("hashed", out_keys)
+        partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
         moved = self.to_single(partial, dist)
         return HashAggregateExec(moved, "final", node.keys, node.aggregates), SINGLE
 

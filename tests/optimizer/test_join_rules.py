@@ -15,7 +15,8 @@ def _line_index(plan: str, fragment: str) -> int:
 def test_q17_aggregates_only_the_parts_the_join_keeps(tpch_canopy_sf001):
     plan = explain(tpch_canopy_sf001, "q17")
     # the per-part average is computed over lineitems semi-joined with the filtered parts
-    aggregate = _line_index(plan, "HashAggregate partial keys=[l_partkey]")
+    aggregate = max(i for i, line in enumerate(plan.splitlines())
+                    if "HashAggregate" in line and "keys=[l_partkey]" in line)
     semi = _line_index(plan, "HashJoin semi ON l_partkey = p_partkey")
     assert semi > aggregate
 
