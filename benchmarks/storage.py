@@ -3,6 +3,12 @@ file, and flush / merge / scan throughput of the durable columnstore.
 
     python -m benchmarks.storage                 # SF1 (generated once under .data/tpch)
     python -m benchmarks.storage --sf 0.1
+    python -m benchmarks.storage --workload d    # workload d on persisted tables, beside DuckDB's file
+
+Workload d (``../shared/bench/WORKLOADS.md``): ``t(i INT)``, 10M rows sorted by ``SORT KEY (i)``,
+``COUNT(*) WHERE i = 2``, through SQL on a reopened data directory and on a reopened DuckDB database
+file, in the same run: the first query after opening and the median of the warm ones. The same 10M
+rows with 100x more runs (100,000 values) shows the cost growing with the runs, not the rows.
 
 Canopy: ``engine.connect(data_dir=...)`` (2 leaves x 4 partitions), ``LOAD DATA`` of lineitem.csv, then
 ``OPTIMIZE TABLE``; bytes = every file under the data directory. Parquet: the same Arrow table written
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -36,11 +43,70 @@ def _timed(fn):
     return result, time.perf_counter() - start
 
 
+def _median_ms(fn, repeat: int = 21) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def workload_d(work: Path, rows: int = 10_000_000) -> None:
+    import numpy as np
+
+    sql = "SELECT COUNT(*) FROM t WHERE i = 2"
+    print(f"workload d: {sql}, {rows:,} rows sorted by i, persisted; first query after opening, then median of 21")
+    for values in (1000, 100_000):
+        table = pa.table({"i": pa.array(np.repeat(np.arange(values, dtype=np.int32), rows // values))})
+        canopy_dir = work / f"d-canopy-{values}"
+        shutil.rmtree(canopy_dir, ignore_errors=True)
+        con = engine.connect(data_dir=str(canopy_dir), progress=False)
+        con.execute("CREATE TABLE t (i INT, SORT KEY (i))")
+        con.load_table("t", table)
+        con.execute("OPTIMIZE TABLE t")
+        con.close()
+        con = engine.connect(data_dir=str(canopy_dir), progress=False)
+        (answer,), first = _timed(lambda: con.execute(sql).fetchall())
+        warm = _median_ms(lambda: con.execute(sql).fetchall())
+        floor = _median_ms(lambda: con.execute("SELECT COUNT(*) FROM t WHERE i = -1").fetchall())
+        segments = len(list(canopy_dir.rglob("seg-*.arrow")))
+        con.close()
+        line = (f"  {values:>7,} values: canopy {warm:6.2f} ms (first {first * 1e3:6.1f} ms; {segments} segments,"
+                f" count {answer[0]:,}; every segment eliminated: {floor:.2f} ms)")
+        try:
+            import duckdb
+
+            duck_file = work / f"d-{values}.duckdb"
+            duck_file.unlink(missing_ok=True)
+            duck = duckdb.connect(str(duck_file))
+            duck.register("src", table)
+            duck.execute("CREATE TABLE t AS SELECT * FROM src ORDER BY i")
+            duck.execute("CHECKPOINT")
+            duck.close()
+            duck = duckdb.connect(str(duck_file))
+            (duck_answer,), duck_first = _timed(lambda: duck.execute(sql).fetchall())
+            duck_warm = _median_ms(lambda: duck.execute(sql).fetchall())
+            duck.close()
+            assert duck_answer == answer, (duck_answer, answer)
+            line += f"; duckdb {duckdb.__version__} file {duck_warm:6.2f} ms (first {duck_first * 1e3:6.1f} ms)"
+        except ImportError:
+            line += "; duckdb not installed"
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=1.0)
     parser.add_argument("--workdir", default=None, help="where the data directories go (default: a temp dir)")
+    parser.add_argument("--workload", choices=["d"], default=None,
+                        help="run only this workload of WORKLOADS.md on persisted tables")
     args = parser.parse_args()
+    if args.workload == "d":
+        work = Path(args.workdir or tempfile.mkdtemp(prefix="canopy-storage-"))
+        work.mkdir(parents=True, exist_ok=True)
+        workload_d(work)
+        return
     data = tpch.generate(args.sf, tpch.default_cache_dir())
     csv = data / "lineitem.csv"
     work = Path(args.workdir or tempfile.mkdtemp(prefix="canopy-storage-"))
