@@ -1,9 +1,17 @@
 """Ray actor shells around the same :class:`cluster.leaf.Leaf` code the embedded runner uses.
 
-A :class:`LeafActor` owns the partitions of one leaf (in-memory partition stores inside the actor process)
-and a copy of every reference table. It receives encoded StageSpecs and exchange payloads, runs one task
-with ``Leaf``, and returns its output already split per destination as transport payloads. No planning,
-no SQL, no live operators cross the actor boundary.
+A :class:`LeafActor` owns the partitions of one leaf and a copy of every reference table: in-memory
+partition stores inside the actor process, or, given a :class:`DurableLeaf` description, the durable
+columnstores of the embedded runner's leaf directory (``data_dir/leaf-N``), reopened from disk whenever
+the actor starts — also when Ray restarts it after a crash. It receives encoded StageSpecs and exchange
+payloads, runs one task with ``Leaf``, and returns its output already split per destination as transport
+payloads. No planning, no SQL, no live operators cross the actor boundary.
+
+Writes are the two phases of :mod:`engine.storage.columnstore.commit` split across processes: the driver
+numbers the statement from its commit log, every leaf prepares and syncs its pieces (``prepare_write``),
+the driver appends the commit record, every leaf applies (``commit_write``). A leaf opening its
+partitions keeps exactly the statements whose commit record is in the log, which it reads (never writes)
+on the shared filesystem.
 
 The :class:`AggregatorActor` is the deployment's registry: its shape (leaves, partitions per leaf) and
 the catalog as the last driver left it, so a second driver can reconnect by name. Queries' once-only
@@ -18,6 +26,8 @@ import os
 import socket
 import threading
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import pyarrow as pa
@@ -25,23 +35,100 @@ import pyarrow.compute as pc
 
 import kernels
 from cluster import transport
-from cluster.leaf import Leaf
+from cluster.leaf import Leaf, LeafStorage
 from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.stages import decode_stage
+from engine.storage.columnstore.commit import COMMIT_MAGIC, FLOOR_MAGIC, Committer
+from engine.storage.columnstore.wal import read_records
 
 # What a consumer task reads: [(stage id, number of payloads)], the payloads following as arguments.
 Layout = Sequence[tuple[int, int]]
 
 
+@dataclass(frozen=True)
+class DurableLeaf:
+    """Where a leaf's durable partitions live: paths of the driver's data directory
+    (:class:`engine.storage.columnstore.datadir.DataDirectory` decides the layout) and the store options."""
+    leaf_dir: str
+    catalog: str            # catalog.json: which tables exist (and their schemas, sort keys)
+    commit_log: str         # commit.log: which statements committed
+    options: dict = field(default_factory=dict)
+
+
+class _LeafCommitter(Committer):
+    """A leaf's half of the commit protocol: the lock its flushes and merges take. Statements are
+    transactions run by the driver, which owns the commit log, so a store write that would start its
+    own transaction here is a bug."""
+
+    def begin(self):
+        raise CanopyInternalError("a Ray leaf's durable partitions are written through prepare_write/commit_write")
+
+
+class _MemoryWrite:
+    """An in-memory store's prepared piece: held until commit, applied then (nothing to undo)."""
+
+    def __init__(self, store, batches: list, replace: bool):
+        self.store, self.batches, self.replace = store, batches, replace
+
+    def apply(self) -> None:
+        if self.replace:
+            self.store.replace(self.batches)
+        else:
+            for batch in self.batches:
+                self.store.append(batch)
+
+    def abort(self) -> None:
+        pass
+
+
 class LeafActor:
     def __init__(self, leaf_id: int, partitions: Sequence[int], restarted: bool = False,
-                 debug_task_delay_s: float = 0.0):
+                 debug_task_delay_s: float = 0.0, durable: Optional[DurableLeaf] = None):
+        self.durable = durable
         self.leaf = Leaf(leaf_id, partitions)
+        if durable is not None:
+            self._open_durable()
         self.restarted = restarted
         self.debug_task_delay_s = debug_task_delay_s
         self._pending: dict[str, list] = {}        # write transactions prepared, not yet committed
         self._cancelled: set[str] = set()
         self._lock = threading.Lock()
+
+    def _open_durable(self) -> None:
+        """Open (recovering) every table the catalog names: committed statements only, as the commit
+        log says now. Runs at every start of the actor, a restart after a crash included."""
+        from engine.catalog_store import PersistentCatalog          # the SQL-level catalog, read only here
+        from engine.storage.columnstore import StoreOptions
+
+        d = self.durable
+        records, _ = read_records(Path(d.commit_log), (COMMIT_MAGIC, FLOOR_MAGIC))
+        committed = frozenset(csn for magic, csn, _ in records if magic == COMMIT_MAGIC)
+        storage = LeafStorage(Path(d.leaf_dir), _LeafCommitter(None), StoreOptions.from_options(dict(d.options)))
+        for table in PersistentCatalog(Path(d.catalog)).all_tables():
+            keys = [None] if table.reference else self.leaf.partitions
+            storage.create(table.table_id, table.arrow_schema, keys, table.sort_key, committed)
+        self.leaf.storage = storage
+
+    def recovery_state(self) -> dict:
+        """What the driver's commit-log compaction needs: every csn found in this leaf's partition files,
+        and the committed ones still only in a WAL (their commit records must stay)."""
+        stores = self.leaf.storage.all_stores()
+        return {"csns_seen": set().union(*(s.csns_seen for s in stores)),
+                "wal_csns": set().union(*(s.wal_csns for s in stores))}
+
+    def reopen(self) -> None:
+        """Close and reopen every partition from disk (after the driver committed a statement this
+        leaf could not apply: a restart between its prepare and commit)."""
+        if self.durable is None:
+            raise CanopyInternalError("reopen of a leaf without durable storage")
+        self.close()
+        self._pending.clear()
+        self._open_durable()
+
+    def close(self) -> None:
+        for store in self.leaf.storage.all_stores():
+            if hasattr(store, "close"):
+                store.close()
 
     # -- control ----------------------------------------------------------------------------------
     def ping(self) -> dict:
@@ -54,28 +141,64 @@ class LeafActor:
             self._cancelled.add(query_id)
 
     # -- tables -----------------------------------------------------------------------------------
-    def create_table(self, table_id: int, schema: pa.Schema, keys: Sequence[Optional[int]]) -> None:
-        self.leaf.storage.create(table_id, schema, keys)
+    def create_table(self, table_id: int, schema: pa.Schema, keys: Sequence[Optional[int]],
+                     sort_key: Sequence[str] = ()) -> None:
+        self.leaf.storage.create(table_id, schema, keys, sort_key)
 
     def drop_table(self, table_id: int) -> None:
         self.leaf.storage.drop(table_id)
 
     def prepare_write(self, txn: str, table_id: int, pieces: Sequence[tuple[Optional[int], list]],
-                      replace: bool) -> None:
-        """Check that every target store exists and hold the pieces until ``commit_write``."""
+                      replace: bool, csn: Optional[int] = None) -> None:
+        """Check that every target store exists and hold the pieces until ``commit_write``. Durable
+        stores (``csn`` given) also write and sync them: WAL records or segments plus a delta, all
+        ignored by recovery unless the commit log gets ``csn``."""
         stores = {key: self._store(table_id, key) for key, _ in pieces}
-        self._pending[txn] = [(stores[key], batches, replace) for key, batches in pieces]
+        if self.durable is None:
+            self._pending[txn] = [_MemoryWrite(stores[key], batches, replace) for key, batches in pieces]
+            return
+        if csn is None:
+            raise CanopyInternalError("a write to durable partitions without a commit sequence number")
+        prepared = []
+        try:
+            for key, batches in pieces:
+                store = stores[key]
+                prepared.append(store.prepare_replace(csn, batches) if replace else store.prepare_append(csn, batches))
+            for p in prepared:
+                p.sync()
+        except BaseException:
+            for p in prepared:
+                p.abort()
+            raise
+        self._pending[txn] = prepared
 
     def commit_write(self, txn: str) -> None:
-        for store, batches, replace in self._pending.pop(txn, ()):
-            if replace:
-                store.replace(batches)
-            else:
-                for batch in batches:
-                    store.append(batch)
+        """Apply a prepared write (the driver has made it durable); then flush what crossed its
+        threshold. Ray runs this actor's default-group methods one at a time, so no prepared write of
+        another statement sits in a WAL that the flush swaps (one driver writes at a time)."""
+        try:
+            prepared = self._pending.pop(txn)
+        except KeyError:
+            raise ExecutionError(f"leaf {self.leaf.leaf_id} holds no prepared write {txn} "
+                                 f"(it was restarted after preparing it)") from None
+        for p in prepared:
+            p.apply()
+        if self.durable is not None:
+            self.leaf.storage.committer.maintain([p.store for p in prepared])
 
     def abort_write(self, txn: str) -> None:
-        self._pending.pop(txn, None)
+        for p in self._pending.pop(txn, ()):
+            p.abort()
+
+    def optimize_table(self, table_id: int) -> None:
+        """OPTIMIZE TABLE on this leaf: flush write buffers, merge small segments."""
+        if self.durable is None:
+            return                          # nothing to do for tables kept in memory
+        storage = self.leaf.storage
+        with storage.committer.lock.exclusive():
+            for _, store in storage.stores_of(table_id):
+                store.flush()
+                store.merge(force=True)
 
     def row_count(self, table_id: int, keys: Sequence[Optional[int]]) -> int:
         return sum(self._store(table_id, key).row_count() for key in keys)
@@ -101,7 +224,7 @@ class LeafActor:
             raise self._lost(error) from None
 
     def _lost(self, error: Exception) -> Exception:
-        if not self.restarted:
+        if not self.restarted or self.durable is not None:
             return error
         return ExecutionError(
             f"leaf {self.leaf.leaf_id} was restarted after a crash and lost its in-memory partitions "

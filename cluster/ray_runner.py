@@ -12,10 +12,18 @@ runs one task per leaf; a task returns its meta plus one transport payload per d
 a repartition, one for gather/broadcast), and the consuming tasks take those object refs as arguments, so
 exchange data moves leaf -> object store -> leaf and reaches the driver only for the final stage.
 
+Durability: with a ``data_dir`` the driver opens it as the embedded runner does (``cluster.json``,
+``catalog.json``, ``commit.log``, the lock) and each leaf opens its columnstores under ``leaf-N`` of it.
+A write is one statement of the commit protocol (:mod:`engine.storage.columnstore.commit`) spread over
+processes: the csn comes from the driver's commit log, the leaves prepare and sync, the driver appends
+the commit record, the leaves apply. Driver and leaves must see the same filesystem (one node, or a
+shared mount).
+
 Failures: Ray errors become :mod:`engine.errors` types here. A leaf that dies fails the query with an
-``ExecutionError`` (an ``OperationalError``) naming the leaf; Ray restarts the actor (``max_restarts``),
-but storage is in memory, so the restarted leaf has lost its partitions and queries over them fail with
-an error saying so until the tables are dropped and reloaded.
+``ExecutionError`` (an ``OperationalError``) naming the leaf; Ray restarts the actor (``max_restarts``).
+With a ``data_dir`` the restarted leaf reopens its partitions from disk, keeping the statements whose
+commit record is in the log; in memory it has lost them, and queries over them fail with an error saying
+so until the tables are dropped and reloaded.
 """
 from __future__ import annotations
 
@@ -24,9 +32,12 @@ import itertools
 import os
 import pickle
 import threading
+import time
 import uuid
 import warnings
 import weakref
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Optional, Sequence
 
 import pyarrow as pa
@@ -37,7 +48,7 @@ import ray.exceptions as rex
 import engine.catalog
 import kernels
 from cluster import transport
-from cluster.actors import AggregatorActor, LeafActor, route
+from cluster.actors import AggregatorActor, DurableLeaf, LeafActor, route
 from cluster.leaf import Leaf
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError, ExecutionError, UnsupportedError
@@ -45,6 +56,7 @@ from engine.exec.operators.base import PhysicalOperator, conform
 from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.stages import StageSpec, encode_stage
 from engine.runner import Runner
+from engine.storage.columnstore.datadir import DataDirectory
 
 
 class _RayLeaf(LeafActor):
@@ -79,6 +91,9 @@ class RayRunner(Runner):
     them). ``leaf_cpus`` / ``leaf_resources``: what each leaf reserves. ``max_restarts``: how often Ray
     restarts a dead leaf. ``compression`` / ``throttle_bytes_per_s``: exchange transport options
     (:mod:`cluster.transport`). ``debug_task_delay_s``: every leaf task sleeps first (failure tests).
+    ``data_dir``: durable tables there, in the embedded runner's layout (reopened and recovered if it
+    exists; a deployment reconnected by name uses the data_dir it was started with);
+    ``storage_options`` (``segment_rows``, ``flush_rows``, ...) tune the columnstores.
     """
 
     def __init__(self, leaves: int = 2, partitions_per_leaf: int = 4, *, address: Optional[str] = None,
@@ -86,10 +101,9 @@ class RayRunner(Runner):
                  leaf_cpus: float = 0.5, leaf_resources: Optional[dict] = None, max_restarts: int = 3,
                  num_cpus: Optional[int] = None, compression: str = "adaptive",
                  throttle_bytes_per_s: Optional[float] = None, debug_task_delay_s: float = 0.0,
-                 start_timeout_s: float = 120.0, data_dir: Optional[str] = None):
-        if data_dir is not None:
-            raise UnsupportedError("data_dir with cluster='ray': Ray leaves keep their partitions in memory "
-                                   "so far (durable leaf storage is not wired into the Ray runner yet)")
+                 start_timeout_s: float = 120.0, data_dir: Optional[str] = None, **storage_options):
+        if storage_options and data_dir is None:
+            raise ValueError(f"unknown runner options {sorted(storage_options)} (storage options need data_dir)")
         if not ray.is_initialized():
             init = dict(include_dashboard=False, logging_level="WARNING")
             if address is None:
@@ -109,14 +123,22 @@ class RayRunner(Runner):
         self._rows: dict[int, int] = {}
         self._distinct: dict[tuple[int, str], int] = {}
         self._closed = False
+        self._data: Optional[DataDirectory] = None
 
         self.name = name or f"canopy-{uuid.uuid4().hex[:8]}"
         registry = _find_actor(f"{self.name}-aggregator", namespace)
         if registry is not None:
-            self._attach(registry)
+            self._attach(registry, data_dir, storage_options)
         else:
-            self._deploy(leaves, partitions_per_leaf, leaf_cpus, leaf_resources, debug_task_delay_s,
-                         start_timeout_s)
+            if data_dir is not None:
+                self._data = DataDirectory(data_dir, leaves, partitions_per_leaf, storage_options)
+            try:
+                self._deploy(leaves, partitions_per_leaf, leaf_cpus, leaf_resources, debug_task_delay_s,
+                             start_timeout_s)
+            except BaseException:
+                if self._data is not None:
+                    self._data.close()
+                raise
         self._leaf_by_actor = {leaf._actor_id.hex(): i for i, leaf in enumerate(self.leaves)}
         if not detached:        # a runner dropped without shutdown() must not hold the cluster's CPUs
             self._finalizer = weakref.finalize(self, _kill, [*self.leaves, self._registry])
@@ -126,15 +148,17 @@ class RayRunner(Runner):
         self.num_leaves = leaves
         self.partitions_per_leaf = partitions_per_leaf
         lifetime = "detached" if self.detached else None
+        data = self._data
         self.leaves = [
             _LeafRemote.options(
                 name=f"{self.name}-leaf-{i}", namespace=self.namespace, lifetime=lifetime,
                 num_cpus=leaf_cpus, resources=leaf_resources or {}, max_restarts=self.max_restarts,
                 max_task_retries=0, scheduling_strategy="SPREAD",
             ).remote(i, range(i * partitions_per_leaf, (i + 1) * partitions_per_leaf),
-                     debug_task_delay_s=delay)
+                     debug_task_delay_s=delay, durable=self._durable_leaf(i))
             for i in range(leaves)]
-        info = {"leaves": leaves, "partitions_per_leaf": partitions_per_leaf, "name": self.name}
+        info = {"leaves": leaves, "partitions_per_leaf": partitions_per_leaf, "name": self.name,
+                "data_dir": str(data.path.resolve()) if data is not None else None}
         self._registry = _AggregatorRemote.options(
             name=f"{self.name}-aggregator", namespace=self.namespace, lifetime=lifetime,
             max_restarts=self.max_restarts).remote(info)
@@ -146,21 +170,51 @@ class RayRunner(Runner):
             raise ExecutionError(
                 f"the Ray cluster could not place {leaves} leaves of {leaf_cpus} CPU each within {timeout:.0f} s "
                 f"(available: {ray.available_resources().get('CPU', 0)} CPU)") from None
+        if data is not None:
+            self.catalog = data.catalog
+            self._finish_recovery()
+            return
         self.catalog = Catalog()
         self.catalog.create_database("canopy")
         self._save_catalog()
 
-    def _attach(self, registry) -> None:
+    def _durable_leaf(self, leaf: int) -> Optional[DurableLeaf]:
+        data = self._data
+        if data is None:
+            return None
+        return DurableLeaf(str(data.leaf_dir(leaf).resolve()), str((data.path / "catalog.json").resolve()),
+                           str(data.log.path.resolve()), dataclasses.asdict(data.options))
+
+    def _finish_recovery(self) -> None:
+        """The leaves have opened their partitions: compact the commit log to what their WALs still
+        need and remove directories of tables the catalog does not name (DataDirectory.finish_recovery)."""
+        states = self._get([leaf.recovery_state.remote() for leaf in self.leaves])
+        self._data.finish_recovery([SimpleNamespace(**state) for state in states],
+                                   {t.table_id for t in self._data.catalog.all_tables()})
+
+    def _attach(self, registry, data_dir: Optional[str], storage_options: dict) -> None:
         self._registry = registry
         info = ray.get(registry.describe.remote())
         self.num_leaves = info["leaves"]
         self.partitions_per_leaf = info["partitions_per_leaf"]
         self.leaves = [ray.get_actor(f"{self.name}-leaf-{i}", namespace=self.namespace)
                        for i in range(self.num_leaves)]
+        deployed = info.get("data_dir")
+        if data_dir is not None and str(Path(data_dir).resolve()) != deployed:
+            raise ExecutionError(f"deployment {self.name!r} keeps its tables "
+                                 f"{'in ' + deployed if deployed else 'in memory'}, not in {data_dir}")
+        if deployed is not None:
+            # the leaves hold their partitions open; reopening here only reads the catalog and log
+            self._data = DataDirectory(deployed, self.num_leaves, self.partitions_per_leaf, storage_options)
+            self.catalog = self._data.catalog
+            self._finish_recovery()
+            return
         state = ray.get(registry.load_catalog.remote())
         self.catalog = _catalog_from_state(state) if state else Catalog()
 
     def _save_catalog(self) -> None:
+        if self._data is not None:
+            return          # catalog.json is saved by every catalog change (engine.catalog_store)
         ray.get(self._registry.save_catalog.remote(_catalog_state(self.catalog)))
 
     def leaf_info(self) -> list[dict]:
@@ -185,7 +239,8 @@ class RayRunner(Runner):
 
     def create_table(self, table: TableDef) -> None:
         self._forget(table.table_id)
-        self._get([leaf.create_table.remote(table.table_id, table.arrow_schema, self._keys(table, i))
+        self._get([leaf.create_table.remote(table.table_id, table.arrow_schema, self._keys(table, i),
+                                            table.sort_key)
                    for i, leaf in enumerate(self.leaves)])
         self._save_catalog()
 
@@ -233,19 +288,50 @@ class RayRunner(Runner):
 
     def _write(self, table: TableDef, placed: dict, replace: bool) -> None:
         """Two steps: every leaf holds its pieces (prepare), then every leaf applies them (commit), so a
-        leaf that cannot take its rows leaves every partition untouched."""
+        leaf that cannot take its rows leaves every partition untouched. Durable: the prepared pieces
+        are synced to disk, and the commit record between the steps is the statement's commit point."""
         txn = uuid.uuid4().hex
         self._forget(table.table_id)
-        targets = [(self.leaves[i], list(pieces.items())) for i, pieces in placed.items()]
+        targets = [(i, list(pieces.items())) for i, pieces in placed.items()]
         with self._write_lock:
+            csn = self._data.log.next_csn() if self._data is not None else None
             try:
-                self._get([leaf.prepare_write.remote(txn, table.table_id, pieces, replace)
-                           for leaf, pieces in targets])
+                self._get([self.leaves[i].prepare_write.remote(txn, table.table_id, pieces, replace, csn)
+                           for i, pieces in targets])
             except BaseException:
-                for leaf, _ in targets:
-                    leaf.abort_write.remote(txn)
+                for i, _ in targets:
+                    self.leaves[i].abort_write.remote(txn)
                 raise
-            self._get([leaf.commit_write.remote(txn) for leaf, _ in targets])
+            if self._data is None:
+                self._get([self.leaves[i].commit_write.remote(txn) for i, _ in targets])
+                return
+            self._data.log.commit(csn)
+            applied = [(i, self.leaves[i].commit_write.remote(txn)) for i, _ in targets]
+            failed = []
+            for i, ref in applied:
+                try:
+                    self._get(ref)
+                except ExecutionError as error:
+                    failed.append((i, error))
+            for i, error in failed:
+                self._reopen_leaf(i, csn, error)
+
+    def _reopen_leaf(self, leaf: int, csn: int, error: Exception, timeout: float = 60.0) -> None:
+        """A committed statement a leaf did not apply (it died, or failed, after preparing): the leaf
+        reopens its partitions from disk, which now has the commit record. Waits for Ray to restart it."""
+        self._forget()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._get(self.leaves[leaf].reopen.remote(), timeout=max(1.0, deadline - time.monotonic()))
+                return
+            except ExecutionError as retry_error:
+                if time.monotonic() >= deadline:
+                    raise ExecutionError(
+                        f"statement {csn} is committed, but leaf {leaf} could not apply it ({error}) nor "
+                        f"reopen its partitions ({retry_error}); it will show the statement when it is "
+                        f"restarted") from None
+                time.sleep(0.2)
 
     def row_count(self, table: TableDef) -> int:
         rows = self._rows.get(table.table_id)
@@ -265,6 +351,9 @@ class RayRunner(Runner):
             self._distinct[key] = \
                 pc.count_distinct(pa.chunked_array(values), mode="only_valid").as_py() if values else 0
         return self._distinct[key]
+
+    def optimize_table(self, table: TableDef) -> None:
+        self._get([leaf.optimize_table.remote(table.table_id) for leaf in self.leaves])
 
     def map_column_partitions(self, table: TableDef, column: str, fn):
         leaves = self.leaves[:1] if table.reference else self.leaves
@@ -379,6 +468,10 @@ class RayRunner(Runner):
             actor_id = getattr(error, "actor_id", None)
             leaf = self._leaf_by_actor.get(actor_id if isinstance(actor_id, str) else getattr(actor_id, "hex", lambda: "")())
             who = f"leaf {leaf} ({self.name}-leaf-{leaf})" if leaf is not None else "a leaf"
+            if self._data is not None:
+                return ExecutionError(
+                    f"{who} died during the query; Ray restarts it (max_restarts={self.max_restarts}) and "
+                    f"it recovers its partitions from {self._data.path}: retry the query")
             return ExecutionError(
                 f"{who} died during the query; Ray restarts it (max_restarts={self.max_restarts}), but its "
                 f"in-memory partitions are lost: drop and reload the tables it held")
@@ -390,22 +483,45 @@ class RayRunner(Runner):
 
     # -- lifecycle --------------------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Non-detached: end the actors. Detached: save the catalog and disconnect (see ``destroy``)."""
+        """Non-detached: end the actors. Detached: save the catalog and disconnect (see ``destroy``).
+        Either way a data_dir is released for the next driver."""
         if self._closed:
             return
         self._closed = True
-        if self.detached:
-            try:
-                self._save_catalog()
-            except rex.RayError:
-                pass            # the registry is gone: the catalog it held goes with it
-            return
-        self._finalizer()
+        try:
+            if self.detached:
+                try:
+                    self._save_catalog()
+                except rex.RayError:
+                    pass        # the registry is gone: the catalog it held goes with it
+                return
+            self._stop_leaves()
+            self._finalizer()
+        finally:
+            self._release_data()
 
     def destroy(self) -> None:
-        """End a deployment's actors (a detached one too); its data is gone."""
+        """End a deployment's actors (a detached one too); in-memory data is gone, a data_dir stays."""
         self._closed = True
+        self._stop_leaves()
         _kill([*self.leaves, self._registry])
+        self._release_data()
+
+    def _stop_leaves(self) -> None:
+        """Durable leaves close their files first (no statement is in flight under the write lock);
+        a leaf that does not answer is killed anyway, which recovery on the next open covers."""
+        if self._data is None:
+            return
+        with self._write_lock:
+            try:
+                ray.get([leaf.close.remote() for leaf in self.leaves], timeout=30)
+            except rex.RayError:
+                pass
+
+    def _release_data(self) -> None:
+        if self._data is not None:
+            self._data.close()
+            self._data = None
 
 
 def _kill(actors) -> None:
