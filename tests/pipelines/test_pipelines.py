@@ -147,7 +147,10 @@ def test_bad_file_and_missing_bucket_are_recorded_and_the_pipeline_keeps_going(c
     s3.create_bucket(Bucket=bucket)
     put_many(bucket, {**objects(0, 20), "in/000005.csv": b"5,ok\nnot-a-number,x\n",
                       "in/000007.csv.gz": b"not gzip"})
-    wait_for(lambda: count(con) == 19 * 3 and file_states(con).get("in/000007.csv.gz") == "Failed")
+    # every outcome is recorded in its own round: wait for all of them, not just the rows
+    wait_for(lambda: count(con) == 19 * 3 and file_states(con).get("in/000007.csv.gz") == "Failed"
+             and file_states(con).get("in/000005.csv") == "Failed"
+             and con.execute("SHOW PIPELINES").fetchone()[5] is None)
     errors = dict(con.execute("SELECT file_name, error FROM information_schema.pipelines_files "
                               "WHERE file_state = 'Failed'").fetchall())
     assert set(errors) == {"in/000005.csv", "in/000007.csv.gz"}
