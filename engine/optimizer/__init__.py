@@ -8,11 +8,13 @@ from engine.optimizer.rules.prune_columns import prune_columns
 from engine.optimizer.rules.pushdown_filters import pushdown_filters
 from engine.optimizer.rules.reduce_aggregates import reduce_aggregates
 from engine.optimizer.rules.top_n import top_n
+from engine.optimizer.rules.transitive_predicates import transitive_predicates
 from engine.plan.logical import LogicalPlan
 
 # Order matters: OR-factoring first exposes join keys hidden in ORs (Q19); filters are pushed into MultiJoin inputs before join ordering (so estimates see them),
-# pushed again into the scans of the ordered tree, and columns are pruned last.
-RULES = (factor_or, pushdown_filters, order_joins, reduce_aggregates, pushdown_filters, top_n, prune_columns)
+# pushed again into the scans of the ordered tree, and columns are pruned last. Transitive predicates
+# read the filters pushdown put on the MultiJoin inputs and add what they imply before joins are ordered.
+RULES = (factor_or, pushdown_filters, transitive_predicates, order_joins, reduce_aggregates, pushdown_filters, top_n, prune_columns)
 
 
 def optimize_logical(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:

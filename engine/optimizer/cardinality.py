@@ -237,12 +237,36 @@ class Estimator:
         selectivity = 1.0 / max(ndv_l, ndv_r, 1.0)
         if len(left_keys) != 1:
             return selectivity
-        pinned = self._pinned_join(left_keys[0], left, right_keys[0]) or \
+        pinned = self._both_pinned(left_keys[0], left, right_keys[0], right) or \
+            self._pinned_join(left_keys[0], left, right_keys[0]) or \
             self._pinned_join(right_keys[0], right, left_keys[0])
         if pinned is not None:
             return pinned
         skew = self._skew(left_keys[0], right_keys[0])
         return selectivity if skew is None else selectivity * skew
+
+    def _both_pinned(self, left_key: Expr, left: LogicalPlan, right_key: Expr, right: LogicalPlan) -> Optional[float]:
+        """Both keys pinned to constants (``a.v = 5`` and, derived by the transitive-predicates rule,
+        ``b.v = 5``): each side already holds only its rows of those values, so the selectivity is
+        sum of f_a(v) * f_b(v) over shared values / (rows of a's values * rows of b's values) from the
+        histograms. The one-sided share would count the filter of the other side a second time."""
+        if not (isinstance(left_key, ColumnRef) and isinstance(right_key, ColumnRef)):
+            return None
+        values_l, values_r = self._pinned(left_key.id, left), self._pinned(right_key.id, right)
+        stats_l, stats_r = self._column_stats(left_key), self._column_stats(right_key)
+        if not (values_l and values_r and stats_l is not None and stats_r is not None) or \
+                not all(stats_l.accepts(v) for v in values_l) or not all(stats_r.accepts(v) for v in values_r):
+            return None
+        rows_l = sum(stats_l.eq_rows(v) for v in values_l)
+        rows_r = sum(stats_r.eq_rows(v) for v in values_r)
+        if not rows_l or not rows_r:
+            return None
+        if self._noted:
+            self._noted[-1][:] = [s for s in self._noted[-1] if s != "ndv"]
+        self._note("histogram")
+        shared = set(values_l) & set(values_r)
+        # no shared value: the join is empty (a tiny selectivity, since 0.0 would read as 'no estimate')
+        return max(1e-12, sum(stats_l.eq_rows(v) * stats_r.eq_rows(v) for v in shared) / (rows_l * rows_r))
 
     def _pinned_join(self, key: Expr, side: LogicalPlan, other_key: Expr) -> Optional[float]:
         """A key a filter pins to constants (``a.v = 5``) meets the other side's rows of those values:
