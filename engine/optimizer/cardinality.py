@@ -417,6 +417,12 @@ class Estimator:
             self._note("histogram")
             rows = stats.eq_rows(prefix) if cut == len(text) else stats.prefix_rows(prefix)
             return rows / stats.rows
+        stats = stats if stats is not None else self._column_stats(_strip_cast(predicate.args[0]))
+        if stats is not None and stats.sample is not None and len(stats.sample) and stats.rows:
+            import pyarrow.compute as pc       # any other pattern: the share of the column's sample
+            matched = pc.sum(pc.match_like(stats.sample, text)).as_py() or 0
+            self._note("histogram")
+            return matched / len(stats.sample) * stats.valid / stats.rows
         self._note("default")
         return 0.1 if prefix else 0.25
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -173,7 +173,20 @@ def collect_column(on_partitions: Callable[[Callable], list]) -> ColumnStats:
             distinct = min(max(kernels.hll_estimate(sketch), 1.0), float(b_rows))
             buckets.append(Bucket(upper, int(b_rows), distinct))
     return ColumnStats(rows, nulls, ndv, min(p.min for p in filled), max(p.max for p in filled), frequent,
-                       tuple(buckets))
+                       tuple(buckets), _text_sample(filled))
+
+
+def _text_sample(filled: list[PartitionSummary]) -> Optional[pa.Array]:
+    """The partitions' samples of a text column, each value repeated in proportion to the rows it stands
+    for (so the sample stays uniform over the table); None for other types."""
+    pieces = [p for p in filled if len(p.sample) and pa.types.is_string(p.sample.type)]
+    if not pieces:
+        return None
+    smallest = min((p.rows - p.nulls) / len(p.sample) for p in pieces)
+    repeated = [p.sample.take(np.repeat(np.arange(len(p.sample)),
+                                        max(1, round((p.rows - p.nulls) / len(p.sample) / smallest))))
+                for p in pieces]
+    return pa.concat_arrays(repeated)
 
 
 def _bucket_bounds(filled: list[PartitionSummary], candidates: pa.Array, column_type) -> list:

@@ -36,6 +36,9 @@ class ColumnStats:
     max: Any
     frequent: dict = field(default_factory=dict)     # value -> exact rows
     buckets: tuple[Bucket, ...] = ()
+    # text columns: a uniform sample of the non-null values, for predicates no histogram answers
+    # (LIKE '%green%'): the share of the sample that matches estimates the share of the rows
+    sample: Any = field(default=None, compare=False, hash=False)
 
     @property
     def valid(self) -> int:

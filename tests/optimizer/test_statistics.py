@@ -145,7 +145,7 @@ def test_explain_shows_estimates_and_their_source(con):
     lines = [r[0] for r in con.execute("EXPLAIN SELECT k, COUNT(*) FROM t WHERE k = 3 AND s LIKE '%z%' "
                                        "GROUP BY k").fetchall()]
     scan = next(l for l in lines if l.lstrip().startswith("Scan t"))
-    assert scan.endswith("(est. 25 rows: default)")          # 100 rows for k = 3, times LIKE's 0.25
+    assert scan.endswith("(est. 1 rows: histogram)")         # no sampled s contains 'z': at least 1 row
     final = next(l for l in lines if "HashAggregate" in l and "partial" not in l)
     assert final.endswith("(est. 1 rows: ndv)")
 
@@ -164,3 +164,13 @@ def test_boolean_flags_and_all_null_columns(con):
     for where, rows in [("flag", 30), ("NOT flag", 970), ("nothing = 5", 1)]:
         scan = next(r[0] for r in con.execute(f"EXPLAIN SELECT * FROM f WHERE {where}").fetchall() if "Scan f" in r[0])
         assert scan.endswith(f"(est. {rows} rows: histogram)"), (where, scan)
+
+
+def test_like_inside_the_text_comes_from_the_sample(con):
+    s = np.where(np.arange(20000) % 10 == 0, "a green part", "a red part")
+    con.session.runner.insert(_table(con, "t"), pa.table({"k": pa.array(np.zeros(20000, dtype=np.int32)),
+                                                          "s": pa.array(s)}))
+    lines = [r[0] for r in con.execute("EXPLAIN SELECT k FROM t WHERE s LIKE '%green%'").fetchall()]
+    scan = next(l for l in lines if l.lstrip().startswith("Scan t"))
+    estimated = int(scan.rsplit("(est. ", 1)[1].split(" rows")[0].replace(",", ""))
+    assert scan.endswith("rows: histogram)") and 1000 <= estimated <= 3000, scan       # true: 2,000
