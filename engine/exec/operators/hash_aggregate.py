@@ -5,6 +5,7 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import kernels
 from engine.exec import decimal64
@@ -220,11 +221,18 @@ class HashAggregateExec(PhysicalOperator):
         specs, outputs = [], []
         for i, (f, call) in enumerate(self.aggregates):
             if self.mode == "single":
-                if call.distinct:
-                    if call.func != "count":
-                        raise_unsupported(call)
+                if call.distinct and call.func == "count":
                     specs.append((arg_names[i], "count_distinct"))
                     outputs.append([(f"{f.id}|count", "count")])
+                    continue
+                if call.distinct and call.func in ("sum", "avg") and not self.keys:
+                    # one group: the column's distinct values, summed after the (keyless) aggregation
+                    outputs.append([(f"{f.id}|distinct:{arg_names[i]}", call.func)])
+                    continue
+                if call.distinct and call.func in ("sum", "avg"):
+                    # each group's distinct values as a list, summed (and counted) after the group_by
+                    specs.append((arg_names[i], "distinct"))
+                    outputs.append([(f"{f.id}|distinct", call.func)])
                     continue
                 states = _STATES[call.func]
             else:
@@ -241,9 +249,28 @@ class HashAggregateExec(PhysicalOperator):
             agg_columns[k] = decimal64.from_int64_array(agg_columns[k].combine_chunks(), pa.decimal128(38, scale))
         state_columns, state_names, k = [], [], 0
         for names in outputs:
-            for name, _ in names:
-                state_columns.append(agg_columns[k])
-                state_names.append(name)
+            for name, suffix in names:
+                if "|distinct:" in name:            # keyless: no group_by output to read (k stays)
+                    field_id, column = name.split("|distinct:")
+                    distinct = pc.unique(pc.drop_null(table.column(column).combine_chunks()))
+                    total = pc.sum(distinct) if len(distinct) else pa.scalar(None, distinct.type)
+                    state_columns.append(pa.array([total.as_py()], distinct.type))
+                    state_names.append(f"{field_id}|sum")
+                    if suffix == "avg":
+                        state_columns.append(pa.array([len(distinct)], pa.int64()))
+                        state_names.append(f"{field_id}|count")
+                    continue
+                if name.endswith("|distinct"):
+                    field_id = name[: -len("|distinct")]
+                    total, count = _sum_lists(agg_columns[k].combine_chunks())
+                    state_columns.append(total)
+                    state_names.append(f"{field_id}|sum")
+                    if suffix == "avg":
+                        state_columns.append(count)
+                        state_names.append(f"{field_id}|count")
+                else:
+                    state_columns.append(agg_columns[k])
+                    state_names.append(name)
                 k += 1
         result = pa.table(list(key_columns) + state_columns, names=key_names + state_names)
         if self.mode == "partial":
@@ -324,6 +351,24 @@ def _split_grouped(grouped: pa.Table, key_names: list[str]) -> tuple[list, list]
     key_set = set(key_names)
     aggs = [grouped.column(i) for i, n in enumerate(grouped.column_names) if n not in key_set]
     return keys, aggs
+
+
+def _sum_lists(lists: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """SUM and COUNT of each list of a list array (NULL sum for an empty list): SUM(DISTINCT x) over the
+    per-group distinct values Arrow's ``distinct`` aggregation collects."""
+    groups = len(lists)
+    values = pc.list_flatten(lists)
+    parents = pc.list_parent_indices(lists)
+    per_group = pa.table({"g": parents, "v": values}).group_by("g", use_threads=False).aggregate(
+        [("v", "sum"), ("v", "count")])
+    where = np.full(groups, -1, dtype=np.int64)
+    where[per_group.column("g").to_numpy()] = np.arange(per_group.num_rows)
+    index = pa.array(where, mask=where < 0)
+    total = per_group.column("v_sum").combine_chunks().take(index) if per_group.num_rows else \
+        pa.nulls(groups, values.type)
+    count = per_group.column("v_count").combine_chunks().take(index).fill_null(0) if per_group.num_rows else \
+        pa.array(np.zeros(groups, dtype=np.int64))
+    return total, count
 
 
 def raise_unsupported(call: AggCall):
