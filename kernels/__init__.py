@@ -22,6 +22,7 @@ if _choice == "reference":
     from kernels.reference.hll import hll_add, hll_estimate, hll_merge
     from kernels.reference.groupby import (Factorizer, GroupedAggregate, factorize,
                                            supports_aggregate, supports_group_key)
+    from kernels.reference.bitpack import bit_width_of, pack, unpack
 elif _choice == "compiled":
     try:
         from kernels.filter import (and_kleene, compare, count_matches, count_true, match_string,
@@ -31,6 +32,7 @@ elif _choice == "compiled":
         from kernels.hll import hll_add, hll_estimate, hll_merge
         from kernels.groupby import (Factorizer, GroupedAggregate, factorize, supports_aggregate,
                                      supports_group_key)
+        from kernels.bitpack import bit_width_of, pack, unpack
     except ImportError as exc:
         raise ImportError(
             "the compiled kernels are not built: run `pip install -e . --no-build-isolation` or "
@@ -49,4 +51,6 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            # IN-list
            "InList", "supports_in_list",
            # hash group-by
-           "Factorizer", "factorize", "GroupedAggregate", "supports_group_key", "supports_aggregate"]
+           "Factorizer", "factorize", "GroupedAggregate", "supports_group_key", "supports_aggregate",
+           # frame-of-reference bit-packing
+           "pack", "unpack", "bit_width_of"]
