@@ -19,7 +19,7 @@ def _table() -> pa.Table:
     k = np.sort(rng.integers(0, 60, N)).astype(np.int32)            # sorted: run-end encoded
     tags = np.array(["red", "green", "blue", None], dtype=object)
     tag = tags[rng.integers(0, 4, N)]                                # few values: dictionary
-    v = rng.integers(-10**6, 10**6, N).astype(np.int64)              # plain
+    v = rng.integers(-10**6, 10**6, N).astype(np.int64)              # 21 of 64 bits: bit-packed
     v_null = pa.array(v, mask=rng.random(N) < 0.05)
     return pa.table({"k": pa.array(k), "tag": pa.array(tag, pa.string()), "v": v_null})
 
@@ -44,7 +44,7 @@ def test_segments_hold_encoded_columns(cons):
     con, _ = cons
     stores = [s for leaf in con.session.runner.leaves for s in leaf.storage.all_stores()]
     encodings = {name: st.encoding for s in stores for info in s.segment_infos() for name, st in info.columns.items()}
-    assert encodings["k"] == "run_end" and encodings["tag"] == "dictionary" and encodings["v"] == "plain"
+    assert encodings["k"] == "run_end" and encodings["tag"] == "dictionary" and encodings["v"] == "bitpack"
 
 
 QUERIES = [

@@ -7,8 +7,15 @@ array types, so a reader gets them back without a codec of ours:
   columns, low-cardinality columns after the sort);
 * ``dictionary`` — :class:`pyarrow.DictionaryArray` when distinct values are at most a quarter of
   the rows (and fewer than 2**16);
-* ``plain``      — otherwise. Narrow integer ranges are left to the IPC buffers' zstd for now
-  (frame-of-reference bit-packing is not implemented).
+* ``bitpack``    — integer columns that are neither, when ``max - min`` needs at most half the
+  type's bits: frame-of-reference bit-packing (:func:`kernels.pack`). Arrow has no such type, so
+  each IPC record batch stores the column as a binary column of the batch's length whose first slot
+  holds the batch's packed words after a two-word header (base, bit width) and whose other slots are
+  empty; the validity bitmap is the column's own (the first slot may be null and still hold the
+  words, which Arrow allows). The field's metadata marks it and names the logical type. Segments
+  decode such columns whole, per record batch, right after reading (:func:`unpack_stored`), so the
+  rest of the engine never sees them;
+* ``plain``      — otherwise.
 """
 from __future__ import annotations
 
@@ -18,8 +25,11 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+import kernels
 
 RUN_END_MIN_AVERAGE_RUN = 8
 DICTIONARY_MAX_FRACTION = 0.25
@@ -27,6 +37,10 @@ DICTIONARY_MAX_VALUES = 1 << 16
 _SAMPLE_ROWS = 4096
 _SAMPLE_REPEATS = 0.9           # a sample this distinct or more: too many values for a dictionary
 _MAX_STAT_STRING = 256          # longer strings get no min/max (a truncated max would be wrong)
+BITPACK_MAX_WIDTH_FRACTION = 0.5
+_BITPACK_KEY = b"canopy.encoding"
+_BITPACK_TYPE_KEY = b"canopy.type"
+_MASK64 = (1 << 64) - 1
 
 
 @dataclass(frozen=True)
@@ -75,9 +89,76 @@ def encode_column(array: pa.Array) -> tuple[pa.Array, ColumnStats]:
             distinct = len(encoded.dictionary) - (1 if nulls and encoded.dictionary.null_count else 0)
             if distinct <= n * DICTIONARY_MAX_FRACTION and distinct < DICTIONARY_MAX_VALUES:
                 return encoded, ColumnStats("dictionary", low, high, nulls, distinct)
-            return array, ColumnStats("plain", low, high, nulls, distinct)
+            return array, ColumnStats(_plain_encoding(array, low, high), low, high, nulls, distinct)
     estimate = min(n - nulls, round(sampled * n / max(len(sample), 1)))
-    return array, ColumnStats("plain", low, high, nulls, estimate)
+    return array, ColumnStats(_plain_encoding(array, low, high), low, high, nulls, estimate)
+
+
+def _plain_encoding(array: pa.Array, low, high) -> str:
+    """``bitpack`` for integer columns whose range needs at most half their bits, else ``plain``."""
+    if not pa.types.is_integer(array.type) or low is None:
+        return "plain"
+    width = (high - low).bit_length()
+    return "bitpack" if width <= array.type.bit_width * BITPACK_MAX_WIDTH_FRACTION else "plain"
+
+
+def stored_field(field: pa.Field, stats: ColumnStats) -> pa.Field:
+    """The IPC field a column with these statistics is written as (``field`` unless bit-packed)."""
+    if stats.encoding != "bitpack":
+        return field
+    return pa.field(field.name, pa.binary(), nullable=True,
+                    metadata={_BITPACK_KEY: b"bitpack", _BITPACK_TYPE_KEY: str(field.type).encode()})
+
+
+def pack_stored(array: pa.Array) -> pa.Array:
+    """One record batch's worth of a ``bitpack`` column as its stored binary column."""
+    n, nulls = len(array), array.null_count
+    validity = None
+    if nulls:
+        validity = pc.is_valid(array).buffers()[1]
+        # slots under nulls are the caller's: fill them inside the range so they cost no bits
+        low = pc.min(array)
+        array = array.fill_null(low if low.is_valid else pa.scalar(0, array.type))
+    values = array.to_numpy(zero_copy_only=False)
+    base, width, packed = kernels.pack(values)
+    data = np.concatenate([np.array([base & _MASK64, width], np.uint64), packed]).astype("<u8")
+    offsets = np.full(n + 1, data.nbytes, np.int32)
+    offsets[0] = 0
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=nulls)
+
+
+def unpack_stored(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` (one whole record batch read from a segment) with its bit-packed columns decoded."""
+    fields = batch.schema
+    if not any(f.metadata and f.metadata.get(_BITPACK_KEY) == b"bitpack" for f in fields):
+        return batch
+    columns, out_fields = [], []
+    for field, column in zip(fields, batch.columns):
+        if field.metadata and field.metadata.get(_BITPACK_KEY) == b"bitpack":
+            type_ = pa.type_for_alias(field.metadata[_BITPACK_TYPE_KEY].decode())
+            column = _unpack_column(column, type_)
+            field = pa.field(field.name, type_)
+        columns.append(column)
+        out_fields.append(field)
+    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(out_fields))
+
+
+def _unpack_column(stored: pa.Array, type_: pa.DataType) -> pa.Array:
+    n = len(stored)
+    if stored.offset:
+        raise ValueError("a bit-packed column must be decoded before it is sliced")
+    validity, offsets, data = stored.buffers()
+    start, end = np.frombuffer(offsets, np.int32, count=2)
+    words = np.frombuffer(data, np.uint8, count=int(end - start), offset=int(start)).copy().view("<u8")
+    dtype = np.dtype(type_.to_pandas_dtype())
+    base = int(words[0])
+    if dtype.kind == "i" and base >= 1 << 63:
+        base -= 1 << 64
+    out = np.empty(n, dtype)
+    kernels.unpack(base, int(words[1]), words[2:], n, out)
+    return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(out)],
+                                 null_count=stored.null_count)
 
 
 def decode_column(array: pa.Array) -> pa.Array:

@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from engine.errors import ExecutionError
-from engine.storage.columnstore.encoding import ColumnStats, decode_batch, encode_column, may_match
+from engine.storage.columnstore.encoding import (ColumnStats, decode_batch, encode_column, may_match,
+                                                 pack_stored, stored_field, unpack_stored)
 from engine.storage.columnstore.files import crc32_of_file
 
 _SEGMENT_WRITE_OPTIONS = ipc.IpcWriteOptions(compression="zstd")
@@ -74,12 +75,15 @@ def write_segment(path: Path, table: pa.Table, chunk_rows: int) -> SegmentInfo:
             if column.num_chunks else pa.array([], type=field.type)
         array, stats[field.name] = encode_column(array)
         encoded.append(array)
-    schema = pa.schema([pa.field(f.name, a.type, nullable=f.nullable) for f, a in zip(table.schema, encoded)])
+    schema = pa.schema([stored_field(pa.field(f.name, a.type, nullable=f.nullable), stats[f.name])
+                        for f, a in zip(table.schema, encoded)])
+    packed = [stats[f.name].encoding == "bitpack" for f in table.schema]
     sink = pa.BufferOutputStream()
     with ipc.new_file(sink, schema, options=_SEGMENT_WRITE_OPTIONS) as writer:
         for start in range(0, max(table.num_rows, 1), chunk_rows):
-            writer.write_batch(pa.RecordBatch.from_arrays([a.slice(start, chunk_rows) for a in encoded],
-                                                          schema=schema))
+            writer.write_batch(pa.RecordBatch.from_arrays(
+                [pack_stored(a.slice(start, chunk_rows)) if p else a.slice(start, chunk_rows)
+                 for a, p in zip(encoded, packed)], schema=schema))
     data = sink.getvalue()
     with open(path, "wb") as f:
         f.write(data)
@@ -136,6 +140,7 @@ class Segment:
             if not chunk.num_rows:
                 continue
             batch = chunk.select([position[index] for index in indices]) if indices else chunk.select([])
+            batch = unpack_stored(batch)       # bit-packed columns, whole record batches only
             pieces = ([batch.slice(start, batch_rows) for start in range(0, batch.num_rows, batch_rows)]
                       if batch_rows and batch.num_rows > batch_rows else [batch])
             for piece in pieces:
