@@ -40,6 +40,9 @@ def _wait_restarted(runner, leaf: int, timeout: float = 60) -> dict:
     raise AssertionError(f"leaf {leaf} was not restarted within {timeout} s")
 
 
+# Delivering KeyboardInterrupt to a main thread blocked in Ray is timing-dependent on a loaded 2-core
+# machine (it has been missed there); the default suite must not depend on it: run with -m slow.
+@pytest.mark.slow
 def test_interrupt_cancels_the_query_on_every_leaf(slow_con):
     timer = threading.Timer(0.2, _thread.interrupt_main)
     timer.start()
