@@ -3,12 +3,13 @@
 benchmarks.bench_groupby [--rows N]``; the default 2M rows keeps a shared 2-core box responsive,
 --rows 20000000 is the workload's size). Also prints the kernel's memory per group."""
 import argparse
-import statistics
 import sys
 import time
 
 import numpy as np
 import pyarrow as pa
+
+from benchmarks.timing import median_seconds
 
 ROWS = 2_000_000
 
@@ -48,16 +49,6 @@ class FactorizeAggregate:
         f.uniques(), count.result(), total.result()
 
 
-def _median(fn, repeat=5):
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _sql_runners(table, ddl):
     import duckdb
 
@@ -87,7 +78,7 @@ def main(argv=None):
     for name, table, ddl, queries in cases:
         runners = _sql_runners(table, ddl)
         for sql in queries:
-            times = {peer: _median(lambda: run(sql), args.repeat) for peer, run in runners.items()}
+            times = {peer: median_seconds(lambda: run(sql), args.repeat) for peer, run in runners.items()}
             print(f"workload {name} ({args.rows:,} rows): {sql}")
             for peer, t in times.items():
                 print(f"  {peer:8s} {t * 1e3:9.1f} ms")
@@ -96,11 +87,11 @@ def main(argv=None):
     bench = FactorizeAggregate()
     bench.table = workload_b(args.rows)
     for impl in FactorizeAggregate.params:
-        print(f"kernel-level count+sum by k, {impl:8s} {_median(lambda: bench.time_count_sum(impl), args.repeat) * 1e3:9.1f} ms")
+        print(f"kernel-level count+sum by k, {impl:8s} {median_seconds(lambda: bench.time_count_sum(impl), args.repeat) * 1e3:9.1f} ms")
     dict_keys = workload_f(args.rows).column("stock_symbol").combine_chunks().dictionary_encode()
-    print(f"kernel factorize dictionary symbols   {_median(lambda: kernels.factorize([dict_keys]), args.repeat) * 1e3:9.1f} ms")
+    print(f"kernel factorize dictionary symbols   {median_seconds(lambda: kernels.factorize([dict_keys]), args.repeat) * 1e3:9.1f} ms")
     plain_keys = dict_keys.dictionary_decode()
-    print(f"kernel factorize plain-string symbols {_median(lambda: kernels.factorize([plain_keys]), args.repeat) * 1e3:9.1f} ms")
+    print(f"kernel factorize plain-string symbols {median_seconds(lambda: kernels.factorize([plain_keys]), args.repeat) * 1e3:9.1f} ms")
     # memory per group, tens of millions of groups
     groups = max(args.rows, 1_000_000)
     f = kernels.Factorizer([pa.int64()])

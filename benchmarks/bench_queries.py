@@ -5,8 +5,7 @@
 over time: wall-clock times drift with the machine, the ratio much less (``shared/bench/WORKLOADS.md``).
 For SF 1 and all 22 queries use ``python -m benchmarks.tpch`` instead.
 """
-import statistics
-import time
+from benchmarks.timing import median_seconds
 
 SF = 0.01
 QUERIES = ["q01", "q03", "q05", "q06", "q09", "q13", "q18", "q21"]
@@ -28,16 +27,6 @@ def _connections(data_dir):
         tpch.load_duckdb(duck, data_dir)
         _loaded[data_dir] = canopy, duck
     return _loaded[data_dir]
-
-
-def _median_seconds(fn, repeat=5):
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 class TPCHQueries:
@@ -63,8 +52,8 @@ class TPCHQueries:
         self.duck.sql(self.sql).to_arrow_table()
 
     def track_ratio_canopy_duckdb(self, data_dir, query):
-        canopy = _median_seconds(lambda: self.canopy.execute(self.sql).fetch_arrow_table())
-        duck = _median_seconds(lambda: self.duck.sql(self.sql).to_arrow_table())
+        canopy = median_seconds(lambda: self.canopy.execute(self.sql).fetch_arrow_table())
+        duck = median_seconds(lambda: self.duck.sql(self.sql).to_arrow_table())
         return canopy / duck
 
     track_ratio_canopy_duckdb.unit = "canopy/duckdb"

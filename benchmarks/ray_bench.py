@@ -26,15 +26,7 @@ import time
 
 import pyarrow as pa
 
-
-def _median_time(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from benchmarks.timing import median_seconds
 
 
 def bench_tpch(args) -> int:
@@ -60,7 +52,7 @@ def bench_tpch(args) -> int:
     for name, sql in queries:
         medians = {}
         for kind, con in cons.items():
-            medians[kind] = _median_time(lambda: con.execute(sql).fetch_arrow_table(), args.repeat)
+            medians[kind] = median_seconds(lambda: con.execute(sql).fetch_arrow_table(), args.repeat)
             totals[kind] += medians[kind]
         print(f"{name:<6} {medians['embedded']:>11.4f} {medians['ray']:>9.4f} "
               f"{medians['ray'] / medians['embedded']:>7.2f}")
@@ -131,7 +123,7 @@ def bench_link(args) -> int:
                 assert rows == sum(b.num_rows for b in batches)
                 counters["link"] = sender.counters[0]
 
-            seconds = _median_time(transfer, args.repeat)
+            seconds = median_seconds(transfer, args.repeat)
             link_s = statistics.median(counters["link_s"][1:])        # without the warm-up
             c = counters["link"]
             results[(link, compression)] = (link_s, seconds)
@@ -164,7 +156,7 @@ def bench_choice(args) -> int:
         assert ray.get(consumer.take_batches.remote(ray.put(batches))) == rows
 
     for label, fn in (("framed IPC payload", as_payload), ("Ray-pickled batches", as_batches)):
-        print(f"{label:<22} {_median_time(fn, args.repeat):.3f} s")
+        print(f"{label:<22} {median_seconds(fn, args.repeat):.3f} s")
     ray.shutdown()
     return 0
 

@@ -13,23 +13,13 @@ run-end-encoded column) is what a run-end-encoded segment will cost.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import pyarrow as pa
 
+from benchmarks.timing import median_seconds
+
 REPEAT = 5
-
-
-def median_seconds(fn, repeat=REPEAT):
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def workload_c():
