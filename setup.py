@@ -22,7 +22,7 @@ extensions = [
         extra_compile_args=compile_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         # Headers under kernels/src hold static inline C; a change there must rebuild every user.
-        depends=sorted(glob.glob("kernels/src/*.h")),
+        depends=sorted(glob.glob("kernels/src/*.h")) + sorted(glob.glob("kernels/*.pxd")),
     )
     for path in sorted(glob.glob("kernels/*.pyx"))
 ]

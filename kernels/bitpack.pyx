@@ -22,6 +22,8 @@ the GIL.
 cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
+from kernels.fused_types cimport intlike_t
+
 import numpy as np
 
 __all__ = [
@@ -33,15 +35,6 @@ __all__ = [
     "pack_into",
 ]
 
-ctypedef fused intlike_t:
-    int8_t
-    int16_t
-    int32_t
-    int64_t
-    uint8_t
-    uint16_t
-    uint32_t
-    uint64_t
 
 _MASK64 = (1 << 64) - 1
 

@@ -24,6 +24,8 @@ from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, 
                           uint64_t)
 from libc.string cimport memcpy, memset
 
+from kernels.fused_types cimport code_t, float_t, offset_t
+
 import decimal
 import operator
 
@@ -67,23 +69,6 @@ ctypedef fused int_t:
     int32_t
     int64_t
 
-ctypedef fused float_t:
-    float
-    double
-
-ctypedef fused offset_t:
-    int32_t
-    int64_t
-
-ctypedef fused code_t:
-    int8_t
-    int16_t
-    int32_t
-    int64_t
-    uint8_t
-    uint16_t
-    uint32_t
-    uint64_t
 
 ctypedef fused run_t:
     int16_t

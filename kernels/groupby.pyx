@@ -25,6 +25,8 @@ from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, 
                           uint64_t)
 from libc.string cimport memcpy
 
+from kernels.fused_types cimport code_t, float_t, intlike_t
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,19 +50,6 @@ __all__ = [
     "group_max_decimal128",
 ]
 
-ctypedef fused intlike_t:
-    int8_t
-    int16_t
-    int32_t
-    int64_t
-    uint8_t
-    uint16_t
-    uint32_t
-    uint64_t
-
-ctypedef fused float_t:
-    float
-    double
 
 ctypedef fused number_t:
     int8_t
@@ -74,15 +63,6 @@ ctypedef fused number_t:
     float
     double
 
-ctypedef fused code_t:
-    int8_t
-    int16_t
-    int32_t
-    int64_t
-    uint8_t
-    uint16_t
-    uint32_t
-    uint64_t
 
 cdef uint8_t _EMPTY_BYTES[8]
 

@@ -32,6 +32,8 @@ cimport cython
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
                           uint64_t)
 
+from kernels.fused_types cimport code_t, float_t, intlike_t, offset_t
+
 import operator
 
 import numpy as np
@@ -60,34 +62,6 @@ NULL_HASH = np.uint64(CANOPY_NULL_HASH)
 
 # The largest partition count: partition ids are int32.
 MAX_PARTITIONS = 2**31 - 1
-
-ctypedef fused intlike_t:
-    int8_t
-    int16_t
-    int32_t
-    int64_t
-    uint8_t
-    uint16_t
-    uint32_t
-    uint64_t
-
-ctypedef fused float_t:
-    float
-    double
-
-ctypedef fused offset_t:
-    int32_t
-    int64_t
-
-ctypedef fused code_t:
-    int8_t
-    int16_t
-    int32_t
-    int64_t
-    uint8_t
-    uint16_t
-    uint32_t
-    uint64_t
 
 
 # Stands in for the data pointer of an empty buffer, so that hashing zero bytes never forms a

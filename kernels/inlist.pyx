@@ -19,6 +19,8 @@ cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcmp
 
+from kernels.fused_types cimport offset_t
+
 import numpy as np
 import pyarrow as pa
 
@@ -37,9 +39,6 @@ ctypedef fused int_t:
     int32_t
     int64_t
 
-ctypedef fused offset_t:
-    int32_t
-    int64_t
 
 cdef uint8_t _EMPTY_BYTES[8]
 
