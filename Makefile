@@ -10,7 +10,7 @@ INSTALL_STAMP := $(VENV)/.canopy-installed
 KERNEL_STAMP  := build/.canopy-kernels
 KERNEL_SOURCES := $(wildcard kernels/*.pyx kernels/*.pxd kernels/src/*.h kernels/src/*.c) setup.py
 
-.PHONY: venv kernels demo test test-slow bench clean distclean
+.PHONY: venv kernels demo test test-slow bench bench-peers clean distclean
 
 venv: $(INSTALL_STAMP) $(KERNEL_STAMP)
 
@@ -44,6 +44,11 @@ test-slow: venv
 
 bench: venv
 	$(PY) -m benchmarks.tpch --sf 1
+
+# Seed workloads a-f (../shared/bench/WORKLOADS.md) against DuckDB, Polars, DataFusion and chDB.
+bench-peers: venv
+	$(PY) -m pip install --no-build-isolation -e ".[peers]"
+	$(PY) -m benchmarks.seed
 
 clean:
 	rm -rf build .pytest_cache .hypothesis .asv kernels/*.so kernels/*.c kernels/*.cpp

@@ -1,18 +1,29 @@
-"""Seed workloads of ``shared/bench/WORKLOADS.md`` through Canopy's SQL and the peers, in one run.
+"""Seed workloads a-f of ``shared/bench/WORKLOADS.md`` through Canopy's SQL and the peers, in one run.
 
-``python -m benchmarks.seed [c d]`` builds each workload's data once, loads it into Canopy (embedded
-local cluster), DuckDB, and Polars / DataFusion / chDB when they are installed, runs each query
-(one warm-up, median of 5) and prints every time and ``canopy / best peer``. Absolute times drift
-with the machine; the ratio is the number to track.
+    python -m benchmarks.seed                 # every workload at the sizes WORKLOADS.md gives
+    python -m benchmarks.seed e f --scale 0.1 # some workloads, a tenth of the rows
+    make bench-peers                          # installs the peers (.[peers]) and runs the above
 
-Workloads here: c (8M unique shuffled INT: COUNT(*) WHERE i IN (3 values) and IN (904 values)) and
-d (10M sorted INT, 1000 values: COUNT(*) WHERE i = 2). For d, Canopy's storage does not run-end
-encode yet, so the SQL figure scans plain batches; the kernel figure (``count_matches`` over the
-run-end-encoded column) is what a run-end-encoded segment will cost.
+Each workload's data is built once (NumPy, fixed seeds) and loaded into Canopy (embedded local
+cluster) and into every installed peer: DuckDB, Polars, DataFusion, chDB (embedded ClickHouse), all
+holding the table in memory, peers at 2 threads. A peer that is not installed is reported and
+skipped. Each query runs once to warm up, then 5 times; the median is printed per engine with the
+ratio ``canopy / best peer`` and Canopy's rows per second. Every engine's result is checked against
+DuckDB's before timing; a mismatch is printed, not timed silently.
+
+Canopy's tables: in memory for a, b, c, e (as the peers); workloads d and f are about encoded data
+(run-end encoded sorted column, dictionary-encoded symbols), so Canopy holds them in its durable
+columnstore (``connect(data_dir=...)`` in a temporary directory, ``OPTIMIZE TABLE`` after loading),
+where the columns are stored encoded and queries read them encoded.
 """
 from __future__ import annotations
 
 import argparse
+import math
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -20,102 +31,234 @@ import pyarrow as pa
 from benchmarks.timing import median_seconds
 
 REPEAT = 5
+THREADS = 2
 
 
-def workload_c():
+@dataclass
+class Workload:
+    table: str
+    data: pa.Table
+    ddl: str
+    queries: dict[str, str]
+    durable: bool = False          # Canopy holds the table in its columnstore (encoded segments)
+    notes: list[str] = field(default_factory=list)
+
+
+def _rows(n: int, scale: float) -> int:
+    return max(1000, int(n * scale))
+
+
+def workload_a(scale: float) -> Workload:
+    rows = _rows(20_000_000, scale)
+    rng = np.random.default_rng(1)
+    data = pa.table({"a": np.arange(rows, dtype=np.int64), "b": rng.permutation(rows).astype(np.int64)})
+    return Workload("t", data, "CREATE TABLE t (a BIGINT, b BIGINT, SHARD KEY (a))",
+                    {"a: COUNT(DISTINCT b)": "SELECT COUNT(DISTINCT b) FROM t"})
+
+
+def workload_b(scale: float) -> Workload:
+    rows = _rows(20_000_000, scale)
+    rng = np.random.default_rng(2)
+    data = pa.table({"k": rng.integers(0, rows // 4, rows), "v": rng.integers(0, 1000, rows)})
+    return Workload("t", data, "CREATE TABLE t (k BIGINT, v BIGINT)", {
+        "b: GROUP BY k (5M groups)": "SELECT k, COUNT(*), SUM(v) FROM t GROUP BY k",
+        "b: ... ORDER BY 2 DESC LIMIT 10": "SELECT k, COUNT(*), SUM(v) FROM t GROUP BY k ORDER BY 2 DESC, 1 LIMIT 10",
+    })
+
+
+def workload_c(scale: float) -> Workload:
+    rows = _rows(8_000_000, scale)
     rng = np.random.default_rng(0)
-    table = pa.table({"i": pa.array(rng.permutation(8_000_000).astype(np.int32))})
-    list_904 = ", ".join(str(v) for v in sorted(np.random.default_rng(904).choice(8_000_000, 904, replace=False)))
-    return table, {
+    data = pa.table({"i": pa.array(rng.permutation(rows).astype(np.int32))})
+    list_904 = ", ".join(str(v) for v in sorted(np.random.default_rng(904).choice(rows, 904, replace=False)))
+    return Workload("t", data, "CREATE TABLE t (i INT)", {
         "c: IN (1,100,200)": "SELECT COUNT(*) FROM t WHERE i IN (1, 100, 200)",
         "c: IN (904 values)": f"SELECT COUNT(*) FROM t WHERE i IN ({list_904})",
-    }
+    })
 
 
-def workload_d():
-    table = pa.table({"i": pa.array(np.repeat(np.arange(1000, dtype=np.int32), 10_000))})
-    return table, {"d: i = 2 (sorted, 1000 runs)": "SELECT COUNT(*) FROM t WHERE i = 2"}
+def workload_d(scale: float) -> Workload:
+    rows = _rows(10_000_000, scale)
+    data = pa.table({"i": pa.array(np.repeat(np.arange(1000, dtype=np.int32), rows // 1000))})
+    return Workload("t", data, "CREATE TABLE t (i INT, SORT KEY (i))",
+                    {"d: i = 2 (sorted, 1000 runs)": "SELECT COUNT(*) FROM t WHERE i = 2"}, durable=True)
 
 
-WORKLOADS = {"c": workload_c, "d": workload_d}
+def workload_e(scale: float) -> Workload:
+    rows = _rows(10_000_000, scale)
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(15, 26, rows)                      # ~20 characters, ASCII
+    offsets = np.zeros(rows + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    alphabet = np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ", dtype=np.uint8)
+    chars = alphabet[rng.integers(0, len(alphabet), int(offsets[-1]))]
+    strings = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(chars))
+    return Workload("t", pa.table({"s": strings}), "CREATE TABLE t (s VARCHAR(32))",
+                    {"e: SUM(LENGTH(SUBSTR(s, 1, 9)))": "SELECT SUM(LENGTH(SUBSTR(s, 1, 9))) FROM t"})
 
 
-def peers(table):
-    """name -> run(sql) for every installed peer, each holding ``table`` as ``t`` in memory."""
-    out = {}
+def workload_f(scale: float) -> Workload:
+    rows = _rows(20_000_000, scale)
+    rng = np.random.default_rng(6)
+    symbols = np.array([f"S{i:04d}" for i in range(5000)])
+    codes = np.minimum(rng.zipf(1.3, rows) - 1, 4999)
+    data = pa.table({"id": np.arange(rows, dtype=np.int64), "stock_symbol": pa.array(symbols[codes]),
+                     "price": np.round(rng.random(rows) * 100, 2)})
+    return Workload("trade", data,
+                    "CREATE TABLE trade (id BIGINT, stock_symbol VARCHAR(8), price DOUBLE, SHARD KEY (id))",
+                    {"f: GROUP BY symbol top 10": "SELECT stock_symbol, COUNT(*) c FROM trade "
+                                                  "GROUP BY stock_symbol ORDER BY c DESC, stock_symbol LIMIT 10"},
+                    durable=True)
+
+
+WORKLOADS = {"a": workload_a, "b": workload_b, "c": workload_c, "d": workload_d, "e": workload_e,
+             "f": workload_f}
+
+
+# --- engines: name -> run(sql) returning a pyarrow Table ------------------------------------------
+def _duckdb(w: Workload):
     import duckdb
 
-    duck = duckdb.connect(":memory:")
-    duck.execute("SET threads TO 2")
-    duck.register("src", table)
-    duck.execute("CREATE TABLE t AS SELECT * FROM src")
-    out["duckdb"] = lambda sql: duck.sql(sql).fetchall()
-    try:
-        import polars as pl
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET threads TO {THREADS}")
+    con.register("src", w.data)
+    con.execute(f"CREATE TABLE {w.table} AS SELECT * FROM src")
+    con.unregister("src")
+    return lambda sql: con.sql(sql).to_arrow_table()
 
-        frame = pl.from_arrow(table)
-        ctx = pl.SQLContext(t=frame)
-        out["polars"] = lambda sql: ctx.execute(sql, eager=True)
-    except ImportError:
-        pass
-    try:
-        import datafusion
 
-        df_ctx = datafusion.SessionContext()
-        df_ctx.register_record_batches("t", [table.to_batches()])
-        out["datafusion"] = lambda sql: df_ctx.sql(sql).collect()
-    except ImportError:
-        pass
-    try:
-        import chdb  # noqa: F401  (embedded ClickHouse; queries an Arrow table through Python())
-        from chdb import session as chs
+def _polars(w: Workload):
+    import polars as pl
 
-        sess = chs.Session()
-        globals()["_chdb_table"] = table
-        out["chdb"] = lambda sql: sess.query(sql.replace("FROM t", "FROM Python(_chdb_table)"), "CSV")
-    except ImportError:
-        pass
+    ctx = pl.SQLContext({w.table: pl.from_arrow(w.data)})
+    return lambda sql: ctx.execute(sql, eager=True).to_arrow()
+
+
+def _datafusion(w: Workload):
+    import datafusion
+
+    ctx = datafusion.SessionContext(datafusion.SessionConfig().with_target_partitions(THREADS))
+    batches = w.data.combine_chunks().to_batches(max_chunksize=max(1, math.ceil(w.data.num_rows / THREADS)))
+    ctx.register_record_batches(w.table, [batches[i::THREADS] for i in range(THREADS)])
+    return lambda sql: pa.Table.from_batches(ctx.sql(sql).collect())
+
+
+def _chdb(w: Workload):
+    from chdb import session as chs
+
+    sess = chs.Session()
+    source = w.data      # noqa: F841  (read by name by chDB's Python() table function)
+    sess.query(f"CREATE TABLE {w.table} ENGINE = Memory AS SELECT * FROM Python(source)")
+    return lambda sql: sess.query(f"{sql} SETTINGS max_threads = {THREADS}", "ArrowTable")
+
+
+PEERS = {"duckdb": _duckdb, "polars": _polars, "datafusion": _datafusion, "chdb": _chdb}
+
+
+class Canopy:
+    def __init__(self, w: Workload):
+        import engine
+
+        self.directory = tempfile.mkdtemp(prefix="canopy-seed-") if w.durable else None
+        self.con = engine.connect(database="seed", progress=False, data_dir=self.directory)
+        self.con.execute(w.ddl)
+        self.con.load_table(w.table, w.data)
+        if w.durable:
+            self.con.execute(f"OPTIMIZE TABLE {w.table}")
+
+    def __call__(self, sql):
+        return self.con.execute(sql).fetch_arrow_table()
+
+    def close(self):
+        self.con.close()
+        if self.directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _canonical(table: pa.Table, ordered: bool) -> list[tuple]:
+    """Rows as Python tuples, numbers as float (engines differ in integer/decimal result types),
+    sorted unless the query orders them."""
+    def value(v):
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        if hasattr(v, "as_tuple"):          # Decimal
+            return float(v)
+        return v
+    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    rows = [tuple(value(v) for v in row) for row in zip(*columns)]
+    return rows if ordered else sorted(rows, key=repr)
+
+
+def _summary(rows: list[tuple]) -> str:
+    if len(rows) == 1:
+        return ", ".join(f"{v:,.0f}" if isinstance(v, float) else str(v) for v in rows[0])
+    return f"{len(rows):,} rows"
+
+
+def run_workload(name: str, scale: float, repeat: int) -> list[tuple[str, float, str, float]]:
+    """Print and return (query title, canopy seconds, best peer, best peer seconds) per query."""
+    w = WORKLOADS[name](scale)
+    rows = w.data.num_rows
+    start = time.perf_counter()
+    canopy = Canopy(w)
+    load_s = time.perf_counter() - start
+    engines = {}
+    for peer, make in PEERS.items():
+        try:
+            engines[peer] = make(w)
+        except ImportError:
+            print(f"  {peer}: not installed (pip install -e '.[peers]'), skipped")
+    print(f"workload {name}: {rows:,} rows{' (Canopy: durable columnstore)' if w.durable else ''}, "
+          f"Canopy load {load_s:.1f} s")
+    out = []
+    try:
+        for title, sql in w.queries.items():
+            ordered = "ORDER BY" in sql.upper()
+            expected = _canonical(engines["duckdb"](sql), ordered) if "duckdb" in engines else None
+            times, wrong = {}, []
+            for engine_name, run in [("canopy", canopy)] + list(engines.items()):
+                got = _canonical(run(sql), ordered)
+                if expected is not None and got != expected:
+                    wrong.append(engine_name)
+                    continue
+                times[engine_name] = median_seconds(lambda: run(sql), repeat)
+            peers = {p: t for p, t in times.items() if p != "canopy"}
+            cells = "  ".join(f"{p} {t * 1e3:8.2f} ms" for p, t in times.items())
+            line = f"  {title:34s} {cells}"
+            if "canopy" in times and peers:
+                best = min(peers, key=peers.get)
+                line += (f"  canopy/{best} {times['canopy'] / peers[best]:.2f}"
+                         f"  canopy {rows / times['canopy'] / 1e6:,.0f}M rows/s")
+                out.append((title, times["canopy"], best, peers[best]))
+            if expected is not None:
+                line += f"  (result {_summary(expected)})"
+            if wrong:
+                line += f"  WRONG RESULT from {', '.join(wrong)} (not timed)"
+            print(line, flush=True)
+    finally:
+        canopy.close()
     return out
-
-
-def canopy(table):
-    import engine
-
-    con = engine.connect(database="seed", progress=False)
-    con.execute("CREATE TABLE t (i INT)")
-    con.load_table("t", table)
-    return con, lambda sql: con.execute(sql).fetchall()
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workloads", nargs="*", help=f"any of {sorted(WORKLOADS)} (default: all)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="fraction of WORKLOADS.md's row counts (default 1: the published sizes)")
+    parser.add_argument("--repeat", type=int, default=REPEAT, help="timed runs per query after a warm-up")
     args = parser.parse_args(argv)
     unknown = set(args.workloads) - set(WORKLOADS)
     if unknown:
         parser.error(f"unknown workloads {sorted(unknown)}; choose from {sorted(WORKLOADS)}")
+    if not 0 < args.scale <= 10:
+        parser.error(f"--scale must be in (0, 10], not {args.scale}")
+    results = []
     for name in args.workloads or list(WORKLOADS):
-        table, queries = WORKLOADS[name]()
-        con, run_canopy = canopy(table)
-        others = peers(table)
-        for title, sql in queries.items():
-            expected = run_canopy(sql)
-            times = {"canopy": median_seconds(lambda: run_canopy(sql))}
-            for peer, run in others.items():
-                times[peer] = median_seconds(lambda: run(sql))
-            best = min((t, p) for p, t in times.items() if p != "canopy")
-            cells = "  ".join(f"{p} {t * 1e3:8.2f} ms" for p, t in times.items())
-            print(f"{title:32s} {cells}  canopy/{best[1]} {times['canopy'] / best[0]:.2f}  (count {expected[0][0]})")
-        if name == "d":
-            import pyarrow.compute as pc
-
-            import kernels
-
-            runs = pc.run_end_encode(table.column("i").combine_chunks())
-            seconds = median_seconds(lambda: kernels.count_matches(runs, "eq", 2))
-            print(f"{'d: kernel count_matches over REE':32s} {seconds * 1e3:8.3f} ms "
-                  f"({len(runs.run_ends)} runs, count {kernels.count_matches(runs, 'eq', 2)})")
-        con.close()
+        results += run_workload(name, args.scale, args.repeat)
+    if results:
+        print("summary (canopy / best peer):")
+        for title, canopy_s, best, best_s in results:
+            print(f"  {title:34s} {canopy_s * 1e3:9.2f} ms vs {best} {best_s * 1e3:9.2f} ms  ratio {canopy_s / best_s:.2f}")
 
 
 if __name__ == "__main__":
