@@ -27,6 +27,14 @@ from engine.storage.columnstore import Committer
 from engine.storage.columnstore.datadir import DataDirectory
 
 
+_CHECK_STAGE_CODEC = os.environ.get("CANOPY_CHECK_STAGE_CODEC") == "1"
+# A stage reading fewer rows than this runs its leaf tasks one after the other on the calling thread:
+# handing a task to the pool and waiting for it costs ~20-40 us per task on the 2-core reference
+# machine, more than the tasks of a small stage gain from running side by side (workload j:
+# `python -m benchmarks.plan_cache`). Big stages still use every core.
+INLINE_STAGE_ROWS = 50_000
+
+
 class LocalRunner(Runner):
     def __init__(self, leaves: int = 2, partitions_per_leaf: int = 4, threads: Optional[int] = None,
                  data_dir: Optional[str] = None, **storage_options):
@@ -178,7 +186,9 @@ class LocalRunner(Runner):
         # routed[stage_id][task] = the batches that task of the consuming stage reads
         routed: dict[int, dict[int, list[pa.RecordBatch]]] = {}
         for spec in stages:
-            stage = decode_stage(encode_stage(spec))      # what a remote leaf would receive
+            # What a remote leaf would receive; in process the spec itself serves (operators are
+            # immutable). Tests set CANOPY_CHECK_STAGE_CODEC=1 so every plan proves it can travel.
+            stage = decode_stage(encode_stage(spec)) if _CHECK_STAGE_CODEC else spec
             tasks = range(self.num_leaves) if stage.parallel else [0]
             inputs_for = lambda t: {sid: parts.get(t, []) for sid, parts in routed.items()}  # noqa: E731
             outputs = self._run_tasks(stage, tasks, params, inputs_for, profile)
@@ -200,13 +210,24 @@ class LocalRunner(Runner):
             leaf = self.leaves[t] if stage.parallel else self.leaves[0] if stage.scans_tables else self.aggregator
             return leaf.run_task(stage, t, self.num_partitions, params, inputs_for(t), task_profiles.get(t))
 
-        if len(tasks) == 1:
-            outputs = [task(tasks[0])]
+        if len(tasks) == 1 or self._stage_input_rows(stage, inputs_for, tasks) < INLINE_STAGE_ROWS:
+            outputs = [task(t) for t in tasks]
         else:
             outputs = self._run_parallel(task, tasks)
         for task_profile in task_profiles.values():     # the tasks have ended: no writer is left
             profile.add_task(task_profile)
         return outputs
+
+    def _stage_input_rows(self, stage: StageSpec, inputs_for, tasks) -> int:
+        """Rows a stage reads: its exchange inputs plus the stored rows of the tables it scans (a
+        metadata count; zone maps may skip most of them, so this errs towards running in parallel)."""
+        rows = sum(b.num_rows for t in tasks for batches in inputs_for(t).values() for b in batches)
+        for table_id, replicated in _scanned_tables(stage.root):
+            for leaf in self.leaves[:1] if replicated else self.leaves:
+                rows += sum(store.row_count() for _, store in leaf.storage.stores_of(table_id))
+            if rows >= INLINE_STAGE_ROWS:
+                break
+        return rows
 
     def _run_parallel(self, task, tasks) -> list[list[pa.RecordBatch]]:
         futures = [self._pool.submit(task, t) for t in tasks]
@@ -246,6 +267,14 @@ class LocalRunner(Runner):
                     for store in leaf.storage.all_stores():
                         store.close()
                 self._data.close()
+
+
+def _scanned_tables(op) -> list[tuple[int, bool]]:
+    """(table id, replicated) of every scan in an operator tree."""
+    from engine.exec.operators.scan import ScanExec
+    if isinstance(op, ScanExec):
+        return [(op.table_id, op.replicated)]
+    return [t for child in op.children for t in _scanned_tables(child)]
 
 
 class _RoutedLoad(LoadWriter):

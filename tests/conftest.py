@@ -7,9 +7,14 @@ can run without them.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# Every plan the tests run goes through the stage codec, as it would to a remote leaf (the embedded
+# runner skips the round trip otherwise). Set before engine imports read it.
+os.environ.setdefault("CANOPY_CHECK_STAGE_CODEC", "1")
 
 from engine.workloads import tpch
 
