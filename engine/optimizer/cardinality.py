@@ -440,6 +440,10 @@ class Estimator:
             return 0.0
         return stats.range_rows(lo, lo_inclusive, hi, hi_inclusive) / stats.rows
 
+    def column_stats(self, column: Expr) -> Optional[ColumnStats]:
+        """The statistics of the table column ``column`` reads (through projections), or None."""
+        return self._column_stats(column)
+
     def _column_stats(self, column: Expr) -> Optional[ColumnStats]:
         origin = self._origins.get(column.id) if isinstance(column, ColumnRef) else None
         lookup = getattr(self.stats, "column_stats", None)

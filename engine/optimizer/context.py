@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from engine.optimizer.cardinality import Estimator
 
@@ -10,5 +11,9 @@ from engine.optimizer.cardinality import Estimator
 class OptimizerContext:
     estimator: Estimator
     num_partitions: int = 8
-    broadcast_row_limit: int = 200_000     # a join side estimated below this is broadcast instead of shuffled
+    # a join side estimated above this is never broadcast (every leaf would hold all of it); below it,
+    # broadcast or repartition is a cost choice
+    broadcast_row_limit: int = 200_000
     gather_groups_limit: int = 10_000      # an aggregate with fewer estimated groups finishes on the aggregator
+    num_tasks: Optional[int] = None        # tasks a partitioned stage runs (one per leaf); None: num_partitions
+    join_algorithm: Optional[str] = None   # "hash" | "nested loop" | "batched key": force where it applies

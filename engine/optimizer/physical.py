@@ -8,17 +8,27 @@ Every physical subtree has a *distribution*:
 * ``single`` — one task (the aggregator).
 
 Joins are colocated when both sides are hashed on the join keys, local when one side is replicated,
-otherwise the smaller side is broadcast (below ``broadcast_row_limit`` estimated rows) or both sides
-are repartitioned by the join keys. Aggregates run partial on every partition, shuffle by the group
-keys and finish in parallel (or gather for a global aggregate), unless the input is already hashed on
-a subset of the keys. The root is gathered to the aggregator.
+otherwise one side is broadcast or both are repartitioned by the join keys, whichever
+:mod:`engine.optimizer.cost` says is cheaper (a side above ``broadcast_row_limit`` estimated rows is
+never copied to every leaf). Within a task the join is a hash join, a nested loop (tiny inputs) or a
+batched key access join (an ordered build side probed by sorted batches of keys), by cost. Aggregates
+are partial on every partition, shuffled by the group keys and finished in parallel (or gathered when
+the groups are few), or shuffled once without a partial, by cost; a partial is streaming (no hash
+table) where the statistics show the input clustered on the group keys, and an aggregate over a sort
+on its keys streams in one step. The root is gathered to the aggregator. Each operator's estimated
+cost (its own and its inputs') is kept in ``costs`` for EXPLAIN.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from typing import Optional
 
 from engine.errors import UnsupportedError
+from engine.exec.operators import streaming_aggregate
 from engine.exec.operators.base import PhysicalOperator
+from engine.exec.operators.batched_key_join import KINDS as BATCHED_KEY_KINDS
+from engine.exec.operators.batched_key_join import BatchedKeyJoinExec, key_supported
 from engine.exec.operators.exchange import ExchangeExec
 from engine.exec.operators.filter import FilterExec
 from engine.exec.operators.hash_aggregate import HashAggregateExec
@@ -28,10 +38,13 @@ from engine.exec.operators.nested_loop_join import NestedLoopJoinExec
 from engine.exec.operators.project import ProjectExec
 from engine.exec.operators.scan import ScanExec
 from engine.exec.operators.sort import SortExec
+from engine.exec.operators.streaming_aggregate import StreamingAggregateExec
 from engine.exec.operators.union import UnionExec
 from engine.exec.operators.values import ValuesExec
+from engine import types as T
+from engine.optimizer import cost
 from engine.optimizer.context import OptimizerContext
-from engine.plan.expressions import AggCall, ColumnRef, and_all
+from engine.plan.expressions import AggCall, Call, ColumnRef, and_all
 from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
                                  Values)
 
@@ -50,8 +63,6 @@ _MIN_LIMIT_BATCH = 1024          # a LIMIT's scan batches: never tinier (per-bat
 _MAX_LIMIT_BATCH = 1 << 16       # ... nor larger than a segment chunk
 
 SINGLE = Distribution("single")
-# A partial aggregate pays when it shrinks its input: estimated groups below this share of the rows.
-_PARTIAL_USEFUL_RATIO = 0.5
 REPLICATED = Distribution("replicated")
 ANY = Distribution("any")
 
@@ -61,10 +72,49 @@ class PhysicalPlanner:
         self.ctx = ctx
         self.est = ctx.estimator
         self.logical_of: dict[int, LogicalPlan] = {}    # id(operator) -> the node it computes (EXPLAIN estimates)
+        self.costs: dict[int, float] = {}         # id(operator) -> its estimated cost and its inputs', seconds
+        self._own: dict[int, float] = {}          # id(operator) -> its own cost, where the planner priced it
+        self._out_rows: dict[int, float] = {}     # id(operator) -> rows out, where not its node's estimate
+        self._keep: list[PhysicalOperator] = []   # operators priced but replaced: their ids stay unique
 
     def plan(self, root: LogicalPlan) -> PhysicalOperator:
         op, dist = self.build(root)
-        return self.to_single(op, dist)
+        op = self.to_single(op, dist)
+        self._price(op)
+        return op
+
+    # -- costs -------------------------------------------------------------------------------------
+    def _rows_out(self, op: PhysicalOperator) -> float:
+        if id(op) in self._out_rows:
+            return self._out_rows[id(op)]
+        node = self.logical_of.get(id(op))
+        return self.est.rows(node) if node is not None else 0.0
+
+    def _price(self, op: PhysicalOperator) -> float:
+        """Fill ``costs`` for ``op``'s subtree: priced operators as planned, exchanges and sorts by
+        their input rows, everything else free (the same in every alternative)."""
+        total = sum(self._price(child) for child in op.children)
+        own = self._own.get(id(op))
+        if own is None:
+            if isinstance(op, ExchangeExec):
+                own = cost.exchange(self._rows_out(op.input), op.kind)
+            elif isinstance(op, SortExec):
+                own = cost.sort(self._rows_out(op.input))
+            else:
+                own = 0.0
+        self.costs[id(op)] = total + own
+        return total + own
+
+    def _priced(self, op: PhysicalOperator, own: float, rows: Optional[float] = None) -> PhysicalOperator:
+        self._own[id(op)] = own
+        if rows is not None:
+            self._out_rows[id(op)] = rows
+        self._keep.append(op)
+        return op
+
+    @property
+    def tasks(self) -> int:
+        return max(1, self.ctx.num_tasks or self.ctx.num_partitions)
 
     # -- helpers -----------------------------------------------------------------------------------
     def to_single(self, op: PhysicalOperator, dist: Distribution) -> PhysicalOperator:
@@ -176,15 +226,14 @@ class PhysicalPlanner:
         if dist.kind in ("single", "replicated"):
             if dist.kind == "replicated":
                 op = self.to_single(op, dist)
-            return HashAggregateExec(op, "single", node.keys, node.aggregates), SINGLE
+            return self._one_step(node, op, key_ids, has_distinct), SINGLE
         if dist.kind == "hashed" and node.keys and set(dist.keys) <= set(key_ids):
-            return HashAggregateExec(op, "single", node.keys, node.aggregates), \
+            return self._one_step(node, op, key_ids, has_distinct), \
                 Distribution("hashed", tuple(f.id for f, e in node.keys if isinstance(e, ColumnRef) and e.id in dist.keys))
         if has_distinct:
             # DISTINCT states do not merge: move rows by the group keys (or gather) and aggregate once
             if node.keys:
                 if len(key_ids) != len(node.keys):
-                    pre = tuple((f, e) for f, e in node.keys)
                     raise UnsupportedError("COUNT(DISTINCT) grouped by computed expressions")
                 op = self.repartition(op, dist, key_ids)
                 return HashAggregateExec(op, "single", node.keys, node.aggregates), Distribution("hashed", out_keys)
@@ -194,23 +243,88 @@ class PhysicalPlanner:
             op = self.to_single(op, dist)
             return HashAggregateExec(op, "single", node.keys, node.aggregates), SINGLE
         if node.keys:
-            groups, rows = self.est.rows(node), self.est.rows(node.input)
-            if groups > _PARTIAL_USEFUL_RATIO * rows and len(key_ids) == len(node.keys):
-                # (nearly) every row its own group: a leaf-level partial would not reduce anything, so the
-                # rows move once, by the group keys (MemSQL 6.5's high-cardinality GROUP BY)
-                moved = self.repartition(op, dist, key_ids)
-                return HashAggregateExec(moved, "single", node.keys, node.aggregates), \
-                    Distribution("hashed", out_keys)
-            partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
-            if groups <= self.ctx.gather_groups_limit:
-                # few groups: the leaves' partials are small, finish them once on the aggregator
-                moved = self.to_single(partial, dist)
-                return HashAggregateExec(moved, "final", node.keys, node.aggregates), SINGLE
-            moved = self.repartition(partial, dist, out_keys)
-            return HashAggregateExec(moved, "final", node.keys, node.aggregates), Distribution("hashed", out_keys)
+            return self._grouped(node, op, dist, key_ids, out_keys)
         partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
         moved = self.to_single(partial, dist)
         return HashAggregateExec(moved, "final", node.keys, node.aggregates), SINGLE
+
+    def _grouped(self, node: Aggregate, op, dist, key_ids, out_keys):
+        """GROUP BY over partitioned input, the cheapest of: rows shuffled by the keys and aggregated
+        once (MemSQL 6.5's high-cardinality GROUP BY: a partial would not shrink anything); a hash
+        partial per task, states moved, a final merge; a streaming partial where the input arrives
+        clustered on the keys (one state row per run). Few groups finish on the aggregator."""
+        groups, rows = self.est.rows(node), self.est.rows(node.input)
+        tasks = self.tasks
+        per_task = rows / tasks
+        # distinct keys among a task's rows (uniform placement): each group is missed with (1 - 1/g)^n
+        seen = groups * -math.expm1(per_task * math.log1p(-1.0 / groups)) if groups > 1 else 1.0
+        partial_rows = min(rows, tasks * seen)
+        gather = groups <= self.ctx.gather_groups_limit
+
+        def move(state_rows: float) -> float:
+            return 0.0 if gather else cost.exchange(state_rows, "repartition")
+
+        options = {"hash partial": cost.hash_aggregate(rows, partial_rows) + move(partial_rows)
+                   + cost.final_aggregate(partial_rows, groups)}
+        if len(key_ids) == len(node.keys):
+            options["shuffle rows"] = cost.exchange(rows, "repartition") + cost.hash_aggregate(rows, groups)
+        runs = self._runs(node, key_ids, groups, rows)
+        if runs is not None and streaming_aggregate.supports(node.keys, node.aggregates):
+            options["streaming partial"] = cost.streaming_aggregate(rows) + move(runs) \
+                + cost.final_aggregate(runs, groups)
+        choice = min(options, key=options.__getitem__)
+        if choice == "shuffle rows":
+            moved = self.repartition(op, dist, key_ids)
+            final = self._priced(HashAggregateExec(moved, "single", node.keys, node.aggregates),
+                                 cost.hash_aggregate(rows, groups))
+            return final, Distribution("hashed", out_keys)
+        if choice == "streaming partial":
+            partial = self._priced(StreamingAggregateExec(op, "partial", node.keys, node.aggregates),
+                                   cost.streaming_aggregate(rows), runs)
+            state_rows = runs
+        else:
+            partial = self._priced(HashAggregateExec(op, "partial", node.keys, node.aggregates),
+                                   cost.hash_aggregate(rows, partial_rows), partial_rows)
+            state_rows = partial_rows
+        if gather:
+            moved = self.to_single(partial, dist)
+            out = SINGLE
+        else:
+            moved = self.repartition(partial, dist, out_keys)
+            out = Distribution("hashed", out_keys)
+        final = self._priced(HashAggregateExec(moved, "final", node.keys, node.aggregates),
+                             cost.final_aggregate(state_rows, groups))
+        return final, out
+
+    def _one_step(self, node: Aggregate, op, key_ids, has_distinct) -> PhysicalOperator:
+        """The whole aggregate in one operator (input already together or hashed on the keys):
+        streaming when the input is a sort on the group keys, else hashing."""
+        groups, rows = self.est.rows(node), self.est.rows(node.input)
+        hashing = cost.hash_aggregate(rows, groups)
+        if not has_distinct and node.keys and len(key_ids) == len(node.keys) and _sorted_on(op, key_ids) \
+                and streaming_aggregate.supports(node.keys, node.aggregates) \
+                and cost.streaming_aggregate(rows) < hashing:
+            return self._priced(StreamingAggregateExec(op, "single", node.keys, node.aggregates),
+                                cost.streaming_aggregate(rows))
+        return self._priced(HashAggregateExec(op, "single", node.keys, node.aggregates), hashing)
+
+    def _runs(self, node: Aggregate, key_ids, groups: float, rows: float) -> Optional[float]:
+        """State rows a streaming partial would emit: runs of equal keys in scan order, from ANALYZE's
+        order statistics of the key columns (a multi-column key has at least the runs of each column,
+        at least one per group), in proportion to the rows a filter keeps. None where the input is not
+        a scan (through filters and projections) of the key columns, or the order was not measured."""
+        below = node.input
+        while isinstance(below, (Filter, Project)):
+            below = below.input
+        if not isinstance(below, Scan) or len(key_ids) != len(node.keys) or below.table.reference:
+            return None
+        runs = 0.0
+        for _, key in node.keys:
+            stats = self.est.column_stats(key)
+            if stats is None or stats.runs is None or not stats.rows:
+                return None
+            runs = max(runs, stats.runs * min(1.0, rows / stats.rows))
+        return min(rows, max(runs, groups))
 
     def _count_distinct_by_shuffle(self, node: Aggregate, op: PhysicalOperator, dist: Distribution):
         """``SELECT COUNT(DISTINCT b) FROM t``: repartition by b, count distinct values on every leaf (the
@@ -258,9 +372,14 @@ class PhysicalPlanner:
         else:
             left_rows, right_rows = self.est.rows(node.left), self.est.rows(node.right)
             limit = self.ctx.broadcast_row_limit
+            tasks = self.tasks
+            broadcast_cost = cost.hash_join(right_rows, left_rows / tasks, tasks)
+            moved = (0 if self._hashed_on(ldist, lkey_ids) else left_rows) + \
+                (0 if self._hashed_on(rdist, rkey_ids) else right_rows)
+            repartition_cost = cost.exchange(moved, "repartition") + \
+                cost.hash_join(right_rows / tasks, left_rows / tasks, tasks)
             if kind == "anti_null_aware" or rdist.kind == "single" or (
-                    right_rows <= limit and right_rows * self.ctx.num_partitions <= left_rows * 2
-                    and ldist.kind != "single"):
+                    right_rows <= limit and broadcast_cost <= repartition_cost and ldist.kind != "single"):
                 if ldist.kind == "replicated":
                     left = self.to_single(left, ldist)
                     ldist = SINGLE
@@ -297,8 +416,57 @@ class PhysicalPlanner:
                     right = self.repartition(right, rdist, rkey_ids)
                     out_keys = lkey_ids
                 strategy, out_dist = "repartition", Distribution("hashed", out_keys)
-        join = HashJoinExec(left, right, kind, left_keys, right_keys, node.residual, fields, strategy)
-        return join, out_dist
+        return self._join_algorithm(node, left, right, left_keys, right_keys, strategy, out_dist), out_dist
+
+    def _join_algorithm(self, node: Join, left, right, left_keys, right_keys, strategy: str,
+                        out_dist: Distribution) -> PhysicalOperator:
+        """Within each task, the cheapest of a hash join, a nested loop over the key equalities (tiny
+        inputs: no hash table to set up) and a batched key access join (an ordered build side, probed
+        by sorted batches of keys: nothing hashed). ``ctx.join_algorithm`` forces one where it applies."""
+        kind = node.kind
+        left_rows, right_rows = self.est.rows(node.left), self.est.rows(node.right)
+        tasks = 1 if out_dist.kind in ("single", "replicated") else self.tasks
+        per_left = left_rows if strategy == "local (replicated probe)" or tasks == 1 else left_rows / tasks
+        per_right = right_rows if strategy in ("local (replicated build)", "broadcast") or tasks == 1 \
+            else right_rows / tasks
+        options = {"hash": cost.hash_join(per_right, per_left, tasks)}
+        if kind in ("inner", "left", "semi", "anti") and max(per_left, per_right) <= _NESTED_LOOP_MAX_ROWS:
+            options["nested loop"] = cost.nested_loop(per_left, per_right, tasks)
+        bka = None
+        if kind in BATCHED_KEY_KINDS and node.residual is None and len(left_keys) == 1 \
+                and key_supported(left_keys[0].type) and key_supported(right_keys[0].type):
+            options["batched key"] = cost.batched_key(per_left, per_right, self._ordered_runs(
+                node.right, right_keys[0], per_right, tasks), tasks)
+            bka = (left, right, left_keys[0], right_keys[0])
+            if kind == "inner":
+                swapped = cost.batched_key(per_right, per_left, self._ordered_runs(
+                    node.left, left_keys[0], per_left, tasks), tasks)
+                if swapped < options["batched key"]:
+                    options["batched key"] = swapped
+                    bka = (right, left, right_keys[0], left_keys[0])
+        forced = self.ctx.join_algorithm
+        choice = forced if forced in options else min(options, key=options.__getitem__)
+        if choice == "nested loop":
+            equal = [Call("eq", (l, r), _BOOLEAN) for l, r in zip(left_keys, right_keys)]
+            condition = and_all(equal + ([node.residual] if node.residual is not None else []))
+            join = NestedLoopJoinExec(left, right, kind, condition, node.fields, strategy)
+        elif choice == "batched key":
+            probe, build, probe_key, build_key = bka
+            join = BatchedKeyJoinExec(probe, build, kind, probe_key, build_key, node.fields, strategy)
+        else:
+            join = HashJoinExec(left, right, kind, left_keys, right_keys, node.residual, node.fields, strategy)
+        return self._priced(join, options[choice])
+
+    def _ordered_runs(self, side: LogicalPlan, key, rows_per_task: float, tasks: int) -> float:
+        """Ascending runs a join side's key arrives in per task, from ANALYZE's order statistics (a
+        scan, through filters and projections, of a column measured in order); unknown: unordered."""
+        below = side
+        while isinstance(below, (Filter, Project)):
+            below = below.input
+        stats = self.est.column_stats(key) if isinstance(below, Scan) and isinstance(key, ColumnRef) else None
+        if stats is None or stats.descents is None:
+            return max(rows_per_task, 1.0)
+        return max(1.0, (stats.descents + stats.partitions) / (1 if below.table.reference else tasks))
 
     def _nested_loop(self, node: Join, left, ldist, right, rdist):
         kind = "inner" if node.kind == "cross" else node.kind
@@ -351,6 +519,29 @@ class PhysicalPlanner:
             if lk.id in ldist.keys and not _hash_compatible(lk.type, rk.type):
                 return False
         return True
+
+
+_BOOLEAN = T.BOOLEAN
+# An equi-join is a nested loop only between tiny inputs: its cost grows with the product of the sides,
+# so an estimate off by 10x on both is off by 100x, where a hash join's is off by 10x.
+_NESTED_LOOP_MAX_ROWS = 1000
+
+
+def _sorted_on(op: PhysicalOperator, key_ids) -> bool:
+    """Whether ``op``'s rows come out of a sort whose leading keys are exactly the columns ``key_ids``
+    (in any order: equal groups are then adjacent)."""
+    key_ids = set(key_ids)
+    while isinstance(op, (FilterExec, LimitExec, ProjectExec)):
+        if isinstance(op, ProjectExec):
+            renames = {f.id: e.id for f, e in op.exprs if isinstance(e, ColumnRef)}
+            if not key_ids <= renames.keys():
+                return False
+            key_ids = {renames[k] for k in key_ids}
+        op = op.input
+    if not isinstance(op, SortExec) or len(op.keys) < len(key_ids):
+        return False
+    leading = op.keys[:len(key_ids)]
+    return all(isinstance(k.expr, ColumnRef) for k in leading) and {k.expr.id for k in leading} == key_ids
 
 
 def _same_order(lkeys, lkey_ids, rkeys, rkey_ids) -> bool:

@@ -45,7 +45,8 @@ class PlannedQuery:
 def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], statistics,
                num_partitions: int) -> PlannedQuery:
     query: Query = Binder(catalog, database).bind_statement(node)
-    ctx = OptimizerContext(Estimator(statistics), num_partitions=num_partitions)
+    ctx = OptimizerContext(Estimator(statistics), num_partitions=num_partitions,
+                           num_tasks=getattr(getattr(statistics, "runner", None), "num_leaves", None))
     init_plans = []
     planner = PhysicalPlanner(ctx)
     for sub in query.subqueries:
@@ -53,7 +54,7 @@ def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], 
         init_plans.append((root, tuple(split_stages(root))))
     logical = optimize_logical(query.root, ctx)
     root = planner.plan(logical)
-    estimates = {op_id: (ctx.estimator.rows(node), ctx.estimator.source(node))
+    estimates = {op_id: (ctx.estimator.rows(node), ctx.estimator.source(node), planner.costs.get(op_id))
                  for op_id, node in planner.logical_of.items()}
     return PlannedQuery(tuple(init_plans), root, tuple(split_stages(root)), query.root.fields,
                         query.names, logical, estimates)
@@ -110,8 +111,11 @@ def explain_text(planned: PlannedQuery, profiles: Optional[list[QueryProfile]] =
     counts, a histogram, distinct counts only, or a default selectivity). With ``profiles`` (one per
     plan, as :func:`run_query` fills them) each line also gets what actually happened."""
     def estimate(op) -> str:
-        rows, source = planned.estimates.get(id(op.input if isinstance(op, ExchangeExec) else op), (None, None))
-        return f"(est. {rows:,.0f} rows: {source})" if rows is not None else ""
+        rows, source, _ = planned.estimates.get(id(op.input if isinstance(op, ExchangeExec) else op),
+                                                (None, None, None))
+        own = planned.estimates.get(id(op), (None, None, None))[2]      # an exchange's includes its move
+        spent = f"(cost {own * 1e3:,.2f} ms) " if own is not None else ""
+        return spent + f"(est. {rows:,.0f} rows: {source})" if rows is not None else spent.strip()
 
     def annotated(root, profile: Optional[QueryProfile]):
         if profile is None:

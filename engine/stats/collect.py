@@ -50,6 +50,8 @@ class PartitionSummary:
     candidate_counts: np.ndarray  # ... their counts in this partition
     complete: bool              # candidates are every distinct value of the partition
     sample: pa.Array            # uniform sample of the non-null values
+    runs: int = 0               # stretches of equal consecutive values in scan order
+    descents: int = 0           # values below their predecessor in scan order
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def summarize(column: pa.ChunkedArray) -> PartitionSummary:
     if len(valid) == 0:
         empty = pa.array([], type=column.type)
         return PartitionSummary(len(column), column.null_count, None, None, sketch, empty,
-                                np.zeros(0, np.int64), True, empty)
+                                np.zeros(0, np.int64), True, empty, min(1, len(column)), 0)
     for chunk in valid.chunks:
         if len(chunk):
             kernels.hll_add(kernels.hash_columns([chunk]), sketch)
@@ -84,7 +86,22 @@ def summarize(column: pa.ChunkedArray) -> PartitionSummary:
     bounds = pc.min_max(valid)
     return PartitionSummary(len(column), column.null_count, bounds["min"].as_py(), bounds["max"].as_py(),
                             sketch, values, frequencies.to_numpy().astype(np.int64), complete,
-                            valid.take(pa.array(np.sort(picks))).combine_chunks())
+                            valid.take(pa.array(np.sort(picks))).combine_chunks(), *_order(column))
+
+
+def _order(column: pa.ChunkedArray) -> tuple[int, int]:
+    """(runs, descents) of the column in scan order: two vectorized compares of each value with the
+    one before it (nulls: a run of their own, never a descent)."""
+    values = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    n = len(values)
+    if n < 2:
+        return n, 0
+    after, before = values.slice(1), values.slice(0, n - 1)
+    changes = pc.not_equal(after, before)
+    if values.null_count:
+        changes = pc.or_(pc.fill_null(changes, False), pc.xor(pc.is_null(after), pc.is_null(before)))
+    descents = pc.sum(pc.less(after, before)).as_py() or 0
+    return 1 + (pc.sum(changes).as_py() or 0), descents
 
 
 def count(column: pa.ChunkedArray, candidates: pa.Array, bounds: Sequence) -> PartitionCounts:
@@ -173,7 +190,8 @@ def collect_column(on_partitions: Callable[[Callable], list]) -> ColumnStats:
             distinct = min(max(kernels.hll_estimate(sketch), 1.0), float(b_rows))
             buckets.append(Bucket(upper, int(b_rows), distinct))
     return ColumnStats(rows, nulls, ndv, min(p.min for p in filled), max(p.max for p in filled), frequent,
-                       tuple(buckets), _text_sample(filled))
+                       tuple(buckets), _text_sample(filled), runs=sum(p.runs for p in firsts),
+                       descents=sum(p.descents for p in firsts), partitions=len(filled))
 
 
 def _text_sample(filled: list[PartitionSummary]) -> Optional[pa.Array]:

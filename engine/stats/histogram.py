@@ -39,6 +39,13 @@ class ColumnStats:
     # text columns: a uniform sample of the non-null values, for predicates no histogram answers
     # (LIKE '%green%'): the share of the sample that matches estimates the share of the rows
     sample: Any = field(default=None, compare=False, hash=False)
+    # Order of the values as scans return them, summed over partitions (None: not measured). ``runs``:
+    # stretches of equal consecutive values (nulls equal), what a streaming GROUP BY emits; ``descents``:
+    # places where a value is below the one before, so ``descents + partitions`` ascending runs are what
+    # a merge sort of the column has to merge (0: every partition arrives sorted).
+    runs: Optional[int] = None
+    descents: Optional[int] = None
+    partitions: int = 1
 
     @property
     def valid(self) -> int:

@@ -17,22 +17,25 @@ _CHUNK_PAIRS = 1 << 20
 
 @dataclass(frozen=True)
 class NestedLoopJoinExec(PhysicalOperator):
-    """Join without equality keys: every left row against every right row (in chunks), then the
-    condition. Used for cross joins and non-equi conditions; the planner only picks it with a small
-    (broadcast) right side."""
+    """Every left row against every right row (in chunks), then the condition. Used for cross joins
+    and non-equi conditions (with a small, broadcast right side), and for equi-joins of inputs so tiny
+    that setting up a hash join costs more than the pairs (the planner's cost choice)."""
 
     left: PhysicalOperator
     right: PhysicalOperator
     kind: str
     condition: Optional[Expr]
     fields: tuple[Field, ...]
+    strategy: str = ""            # where the sides meet (for EXPLAIN), as HashJoinExec's
 
     @property
     def children(self):
         return (self.left, self.right)
 
     def describe(self) -> str:
-        return f"NestedLoopJoin {self.kind}" + (f" ON {self.condition}" if self.condition is not None else "")
+        strategy = f" [{self.strategy}]" if self.strategy else ""
+        return f"NestedLoopJoin {self.kind}" + (f" ON {self.condition}" if self.condition is not None else "") \
+            + strategy
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         right = collect(self.right, partition, ctx).combine_chunks()
