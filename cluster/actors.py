@@ -37,9 +37,12 @@ import kernels
 from cluster import transport
 from cluster.leaf import Leaf, LeafStorage
 from engine.errors import CanopyInternalError, ExecutionError
+from engine.exec.operators.base import Deadline
 from engine.exec.stages import decode_stage
 from engine.storage.columnstore.commit import COMMIT_MAGIC, FLOOR_MAGIC, Committer
 from engine.storage.columnstore.wal import read_records
+
+CANCEL_MEMORY_S = 600.0     # how long a leaf remembers a cancelled query id
 
 # What a consumer task reads: [(stage id, number of payloads)], the payloads following as arguments.
 Layout = Sequence[tuple[int, int]]
@@ -91,8 +94,10 @@ class LeafActor:
         self.restarted = restarted
         self.debug_task_delay_s = debug_task_delay_s
         self._pending: dict[str, list] = {}        # write transactions prepared, not yet committed
-        self._cancelled: set[str] = set()
+        self._cancelled: dict[str, float] = {}     # query id -> when its cancel arrived
         self._lock = threading.Lock()
+        # task counters (ping): running now, completed, ended by a cancel or statement_timeout
+        self.tasks_running = self.tasks_done = self.tasks_stopped = 0
 
     def _open_durable(self) -> None:
         """Open (recovering) every table the catalog names: committed statements only, as the commit
@@ -133,12 +138,18 @@ class LeafActor:
     # -- control ----------------------------------------------------------------------------------
     def ping(self) -> dict:
         return {"leaf": self.leaf.leaf_id, "pid": os.getpid(), "host": socket.gethostname(),
-                "restarted": self.restarted}
+                "restarted": self.restarted, "tasks_running": self.tasks_running, "tasks_done": self.tasks_done,
+                "tasks_stopped": self.tasks_stopped}
 
     def cancel(self, query_id: str) -> None:
-        """Ask the running task of ``query_id`` to stop at its next batch."""
+        """Ask the tasks of ``query_id`` to stop at their next batch (any operator's), and the ones not
+        started yet to stop at once. A query's mark is kept a while (its tasks may still be queued
+        here), then dropped: a query id is never reused."""
+        now = time.monotonic()
         with self._lock:
-            self._cancelled.add(query_id)
+            self._cancelled[query_id] = now
+            for old in [q for q, at in self._cancelled.items() if now - at > CANCEL_MEMORY_S]:
+                del self._cancelled[old]
 
     # -- tables -----------------------------------------------------------------------------------
     def create_table(self, table_id: int, schema: pa.Schema, keys: Sequence[Optional[int]],
@@ -240,9 +251,25 @@ class LeafActor:
         its partition, ``partition // partitions_per_leaf``), plus the transport options.
         """
         started = time.perf_counter()
-        while time.perf_counter() - started < self.debug_task_delay_s:
-            self._check_cancel(query_id)
-            time.sleep(0.01)
+        self.tasks_running += 1
+        timeout_ms, remaining_s = output.get("deadline") or (None, None)
+        deadline = Deadline.after(timeout_ms, remaining_s, cancelled=lambda: query_id in self._cancelled,
+                                  where=f" on leaf {self.leaf.leaf_id}")
+        try:
+            while time.perf_counter() - started < self.debug_task_delay_s:
+                deadline.check()
+                time.sleep(0.01)
+            return self._run_task(stage_bytes, task, num_partitions, params, output, layout, payloads,
+                                  deadline, started)
+        except ExecutionError:
+            if deadline.expired() or query_id in self._cancelled:
+                self.tasks_stopped += 1
+            raise
+        finally:
+            self.tasks_running -= 1
+
+    def _run_task(self, stage_bytes, task, num_partitions, params, output, layout, payloads, deadline,
+                  started) -> tuple:
         stage = decode_stage(stage_bytes)
         inputs: dict[int, list[pa.RecordBatch]] = {}
         position = 0
@@ -251,22 +278,15 @@ class LeafActor:
                 inputs.setdefault(stage_id, []).extend(transport.decode(payload))
             position += count
         try:
-            self._check_cancel(query_id)
-            batches = self.leaf.task_batches(stage, task, num_partitions, params, inputs)
-            result = route(batches, stage.root.schema, output, lambda: self._check_cancel(query_id))
+            deadline.check()
+            batches = self.leaf.task_batches(stage, task, num_partitions, params, inputs, deadline=deadline)
+            sent, counters = route(batches, stage.root.schema, output, deadline.check)
         except CanopyInternalError as error:
             raise self._lost(error) from None
-        finally:
-            with self._lock:
-                self._cancelled.discard(query_id)
-        sent, counters = result
         meta = {"leaf": self.leaf.leaf_id, "stage": stage.stage_id, "task": task,
                 "seconds": time.perf_counter() - started, "links": counters}
+        self.tasks_done += 1
         return (meta, *sent)
-
-    def _check_cancel(self, query_id: str) -> None:
-        if query_id in self._cancelled:
-            raise ExecutionError(f"query cancelled on leaf {self.leaf.leaf_id}")
 
 
 def route(batches, schema: pa.Schema, output: dict, check=None) -> tuple[list[bytes], list[dict]]:

@@ -11,7 +11,7 @@ from typing import Iterator, Optional, Sequence
 import pyarrow as pa
 
 from engine.errors import CanopyInternalError
-from engine.exec.operators.base import TaskContext
+from engine.exec.operators.base import Deadline, TaskContext
 from engine.exec.stages import StageSpec
 from engine.storage import MemoryPartitionStore, PartitionStore
 
@@ -77,14 +77,17 @@ class Leaf:
         self.storage = storage or LeafStorage()
 
     def run_task(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
-                 exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None) -> list[pa.RecordBatch]:
+                 exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None,
+                 deadline: Optional[Deadline] = None) -> list[pa.RecordBatch]:
         """Run one task of a stage to completion over all of this leaf's partitions (the stage's
-        output, not yet routed). ``profile``: a TaskProfile that counts each operator's output."""
-        return list(self.task_batches(stage, task, num_partitions, params, exchange_inputs, profile))
+        output, not yet routed). ``profile``: a TaskProfile that counts each operator's output;
+        ``deadline``: checked at every operator's batch boundaries (statement_timeout, cancel)."""
+        return list(self.task_batches(stage, task, num_partitions, params, exchange_inputs, profile, deadline))
 
     def task_batches(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
-                     exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None) -> Iterator[pa.RecordBatch]:
+                     exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None,
+                     deadline: Optional[Deadline] = None) -> Iterator[pa.RecordBatch]:
         """The same task as a stream of its non-empty output batches (a Ray leaf sends them as they come)."""
         ctx = TaskContext(task, num_partitions, params, self.storage, exchange_inputs, self.partitions,
-                          profile)
+                          profile, deadline)
         return (b for b in stage.root.execute(task, ctx) if b.num_rows)

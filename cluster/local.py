@@ -20,6 +20,7 @@ import kernels
 from cluster.leaf import Leaf, LeafStorage
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
+from engine.exec.operators.base import statement_deadline
 from engine.exec.profile import TaskProfile
 from engine.exec.stages import StageSpec, decode_stage, encode_stage
 from engine.runner import LoadWriter, Runner
@@ -185,13 +186,16 @@ class LocalRunner(Runner):
             raise CanopyInternalError("the runner has been shut down")
         # routed[stage_id][task] = the batches that task of the consuming stage reads
         routed: dict[int, dict[int, list[pa.RecordBatch]]] = {}
+        deadline = statement_deadline.get()     # statement_timeout: every task checks it per batch
         for spec in stages:
+            if deadline is not None:
+                deadline.check()
             # What a remote leaf would receive; in process the spec itself serves (operators are
             # immutable). Tests set CANOPY_CHECK_STAGE_CODEC=1 so every plan proves it can travel.
             stage = decode_stage(encode_stage(spec)) if _CHECK_STAGE_CODEC else spec
             tasks = range(self.num_leaves) if stage.parallel else [0]
             inputs_for = lambda t: {sid: parts.get(t, []) for sid, parts in routed.items()}  # noqa: E731
-            outputs = self._run_tasks(stage, tasks, params, inputs_for, profile)
+            outputs = self._run_tasks(stage, tasks, params, inputs_for, profile, deadline)
             if stage.output_kind is None:
                 schema = stage.root.schema
                 result = [b for out in outputs for b in out]
@@ -201,14 +205,16 @@ class LocalRunner(Runner):
                 profile.add_exchange(stage.stage_id, routed[stage.stage_id])
         raise CanopyInternalError("a plan without a final stage")
 
-    def _run_tasks(self, stage: StageSpec, tasks, params, inputs_for, profile=None) -> list[list[pa.RecordBatch]]:
+    def _run_tasks(self, stage: StageSpec, tasks, params, inputs_for, profile=None,
+                   deadline=None) -> list[list[pa.RecordBatch]]:
         """One task per leaf for a parallel stage; one task for a once-only stage (on the aggregator,
         or on leaf 0's copy when it reads reference tables)."""
         task_profiles = {t: TaskProfile(stage.stage_id, stage.root) for t in tasks} if profile is not None else {}
 
         def task(t: int) -> list[pa.RecordBatch]:
             leaf = self.leaves[t] if stage.parallel else self.leaves[0] if stage.scans_tables else self.aggregator
-            return leaf.run_task(stage, t, self.num_partitions, params, inputs_for(t), task_profiles.get(t))
+            return leaf.run_task(stage, t, self.num_partitions, params, inputs_for(t), task_profiles.get(t),
+                                 deadline)
 
         if len(tasks) == 1 or self._stage_input_rows(stage, inputs_for, tasks) < INLINE_STAGE_ROWS:
             outputs = [task(t) for t in tasks]

@@ -52,7 +52,7 @@ from cluster.actors import AggregatorActor, DurableLeaf, LeafActor, route
 from cluster.leaf import Leaf
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError, ExecutionError, UnsupportedError
-from engine.exec.operators.base import PhysicalOperator, conform
+from engine.exec.operators.base import Deadline, PhysicalOperator, conform, statement_deadline
 from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.stages import StageSpec, encode_stage
 from engine.runner import Runner
@@ -369,17 +369,19 @@ class RayRunner(Runner):
         if profile is not None:    # leaf tasks would have to return their TaskProfile beside the batches
             raise UnsupportedError("EXPLAIN ANALYZE / PROFILE runs on the embedded runner only for now")
         query_id = uuid.uuid4().hex
+        deadline = statement_deadline.get()
         submitted: list = []
         meta_refs: list = []
         try:
-            table = self._run(query_id, stages, tuple(params), submitted, meta_refs)
-            self.last_profile = self._get(meta_refs)
+            table = self._run(query_id, stages, tuple(params), submitted, meta_refs, deadline)
+            self.last_profile = self._get(meta_refs, deadline=deadline)
             return table
-        except KeyboardInterrupt:
+        except BaseException:
+            # Ctrl-C, statement_timeout, a leaf's error or death: stop the query's other tasks too
             self.cancel(query_id, submitted)
             raise
 
-    def _run(self, query_id, stages, params, submitted, meta_refs) -> pa.Table:
+    def _run(self, query_id, stages, params, submitted, meta_refs, deadline: Optional[Deadline]) -> pa.Table:
         # outputs[stage_id] = (exchange kind, payload refs per destination)
         outputs: dict[int, tuple[str, list[list]]] = {}
 
@@ -400,15 +402,19 @@ class RayRunner(Runner):
             destinations = self.num_leaves if kind == "repartition" else 1
             output = {"kind": kind, "keys": spec.output_keys, "destinations": destinations,
                       "partitions_per_leaf": self.partitions_per_leaf, **self.transport_options}
+            if deadline is not None and deadline.timeout_ms is not None:
+                deadline.check()
+                output["deadline"] = (deadline.timeout_ms, deadline.remaining())
             if not spec.parallel and not spec.scans_tables:
                 # once-only on the aggregator (this driver): its inputs come here
                 layout, refs = inputs_of(spec, 0)
                 inputs: dict[int, list[pa.RecordBatch]] = {}
-                payloads = iter(self._get(refs))
+                payloads = iter(self._get(refs, deadline=deadline))
                 for stage_id, count in layout:
                     for payload in itertools.islice(payloads, count):
                         inputs.setdefault(stage_id, []).extend(transport.decode(payload))
-                batches = self.aggregator.task_batches(spec, 0, self.num_partitions, params, inputs)
+                batches = self.aggregator.task_batches(spec, 0, self.num_partitions, params, inputs,
+                                                       deadline=deadline)
                 if kind is None:
                     return _table(list(batches), spec.root.schema)
                 sent, _ = route(batches, spec.root.schema, output)
@@ -428,7 +434,8 @@ class RayRunner(Runner):
                 for d in range(destinations):
                     per_destination[d].append(out[1 + d])
             if kind is None:                # a final stage that reads reference tables ran on leaf 0
-                batches = [b for payload in self._get(per_destination[0]) for b in transport.decode(payload)]
+                batches = [b for payload in self._get(per_destination[0], deadline=deadline)
+                           for b in transport.decode(payload)]
                 return _table(batches, spec.root.schema)
             outputs[spec.stage_id] = (kind, per_destination)
         raise CanopyInternalError("a plan without a final stage")
@@ -444,12 +451,21 @@ class RayRunner(Runner):
                     ray.cancel(ref)
                 except (TypeError, ValueError, rex.RayError):
                     pass        # already finished, or not cancellable (a return ref that is not the first)
-        ray.wait([out[0] for _, out in submitted], num_returns=len(submitted), timeout=10)
+        if submitted:
+            ray.wait([out[0] for _, out in submitted], num_returns=len(submitted), timeout=10)
 
     # -- errors -----------------------------------------------------------------------------------
-    def _get(self, refs, timeout: Optional[float] = None):
+    def _get(self, refs, timeout: Optional[float] = None, deadline: Optional[Deadline] = None):
+        """``ray.get`` with Ray's errors as the engine's; ``deadline``: a query's statement_timeout
+        (waiting past it raises its error; the caller cancels the query's tasks)."""
+        if deadline is not None and deadline.timeout_ms is not None:
+            timeout = deadline.remaining()
         try:
             return ray.get(refs, timeout=timeout)
+        except rex.GetTimeoutError:
+            if deadline is not None and deadline.expired():
+                raise deadline.error() from None
+            raise self._translate(rex.GetTimeoutError()) from None
         except rex.RayError as error:
             raise self._translate(error) from None
 

@@ -94,13 +94,14 @@ def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802 - PEP 2
 # --- connect -------------------------------------------------------------------------------------
 def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_per_leaf: int = 4,
             cluster: Optional[str] = None, load_dir: Optional[str] = None, progress: Optional[bool] = None,
-            **options: Any) -> "Connection":
+            statement_timeout: Optional[int] = None, **options: Any) -> "Connection":
     """Start a runner (``cluster="local"`` runs leaves in-process, ``"ray"`` as Ray actors; None reads
     ``$CANOPY_RUNNER``, default local) and open a connection on it.
 
     The connection owns the runner and shuts it down on :meth:`Connection.close`. ``load_dir`` confines
     LOAD DATA to files inside that directory (MySQL's ``secure_file_priv``); ``progress`` forces the
-    progress bar of long loads on or off (default: on a terminal or in a notebook). Extra ``options``
+    progress bar of long loads on or off (default: on a terminal or in a notebook); ``statement_timeout``
+    (milliseconds, also ``SET statement_timeout = N``) cancels a query running longer. Extra ``options``
     go to :func:`engine.runner.start_runner` unchanged.
     """
     # Imported here: engine.session pulls in the whole SQL stack, and engine/__init__ must stay light.
@@ -112,7 +113,10 @@ def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_p
     except ValueError as exc:   # a bad cluster shape is the caller's mistake; PEP 249 wants an Error
         raise ProgrammingError(f"connect: {exc}") from exc
     try:
-        session = Session(runner, database=database, load_dir=load_dir, progress=progress)
+        session = Session(runner, database=database, load_dir=load_dir, progress=progress,
+                          statement_timeout=statement_timeout)
+        from engine.pipelines import resume_pipelines
+        resume_pipelines(runner)       # a data_dir's pipelines, started again if they were running
     except BaseException:
         runner.shutdown()
         raise

@@ -17,6 +17,7 @@ client, and the session stays usable.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Mapping, Sequence
 from typing import Optional
@@ -25,6 +26,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from engine.errors import BadDataError, BindError, CanopyInternalError, Error, UnsupportedError
+from engine.exec.operators.base import Deadline, statement_deadline
 from engine.result import Result
 from engine.sql import ddl
 from engine.sql.handlers.catalog import CatalogStatements
@@ -39,9 +41,10 @@ from engine.statistics import RunnerStatistics
 
 class Session(CatalogStatements, WriteStatements, PipelineStatements):
     def __init__(self, runner, database: Optional[str] = "canopy", *, load_dir: Optional[str] = None,
-                 progress: Optional[bool] = None):
+                 progress: Optional[bool] = None, statement_timeout: Optional[int] = None):
         """``load_dir``: LOAD DATA reads only files inside it (MySQL's secure_file_priv); ``progress``:
-        a progress bar for long loads (None: when stderr is a terminal or in a notebook)."""
+        a progress bar for long loads (None: when stderr is a terminal or in a notebook);
+        ``statement_timeout``: milliseconds a call of ``execute`` may run its queries (0/None: no limit)."""
         self.runner = runner
         self.catalog = runner.catalog
         if database is not None and not self.catalog.has_database(database):
@@ -54,16 +57,19 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
         self.progress = progress
         self.warnings: list[tuple[str, int, str]] = []    # SHOW WARNINGS: the last statement's
         self.closed = False
+        self.statement_timeout = _timeout_ms(statement_timeout)
 
     # -- entry points -----------------------------------------------------------------------------
     def execute(self, sql: str, params: Optional[Sequence | Mapping] = None) -> Result:
         self._check_open()
-        return self._guarded(lambda: self._execute(sql, params))
+        with self._deadline():
+            return self._guarded(lambda: self._execute(sql, params))
 
     def execute_many(self, sql: str, seq_of_params) -> Result:
         """Run ``sql`` once per parameter set. INSERT ... VALUES becomes one columnar append."""
         self._check_open()
-        return self._guarded(lambda: self._execute_many(sql, list(seq_of_params)))
+        with self._deadline():
+            return self._guarded(lambda: self._execute_many(sql, list(seq_of_params)))
 
     def load_table(self, name: str, data) -> int:
         """Append an Arrow table / record batch or a pandas / Polars DataFrame to table ``name``
@@ -90,6 +96,17 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
         if self.closed:
             from engine.errors import InterfaceError
             raise InterfaceError("the session is closed")
+
+    @contextlib.contextmanager
+    def _deadline(self):
+        """statement_timeout over this call's queries: the runners stop their tasks at the next batch
+        past it and raise; a write's rows are applied only after its query ended, so none is partial."""
+        timeout = self.statement_timeout
+        token = statement_deadline.set(Deadline.after(timeout) if timeout else None)
+        try:
+            yield
+        finally:
+            statement_deadline.reset(token)
 
     @staticmethod
     def _guarded(action) -> Result:
@@ -232,6 +249,13 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
     def _stmt_Set(self, node: exp.Set, statement) -> Result:
         # Clients send SET NAMES / SET autocommit=1 / SET sql_mode=... on connect: record, do not fail.
         for item in node.expressions:
+            assignment = item.this
+            name = assignment.this.name.lower() if isinstance(assignment, exp.EQ) else ""
+            if name in TIMEOUT_VARIABLES:
+                value = assignment.expression
+                self.statement_timeout = None if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT" \
+                    else _timeout_ms(value.to_py() if isinstance(value, (exp.Literal, exp.Neg)) else value.sql())
+                continue
             self.variables[item.sql(dialect="mysql")] = True
         return Result(None, rowcount=0)
 
@@ -239,6 +263,22 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
         return Result(None, rowcount=0)    # every statement autocommits; BEGIN is accepted for clients
 
     _stmt_Commit = _stmt_Rollback = _stmt_Transaction
+
+
+# statement_timeout (milliseconds, as PostgreSQL and SingleStore name it) and MySQL's max_execution_time
+TIMEOUT_VARIABLES = ("statement_timeout", "max_execution_time")
+
+
+def _timeout_ms(value) -> Optional[int]:
+    """A statement timeout in whole milliseconds; 0 and None mean no limit."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BindError(f"statement_timeout must be a whole number of milliseconds >= 0 (0: no limit), "
+                        f"not {value!r}")
+    return value or None
 
 
 def _statistics_of(runner) -> RunnerStatistics:

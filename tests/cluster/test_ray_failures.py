@@ -55,6 +55,23 @@ def test_interrupt_cancels_the_query_on_every_leaf(slow_con):
     assert time.monotonic() - started < DELAY * 2 + 2   # not queued behind the cancelled tasks
 
 
+def test_statement_timeout_cancels_the_query_on_every_leaf(slow_con):
+    runner = slow_con.session.runner
+    done = [leaf["tasks_done"] for leaf in runner.leaf_info()]
+    slow_con.execute("SET max_execution_time = 300")
+    try:
+        with pytest.raises(engine.OperationalError, match="query exceeded statement_timeout of 300 ms"):
+            slow_con.execute("SELECT k % 7, COUNT(*) FROM t GROUP BY 1").fetchall()
+    finally:
+        slow_con.execute("SET max_execution_time = 0")
+    # every task of the query was cancelled before it started or stopped while running (in its delay):
+    # none is left running, none completed
+    after = runner.leaf_info()
+    assert [leaf["tasks_running"] for leaf in after] == [0, 0]
+    assert [leaf["tasks_done"] for leaf in after] == done
+    assert slow_con.execute("SELECT COUNT(*) FROM t").fetchall() == [(100,)]
+
+
 def test_a_leaf_killed_mid_query_fails_the_query_naming_it(slow_con):
     runner = slow_con.session.runner
     victim = runner.leaf_info()[1]

@@ -7,11 +7,68 @@ are the plan's field ids. Per-run state lives in local variables of ``execute``,
 from __future__ import annotations
 
 import functools
-from typing import Iterator, Optional, Sequence
+import time
+from contextvars import ContextVar
+from typing import Callable, Iterator, Optional, Sequence
 
 import pyarrow as pa
 
+from engine.errors import ExecutionError
 from engine.plan.logical import Field
+
+
+class Deadline:
+    """When a statement must stop: ``statement_timeout`` (MySQL's ``max_execution_time``) and, on a
+    Ray leaf, the driver's cancel. Operators check it at batch boundaries (see ``_profiled``), so a
+    task stops within one batch of any operator, not only at its stage's output.
+
+    ``at`` is a ``time.monotonic()`` instant of this process: a runner that ships a deadline to
+    another process sends ``remaining()`` and rebuilds it there (:meth:`after`). ``cancelled``: a
+    callable that is true once the query was cancelled from outside (checked at the same points)."""
+
+    def __init__(self, timeout_ms: Optional[int], at: float = float("inf"),
+                 cancelled: Optional[Callable[[], bool]] = None, where: str = ""):
+        self.timeout_ms = timeout_ms
+        self.at = at
+        self.cancelled = cancelled
+        self.where = where
+
+    @classmethod
+    def after(cls, timeout_ms: Optional[int], remaining_s: Optional[float] = None, **kwargs) -> "Deadline":
+        """A deadline ``remaining_s`` from now (default: the whole timeout; None timeout: never)."""
+        if timeout_ms is None:
+            return cls(None, **kwargs)
+        remaining_s = timeout_ms / 1000 if remaining_s is None else remaining_s
+        return cls(timeout_ms, time.monotonic() + remaining_s, **kwargs)
+
+    def remaining(self) -> Optional[float]:
+        """Seconds left (0 when passed); None without a timeout."""
+        if self.timeout_ms is None:
+            return None
+        return max(0.0, self.at - time.monotonic())
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.at
+
+    def check(self) -> None:
+        if self.cancelled is not None and self.cancelled():
+            raise ExecutionError(f"query cancelled{self.where}")
+        if time.monotonic() >= self.at:
+            raise self.error()
+
+    def error(self) -> ExecutionError:
+        return ExecutionError(f"query exceeded statement_timeout of {self.timeout_ms} ms{self.where}")
+
+    def guard(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        self.check()
+        for batch in batches:
+            self.check()
+            yield batch
+
+
+# The running statement's deadline: set by the session around a statement, read by the runner that runs
+# its plans (in the calling thread; runners hand it to their tasks through TaskContext.deadline).
+statement_deadline: ContextVar[Optional[Deadline]] = ContextVar("statement_deadline", default=None)
 
 
 class TaskContext:
@@ -25,7 +82,8 @@ class TaskContext:
 
     def __init__(self, task: int, num_partitions: int, params: Sequence, storage=None,
                  exchange_inputs: Optional[dict[int, list[pa.RecordBatch]]] = None,
-                 partitions: Optional[Sequence[int]] = None, profile=None):
+                 partitions: Optional[Sequence[int]] = None, profile=None,
+                 deadline: Optional[Deadline] = None):
         self.task = task
         self.partition = task                       # kept for operators that log or label by task
         self.partitions = tuple(partitions) if partitions is not None else (task,)
@@ -34,6 +92,7 @@ class TaskContext:
         self.storage = storage                      # the leaf's storage (scan access), None on the aggregator
         self.exchange_inputs = exchange_inputs or {}
         self.profile = profile                      # an engine.exec.profile.TaskProfile under EXPLAIN ANALYZE
+        self.deadline = deadline                    # statement_timeout / cancel, checked per batch
 
     def scan(self, table_id: int, task: int, columns: Sequence[str], replicated: bool,
              batch_rows: Optional[int] = None, bounds=None, encoded: bool = False) -> Iterator[pa.RecordBatch]:
@@ -55,8 +114,8 @@ class PhysicalOperator:
 
     def __init_subclass__(cls, **kwargs):
         # Every operator's execute is wrapped once, here, so EXPLAIN ANALYZE counts each operator's
-        # output without operators knowing: a task without a profile pays one attribute check per
-        # execute call (not per batch).
+        # output, and a statement's deadline is checked at every operator's batch boundaries, without
+        # operators knowing: a task with neither pays two attribute checks per execute call (not per batch).
         super().__init_subclass__(**kwargs)
         if "execute" in cls.__dict__:
             cls.execute = _profiled(cls.__dict__["execute"])
@@ -79,9 +138,12 @@ class PhysicalOperator:
 def _profiled(execute):
     @functools.wraps(execute)
     def run(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
-        if ctx.profile is None:
-            return execute(self, partition, ctx)
-        return ctx.profile.measure(self, iter(execute(self, partition, ctx)))
+        batches = execute(self, partition, ctx)
+        if ctx.profile is not None:
+            batches = ctx.profile.measure(self, iter(batches))
+        if ctx.deadline is not None:
+            batches = ctx.deadline.guard(batches)
+        return batches
     return run
 
 
