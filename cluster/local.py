@@ -101,13 +101,15 @@ class LocalRunner(Runner):
         self._commit(table, placements)
         return data.num_rows
 
-    def _commit(self, table: TableDef, placements, on_commit=None) -> None:
+    def _commit(self, table: TableDef, placements, on_commit=None, related=()) -> None:
         """One statement's routed pieces as one transaction: every partition gets its rows or none
-        does, also across a crash when the stores are durable (engine.storage.columnstore.commit)."""
+        does, also across a crash when the stores are durable (engine.storage.columnstore.commit).
+        ``related``: (table, placements) of other tables committed in the same transaction."""
         txn = self._committer.begin()
-        for partition, piece in placements:
-            for leaf, key in self._targets(table, partition):
-                txn.append(leaf.storage.store(table.table_id, key), piece)
+        for table, placements in [(table, placements), *related]:
+            for partition, piece in placements:
+                for leaf, key in self._targets(table, partition):
+                    txn.append(leaf.storage.store(table.table_id, key), piece)
         txn.commit(on_commit)
 
     def begin_load(self, table: TableDef) -> "_RoutedLoad":
@@ -298,13 +300,19 @@ class _RoutedLoad(LoadWriter):
         self._placements.extend(placement for pieces in routed for placement in pieces)
         self.rows += data.num_rows
 
+    def add_related(self, table: TableDef, data: pa.Table) -> None:
+        placements = [p for b in data.to_batches() if b.num_rows for p in self.runner._route(table, b)]
+        self._related.append((table, placements))
+
     def commit(self, on_commit=None) -> int:
         placements, self._placements = self._placements, []
-        self.runner._commit(self.table, placements, on_commit)
+        related, self._related = self._related, []
+        self.runner._commit(self.table, placements, on_commit, related)
         return self.rows
 
     def abort(self) -> None:
         self._placements = []
+        self._related = []
         self.rows = 0
 
 

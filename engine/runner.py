@@ -100,22 +100,33 @@ class LoadWriter:
         self.table = table
         self.rows = 0
         self._blocks: list[pa.RecordBatch] = []
+        self._related: list[tuple[TableDef, pa.Table]] = []
 
     def add(self, data: "pa.Table | pa.RecordBatch") -> None:
         batches = data.to_batches() if isinstance(data, pa.Table) else [data]
         self._blocks.extend(b for b in batches if b.num_rows)
         self.rows += data.num_rows
 
+    def add_related(self, table: TableDef, data: pa.Table) -> None:
+        """Rows of another table that commit with this load's rows (a pipeline's durable file marks).
+        Runners with multi-table transactions (the embedded one) commit both in one step; this base
+        version inserts them right after the load's rows."""
+        self._related.append((table, data))
+
     def commit(self, on_commit=None) -> int:
         blocks, self._blocks = self._blocks, []
+        related, self._related = self._related, []
         if blocks:
             self.runner.insert(self.table, pa.Table.from_batches(blocks, schema=self.table.arrow_schema))
+        for table, data in related:
+            self.runner.insert(table, data)
         if on_commit is not None:
             on_commit()
         return self.rows
 
     def abort(self) -> None:
         self._blocks = []
+        self._related = []
         self.rows = 0
 
 

@@ -2,8 +2,16 @@
 exactly once (see :mod:`engine.pipelines.pipeline`), reported by SHOW PIPELINES and the system tables
 ``information_schema.PIPELINES`` / ``information_schema.PIPELINES_FILES``."""
 from engine.pipelines.pipeline import Pipeline, PipelineRegistry, pipelines_of
-from engine.pipelines.statements import (CreatePipeline, DropPipeline, ShowPipelines, StartPipeline,
+from engine.pipelines.statements import (AlterPipeline, CreatePipeline, DropPipeline, ShowPipelines, StartPipeline,
                                          StopPipeline, is_pipeline_statement, parse_pipeline_statement)
+
+
+def resume_pipelines(runner) -> None:
+    """On connect: restore the pipelines a data_dir holds and start those that were running (nothing
+    to do, and nothing created, when no pipeline was ever defined there)."""
+    from engine.pipelines.durable import existing_tables
+    if existing_tables(runner) is not None:
+        pipelines_of(runner).resume()
 
 
 def shutdown_pipelines(runner) -> None:
@@ -13,6 +21,6 @@ def shutdown_pipelines(runner) -> None:
         registry.stop_all()
 
 
-__all__ = ["CreatePipeline", "DropPipeline", "Pipeline", "PipelineRegistry", "ShowPipelines", "StartPipeline",
+__all__ = ["AlterPipeline", "CreatePipeline", "DropPipeline", "Pipeline", "PipelineRegistry", "ShowPipelines", "StartPipeline",
            "StopPipeline", "is_pipeline_statement", "parse_pipeline_statement", "pipelines_of",
-           "shutdown_pipelines"]
+           "resume_pipelines", "shutdown_pipelines"]

@@ -1,27 +1,42 @@
 """S3 pipelines: a background thread per started pipeline that lists a bucket prefix and loads new files.
 
-One round of a running pipeline::
+One round (tick) of a running pipeline::
 
-    list (incremental: StartAfter = the last key seen; every full_listing_interval_s a full listing,
-          which catches keys that arrived behind the last one)
+    list incrementally: StartAfter = the last key seen, so a tick reads only the keys after it
     -> new keys recorded 'Unloaded'
     -> a batch of Unloaded files downloaded in parallel and parsed (the LOAD DATA reader)
     -> one LoadWriter for the batch: rows of every good file routed, then commit(on_commit=mark)
 
-Exactly once: ``mark`` flips the batch's files to 'Loaded' inside the writer's commit, which on the
-local runner runs under the write lock right after the rows are appended, so rows and marks become
-visible together or not at all. A restart (STOP, START) resumes from the marks: Loaded files are never
-read again, Unloaded ones are. A file that fails to download or parse is recorded 'Failed' with its
+Exactly once: the batch's marks (one row per file, Loaded or Failed) go into the internal table
+``information_schema._PIPELINE_MARKS`` through the same LoadWriter as its rows
+(:mod:`engine.pipelines.durable`), so on the embedded runner rows and marks are one transaction —
+durable with ``connect(data_dir=...)``, where a crash leaves a file loaded and marked or neither; the
+in-memory view (``files``) flips inside the same commit. A restart (STOP and START, or reopening the
+data_dir, which restores the pipelines and starts those that were running) resumes from the marks:
+Loaded files are never read again, Unloaded ones are.
+
+The full re-listing, which catches keys that arrived behind the last one seen (S3 lists in key order,
+uploads finish in any order), runs on its own thread every ``full_listing_interval_s``, page by page
+(1000 keys a request, paced: it rests as long as each request took): each page's unknown keys are
+recorded as it arrives and wake the loading thread, and no tick ever waits for it. So the time from ``put_object`` to queryable is one
+incremental listing plus one batch, whatever the number of keys under the prefix.
+
+A file that fails to download or parse is recorded 'Failed' with its
 error and the pipeline moves on; a listing failure (bad credentials, missing bucket, endpoint down) is
 the pipeline's error, shown by SHOW PIPELINES, and the next round retries.
 
-With in-memory storage the marks live with the registry in memory, exactly as long as the rows do.
+With in-memory storage the marks table is in memory too, exactly as long as the rows.
+
+ALTER PIPELINE changes a pipeline between runs (:meth:`Pipeline.alter`): SET OFFSETS EARLIEST forgets
+every mark (everything loads again), SET OFFSETS LATEST marks every file listed now 'Skipped', DROP FILE
+forgets one file's mark (it loads again), SET BATCH_INTERVAL / MAX_PARTITIONS_PER_BATCH tune the loop.
 """
 from __future__ import annotations
 
 import dataclasses
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
@@ -31,7 +46,8 @@ import pyarrow as pa
 from engine.errors import BindError, CanopyError, ExecutionError
 from engine.load.delimited import LoadWarnings
 from engine.load.loader import read_blocks
-from engine.pipelines.statements import CreatePipeline
+from engine.pipelines import durable
+from engine.pipelines.statements import AlterPipeline, CreatePipeline, parse_pipeline_statement
 
 DEFAULT_FULL_LISTING_INTERVAL_S = 30.0
 MAX_FILES_PER_BATCH = 128
@@ -44,7 +60,7 @@ _COMPRESSION = {".gz": "gzip", ".gzip": "gzip", ".lz4": "lz4", ".zst": "zstd", "
 class FileRecord:
     key: str
     size: int
-    state: str = "Unloaded"          # Unloaded -> Loaded | Failed
+    state: str = "Unloaded"          # Unloaded -> Loaded | Failed; Skipped (SET OFFSETS LATEST)
     rows: int = 0
     skipped_rows: int = 0
     error: Optional[str] = None
@@ -52,7 +68,9 @@ class FileRecord:
 
 
 class Pipeline:
-    def __init__(self, database: str, definition: CreatePipeline, runner, catalog):
+    def __init__(self, database: str, definition: CreatePipeline, runner, catalog,
+                 pipeline_id: Optional[str] = None):
+        self.id = pipeline_id or uuid.uuid4().hex       # marks belong to this id (a REPLACE gets a new one)
         self.database = database
         self.definition = definition
         self.name = definition.name
@@ -62,16 +80,21 @@ class Pipeline:
         self.error: Optional[str] = None         # the last listing / pipeline-level error
         self.errors = 0                          # rounds that failed, since creation
         self.files: dict[str, FileRecord] = {}
+        self._pending: set[str] = set()          # keys of the Unloaded files (guarded by _lock)
         self.last_key: Optional[str] = None
         self.batches = 0
         self._lock = threading.Lock()            # guards files / state against the reporting side
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self._next_full_listing = 0.0
+        self._lister: Optional[threading.Thread] = None
+        self.full_listings = 0                   # full re-listings completed, since creation
         config = definition.config
         self.full_listing_interval = float(config.get("full_listing_interval_s", DEFAULT_FULL_LISTING_INTERVAL_S))
         self.interval = definition.batch_interval_ms / 1000.0
+        self.max_files_per_batch = MAX_FILES_PER_BATCH
+        self.wanted_running = False              # START'ed and not STOP'ped: resumed when reopened
+        self._seq = 0                            # the last SEQ of this pipeline's mark rows
 
     # -- control ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -80,20 +103,22 @@ class Pipeline:
                 raise ExecutionError(f"pipeline {self.name!r} is already running")
             self._stop.clear()
             self.state = "Running"
-            self._next_full_listing = 0.0          # a (re)start lists everything once
             self._thread = threading.Thread(target=self._run, name=f"canopy-pipeline-{self.name}", daemon=True)
+            self._lister = threading.Thread(target=self._run_full_listings, daemon=True,
+                                            name=f"canopy-pipeline-{self.name}-listing")
             self._thread.start()
+            self._lister.start()
 
     def stop(self, timeout: Optional[float] = 60.0) -> None:
         """Ask the thread to stop after its current batch (which commits whole or not at all), and wait."""
         self._stop.set()
         self._wake.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        for thread in (self._thread, self._lister):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout)
         with self._lock:
             self.state = "Stopped"
-            self._thread = None
+            self._thread = self._lister = None
 
     @property
     def running(self) -> bool:
@@ -120,26 +145,55 @@ class Pipeline:
             self._wake.clear()
 
     def _list(self, client) -> None:
-        now = time.monotonic()
-        full = now >= self._next_full_listing
-        start_after = None if full else self.last_key
-        found = list_objects(client, self.definition.bucket, self.definition.prefix, start_after)
-        if full:
-            self._next_full_listing = now + self.full_listing_interval
+        """The incremental listing of a tick: the keys after the last one seen (all keys the first time)."""
+        for page in list_pages(client, self.definition.bucket, self.definition.prefix, self.last_key):
+            self._record(page)
+
+    def _record(self, found: list[tuple[str, int]]) -> int:
+        """Record the unknown keys of ``found`` as Unloaded; the number recorded."""
+        new = 0
         with self._lock:
             for key, size in found:
                 if key not in self.files:
                     self.files[key] = FileRecord(key, size)
+                    self._pending.add(key)
+                    new += 1
                 if self.last_key is None or key > self.last_key:
                     self.last_key = key
+        return new
+
+    def _run_full_listings(self) -> None:
+        """The full re-listing thread: every full_listing_interval_s, list the whole prefix a page at a
+        time, recording each page's unknown keys (late arrivals behind the last key) as it comes."""
+        client = None
+        # A restart lists everything once at once (keys may have arrived behind the last one while
+        # stopped); a first start's tick lists everything anyway.
+        wait = 0.0 if self.last_key is not None else self.full_listing_interval
+        while not self._stop.wait(wait):
+            wait = self.full_listing_interval
+            try:
+                if client is None:
+                    client = make_client(self.definition)
+                started = time.monotonic()
+                for page in list_pages(client, self.definition.bucket, self.definition.prefix, None):
+                    if self._record(page):
+                        self._wake.set()
+                    # Paced: after each page, rest as long as it took, so the endpoint serves the
+                    # loading thread's incremental listings between our pages, not after all of them.
+                    if self._stop.wait(time.monotonic() - started):
+                        return
+                    started = time.monotonic()
+                self.full_listings += 1
+            except Exception as error:   # noqa: BLE001 - the loading thread's next listing reports it too
+                self.error = describe_error(error, self.definition)
 
     def _load_batch(self, client) -> bool:
         """Load the next batch of Unloaded files in one commit; False when there was nothing to load."""
         with self._lock:
-            pending = sorted(k for k, f in self.files.items() if f.state == "Unloaded")
+            pending = sorted(self._pending)
         batch, size = [], 0
         for key in pending:
-            if batch and (len(batch) >= MAX_FILES_PER_BATCH or size >= MAX_BYTES_PER_BATCH):
+            if batch and (len(batch) >= self.max_files_per_batch or size >= MAX_BYTES_PER_BATCH):
                 break
             batch.append(key)
             size += self.files[key].size
@@ -162,25 +216,39 @@ class Pipeline:
                     writer.add(block)
                 loaded.append((key, rows, warnings.skipped))
             del parsed
+            now = time.time()
+            seq = self._next_seqs(len(batch))
+            marks = [(self.id, seq + i, key, self.files[key].size, "Loaded", rows, skipped, now, None)
+                     for i, (key, rows, skipped) in enumerate(loaded)]
+            marks += [(self.id, seq + len(loaded) + i, key, self.files[key].size, "Failed", 0, 0, None, error)
+                      for i, (key, error) in enumerate(failed)]
+            writer.add_related(*durable.mark_rows(self.runner, marks))
 
             def mark() -> None:          # runs inside the commit: must not fail
-                now = time.time()
                 with self._lock:
                     for key, rows, skipped in loaded:
                         record = self.files[key]
                         record.state, record.rows, record.skipped_rows = "Loaded", rows, skipped
                         record.error, record.loaded_at = None, now
+                        self._pending.discard(key)
+                    for key, error in failed:
+                        record = self.files[key]
+                        record.state, record.error = "Failed", error
+                        self._pending.discard(key)
                     self.batches += 1
 
             writer.commit(on_commit=mark)
         except BaseException:
             writer.abort()
             raise
-        with self._lock:
-            for key, error in failed:
-                record = self.files[key]
-                record.state, record.error = "Failed", error
         return True
+
+    def _next_seqs(self, n: int) -> int:
+        """The first of ``n`` new SEQ numbers for mark rows."""
+        with self._lock:
+            first = self._seq + 1
+            self._seq += n
+            return first
 
     def _read(self, client, key: str, table):
         """(blocks, warnings, None) or ([], None, error message) for one object."""
@@ -197,6 +265,64 @@ class Pipeline:
         except Exception as error:   # noqa: BLE001 - a download or decode failure belongs to this file
             return [], None, describe_error(error, self.definition)
 
+    # -- restore and ALTER ---------------------------------------------------------------------------
+    def restore(self, marks: pa.Table, last_seq: int) -> None:
+        """The files' states from their current mark rows (durable.current_marks) after a reopen."""
+        columns = {name: marks[name].to_pylist() for name in
+                   ("FILE_NAME", "FILE_SIZE", "FILE_STATE", "ROWS_LOADED", "ROWS_SKIPPED", "LOADED_AT", "ERROR")}
+        with self._lock:
+            self._seq = max(self._seq, last_seq)
+            for key, size, state, rows, skipped, loaded_at, error in zip(*columns.values()):
+                self.files[key] = FileRecord(key, size or 0, state, rows or 0, skipped or 0, error, loaded_at)
+                if self.last_key is None or key > self.last_key:
+                    self.last_key = key
+            self.batches = 0
+
+    def alter(self, statement: AlterPipeline) -> None:
+        """Apply ALTER PIPELINE's changes; OFFSETS and DROP FILE only while stopped (no batch is in
+        flight to race with), their marks written before the in-memory state changes."""
+        if (statement.offsets is not None or statement.drop_file is not None) and self.running:
+            raise ExecutionError(f"ALTER PIPELINE {self.name} SET OFFSETS / DROP FILE: stop the pipeline "
+                                 f"first (STOP PIPELINE {self.name})")
+        if statement.drop_file is not None:
+            key = statement.drop_file
+            with self._lock:
+                record = self.files.get(key)
+            if record is None:
+                raise BindError(f"pipeline {self.name!r} has no file {key!r}")
+            self._insert_marks([(self.id, self._next_seqs(1), key, record.size, "Dropped", 0, 0, None, None)])
+            with self._lock:           # forgotten: the next start's full listing finds it as new
+                del self.files[key]
+                self._pending.discard(key)
+        if statement.offsets == "EARLIEST":
+            self._insert_marks([(self.id, self._next_seqs(1), None, None, "Reset", 0, 0, None, None)])
+            with self._lock:
+                self.files.clear()
+                self._pending.clear()
+                self.last_key = None
+        elif statement.offsets == "LATEST":
+            found = [item for page in list_pages(make_client(self.definition), self.definition.bucket,
+                                                 self.definition.prefix, None) for item in page]
+            self._record(found)
+            with self._lock:
+                skipped = [f for f in self.files.values() if f.state in ("Unloaded", "Failed")]
+            first = self._next_seqs(len(skipped))
+            self._insert_marks([(self.id, first + i, f.key, f.size, "Skipped", 0, 0, None, None)
+                                for i, f in enumerate(skipped)])
+            with self._lock:
+                for f in skipped:
+                    f.state, f.error = "Skipped", None
+                    self._pending.discard(f.key)
+        if statement.batch_interval_ms is not None:
+            self.interval = statement.batch_interval_ms / 1000.0
+            self._wake.set()
+        if statement.max_partitions_per_batch is not None:
+            self.max_files_per_batch = statement.max_partitions_per_batch
+
+    def _insert_marks(self, rows: list[tuple]) -> None:
+        if rows:
+            self.runner.insert(*durable.mark_rows(self.runner, rows))
+
     # -- reporting ----------------------------------------------------------------------------------
     def snapshot(self) -> tuple[list[FileRecord], dict]:
         with self._lock:
@@ -205,6 +331,7 @@ class Pipeline:
                    "files_loaded": sum(f.state == "Loaded" for f in files),
                    "files_failed": sum(f.state == "Failed" for f in files),
                    "files_unloaded": sum(f.state == "Unloaded" for f in files),
+                   "files_skipped": sum(f.state == "Skipped" for f in files),
                    "rows_loaded": sum(f.rows for f in files), "batches": self.batches}
         return files, summary
 
@@ -224,17 +351,14 @@ def make_client(definition: CreatePipeline):
                       max_pool_connections=DOWNLOAD_THREADS + 4))
 
 
-def list_objects(client, bucket: str, prefix: str, start_after: Optional[str]) -> list[tuple[str, int]]:
-    """(key, size) of every object under ``prefix`` after ``start_after`` (all of them when None)."""
+def list_pages(client, bucket: str, prefix: str, start_after: Optional[str]):
+    """Pages (lists of (key, size), at most 1000 each) of the objects under ``prefix`` after
+    ``start_after`` (all of them when None), in key order; folder markers left out."""
     kwargs = {"Bucket": bucket, "Prefix": prefix}
     if start_after:
         kwargs["StartAfter"] = start_after
-    found = []
     for page in client.get_paginator("list_objects_v2").paginate(**kwargs):
-        for item in page.get("Contents", ()):
-            if not item["Key"].endswith("/"):
-                found.append((item["Key"], item["Size"]))
-    return found
+        yield [(item["Key"], item["Size"]) for item in page.get("Contents", ()) if not item["Key"].endswith("/")]
 
 
 def describe_error(error: Exception, definition: CreatePipeline) -> str:
@@ -252,12 +376,44 @@ def describe_error(error: Exception, definition: CreatePipeline) -> str:
 
 
 class PipelineRegistry:
-    """The pipelines of one cluster (shared by its sessions), keyed by (database, name) lower-cased."""
+    """The pipelines of one cluster (shared by its sessions), keyed by (database, name) lower-cased.
+    Every change of a definition (CREATE, ALTER, START, STOP, DROP) is saved to the definitions table
+    under the registry's lock; pipelines stored there (a reopened data_dir) are restored on creation."""
 
     def __init__(self, runner):
         self.runner = runner
         self.pipelines: dict[tuple[str, str], Pipeline] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._restore()
+
+    def _restore(self) -> None:
+        stored = durable.read(self.runner)
+        if stored is None:
+            return
+        definitions, marks = stored
+        current = durable.current_marks(marks)
+        last_seq = {}
+        if marks.num_rows:
+            grouped = marks.group_by("PIPELINE_ID").aggregate([("SEQ", "max")])
+            last_seq = dict(zip(grouped["PIPELINE_ID"].to_pylist(), grouped["SEQ_max"].to_pylist()))
+        live = {}
+        for pipeline_id, database, name, sql, interval_ms, max_files, running in zip(
+                *(definitions[c].to_pylist() for c in definitions.column_names)):
+            definition = parse_pipeline_statement(sql)
+            pipeline = Pipeline(database, definition, self.runner, self.runner.catalog, pipeline_id)
+            pipeline.interval = interval_ms / 1000.0
+            pipeline.max_files_per_batch = max_files
+            pipeline.wanted_running = bool(running)
+            rows = current.get(pipeline_id)
+            if rows is not None:
+                pipeline.restore(rows, last_seq.get(pipeline_id, 0))
+                live[pipeline_id] = rows
+            self.pipelines[(database.lower(), name.lower())] = pipeline
+        if sum(t.num_rows for t in live.values()) < marks.num_rows:
+            durable.compact(self.runner, live)     # superseded rows, dropped pipelines
+
+    def _save(self) -> None:
+        durable.save_definitions(self.runner, [p for _, p in sorted(self.pipelines.items())])
 
     def create(self, database: str, definition: CreatePipeline) -> bool:
         key = (database.lower(), definition.name.lower())
@@ -272,6 +428,7 @@ class PipelineRegistry:
             target_db = definition.load.database or database
             self.runner.catalog.table(target_db, definition.load.table)     # the table must exist
             self.pipelines[key] = Pipeline(database, definition, self.runner, self.runner.catalog)
+            self._save()
             return True
 
     def get(self, database: str, name: str) -> Pipeline:
@@ -279,6 +436,25 @@ class PipelineRegistry:
         if pipeline is None:
             raise BindError(f"pipeline {name!r} does not exist in database {database!r}")
         return pipeline
+
+    def start(self, database: str, name: str) -> None:
+        with self._lock:
+            pipeline = self.get(database, name)
+            pipeline.start()
+            pipeline.wanted_running = True
+            self._save()
+
+    def stop(self, database: str, name: str) -> None:
+        with self._lock:
+            pipeline = self.get(database, name)
+            pipeline.stop()
+            pipeline.wanted_running = False
+            self._save()
+
+    def alter(self, database: str, statement: AlterPipeline) -> None:
+        with self._lock:
+            self.get(database, statement.name).alter(statement)
+            self._save()
 
     def drop(self, database: str, name: str, if_exists: bool) -> bool:
         with self._lock:
@@ -288,21 +464,35 @@ class PipelineRegistry:
                     return False
                 raise BindError(f"pipeline {name!r} does not exist in database {database!r}")
             del self.pipelines[(database.lower(), name.lower())]
-        pipeline.stop()
+            pipeline.stop()
+            self._save()          # its marks are orphans now, compacted away on the next open
         return True
 
     def of_database(self, database: Optional[str]) -> list[Pipeline]:
         return [p for (db, _), p in sorted(self.pipelines.items())
                 if database is None or db == database.lower()]
 
+    def resume(self) -> None:
+        """Start the pipelines that were running when the data_dir was last open."""
+        for pipeline in list(self.pipelines.values()):
+            if pipeline.wanted_running and not pipeline.running:
+                pipeline.start()
+
     def stop_all(self) -> None:
+        """Stop every thread (the connection closes); the definitions keep saying which were running."""
         for pipeline in list(self.pipelines.values()):
             pipeline.stop()
+
+
+_REGISTRY = threading.Lock()
 
 
 def pipelines_of(runner) -> PipelineRegistry:
     registry = getattr(runner, "pipelines", None)
     if registry is None:
-        registry = PipelineRegistry(runner)
-        runner.pipelines = registry           # shared by every session of this cluster
+        with _REGISTRY:
+            registry = getattr(runner, "pipelines", None)
+            if registry is None:
+                registry = PipelineRegistry(runner)
+                runner.pipelines = registry           # shared by every session of this cluster
     return registry

@@ -12,6 +12,13 @@ Grammar::
     STOP PIPELINE name
     DROP PIPELINE [IF EXISTS] name
     SHOW PIPELINES [LIKE 'pattern']
+    ALTER PIPELINE name <change> [<change> ...]   -- SingleStore's clauses:
+        SET OFFSETS {EARLIEST | LATEST}          -- load everything again / skip what is there now
+        SET BATCH_INTERVAL milliseconds
+        SET MAX_PARTITIONS_PER_BATCH n           -- an S3 pipeline's partitions are its files
+        DROP FILE 'key'                          -- forget one file's mark: it loads again
+    (SingleStore's other ALTER clauses — OFFSETS '<json>', CONFIG, CREDENTIALS, TRANSFORM, RESOURCE
+    POOL, DROP ORPHAN FILES, FIELDS, ... — fail with UnsupportedError naming the clause.)
 
 The part after the source options is LOAD DATA's own grammar: it is parsed by
 :func:`engine.load.load_data.parse_load_data` with the source spelled as ``INFILE``.
@@ -48,6 +55,16 @@ class CreatePipeline:
     batch_interval_ms: int = DEFAULT_BATCH_INTERVAL_MS
     or_replace: bool = False
     if_not_exists: bool = False
+    sql: str = field(default="", compare=False, repr=False)   # the statement's text, saved with the pipeline
+
+
+@dataclass(frozen=True)
+class AlterPipeline:
+    name: str
+    offsets: Optional[str] = None                 # 'EARLIEST' | 'LATEST'
+    batch_interval_ms: Optional[int] = None
+    max_partitions_per_batch: Optional[int] = None
+    drop_file: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -76,7 +93,7 @@ def is_pipeline_statement(tokens: list[Token]) -> bool:
     words = [t.text.upper() for t in tokens[:4] if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER)]
     if not words:
         return False
-    if words[0] in ("START", "STOP", "DROP") and len(words) > 1 and words[1] == "PIPELINE":
+    if words[0] in ("START", "STOP", "DROP", "ALTER") and len(words) > 1 and words[1] == "PIPELINE":
         return True
     if words[0] == "SHOW" and len(words) > 1 and words[1] == "PIPELINES":
         return True
@@ -87,7 +104,7 @@ def parse_pipeline_statement(sql: str):
     from engine.load.load_data import _Parser     # the LOAD DATA token cursor, errors with positions
 
     p = _Parser(sql)
-    verb = p.expect_word("CREATE", "START", "STOP", "DROP", "SHOW")
+    verb = p.expect_word("CREATE", "START", "STOP", "DROP", "SHOW", "ALTER")
     if verb == "SHOW":
         p.expect_word("PIPELINES")
         like = None
@@ -95,6 +112,8 @@ def parse_pipeline_statement(sql: str):
             like = p.expect_string("LIKE")
         _end(p)
         return ShowPipelines(like)
+    if verb == "ALTER":
+        return _parse_alter(p)
     if verb != "CREATE":
         p.expect_word("PIPELINE")
         if_exists = False
@@ -157,7 +176,71 @@ def parse_pipeline_statement(sql: str):
         raise ParseError(f"CREATE PIPELINE {name}: {error}") from None
     load = dataclasses.replace(load, path=f"s3://{bucket}/{prefix}")
     return CreatePipeline(name, bucket, prefix, load, options.get("CONFIG", {}), options.get("CREDENTIALS", {}),
-                          options.get("BATCH_INTERVAL", DEFAULT_BATCH_INTERVAL_MS), or_replace, if_not_exists)
+                          options.get("BATCH_INTERVAL", DEFAULT_BATCH_INTERVAL_MS), or_replace, if_not_exists,
+                          sql.strip())
+
+
+# SingleStore ALTER PIPELINE clauses Canopy parses only to refuse them by name.
+_UNSUPPORTED_SET = ("CONFIG", "CREDENTIALS", "MAX_OFFSETS_PER_BATCH_PARTITION", "MAX_RETRIES_PER_BATCH_PARTITION",
+                    "RESOURCE", "TRANSFORM", "OFFSET", "BATCH_MATCHES_SNAPSHOT", "RETRY_OPTIONS", "LINK")
+_UNSUPPORTED_CLAUSES = ("ENABLE", "DISABLE", "STOP_ON_ERROR", "RELOAD", "FIELDS", "COLUMNS", "LINES")
+
+
+def _parse_alter(p) -> AlterPipeline:
+    """``ALTER PIPELINE name`` and one or more SET / DROP changes (after ALTER has been read)."""
+    p.expect_word("PIPELINE")
+    name = p.expect_name("a pipeline name")
+    changes: dict = {}
+
+    def put(key: str, value, token) -> None:
+        if key in changes:
+            raise p.error(f"ALTER PIPELINE: {key.upper()} given twice", token)
+        changes[key] = value
+
+    while not p.at_end():
+        token = p.peek()
+        if p.word("SET"):
+            while True:
+                setting_token = p.peek()
+                setting = p.word("OFFSETS", "BATCH_INTERVAL", "MAX_PARTITIONS_PER_BATCH", *_UNSUPPORTED_SET)
+                if setting is None:
+                    raise p.error("ALTER PIPELINE ... SET needs OFFSETS, BATCH_INTERVAL or MAX_PARTITIONS_PER_BATCH")
+                if setting in _UNSUPPORTED_SET:
+                    raise UnsupportedError(f"ALTER PIPELINE ... SET {setting}")
+                if setting == "OFFSETS":
+                    value_token = p.peek()
+                    if value_token is not None and value_token.token_type == TokenType.STRING:
+                        raise UnsupportedError("ALTER PIPELINE ... SET OFFSETS '<json offsets>' "
+                                               "(EARLIEST and LATEST are supported)")
+                    put("offsets", p.expect_word("EARLIEST", "LATEST"), setting_token)
+                else:
+                    number = p.peek()
+                    if number is None or number.token_type != TokenType.NUMBER or not number.text.isdigit():
+                        raise p.error(f"{setting} needs a whole number")
+                    value = int(p.advance().text)
+                    if setting == "MAX_PARTITIONS_PER_BATCH" and value < 1:
+                        raise p.error("MAX_PARTITIONS_PER_BATCH must be at least 1", number)
+                    put("batch_interval_ms" if setting == "BATCH_INTERVAL" else "max_partitions_per_batch",
+                        value, setting_token)
+                following = p.peek()
+                if following is not None and following.text == ",":
+                    p.advance()
+                    continue
+                if following is None or p.is_word(following, "SET", "DROP", *_UNSUPPORTED_CLAUSES):
+                    break
+        elif p.word("DROP"):
+            what = p.expect_word("FILE", "PARTITION", "ORPHAN")
+            if what != "FILE":
+                raise UnsupportedError(f"ALTER PIPELINE ... DROP {what}"
+                                       f"{' FILES' if what == 'ORPHAN' else ''} (DROP FILE 'key' is supported)")
+            put("drop_file", p.expect_string("DROP FILE"), token)
+        elif p.word(*_UNSUPPORTED_CLAUSES):
+            raise UnsupportedError(f"ALTER PIPELINE ... {token.text.upper()}")
+        else:
+            raise p.error("ALTER PIPELINE needs SET ... or DROP FILE 'key'")
+    if not changes:
+        raise p.error("ALTER PIPELINE needs SET ... or DROP FILE 'key'")
+    return AlterPipeline(name, **changes)
 
 
 def _json_object(p, text: str, what: str, token: Token) -> dict:

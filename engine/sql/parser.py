@@ -7,7 +7,7 @@ on the token stream first:
 * ``SHARD KEY [name] (cols)`` and ``SORT KEY [name] (cols)`` inside ``CREATE TABLE`` — removed and
   recorded (sqlglot would read them as columns named SHARD/SORT);
 * ``LOAD DATA ... INFILE`` — handed whole to :mod:`engine.load.load_data`;
-* ``CREATE / START / STOP / DROP PIPELINE`` and ``SHOW PIPELINES`` — to :mod:`engine.pipelines.statements`.
+* ``CREATE / ALTER / START / STOP / DROP PIPELINE`` and ``SHOW PIPELINES`` — to :mod:`engine.pipelines.statements`.
 
 No sqlglot object leaves ``engine/sql`` and ``engine/plan``.
 """
@@ -131,7 +131,7 @@ def parse(sql: str) -> list[Statement]:
             statements.append(Statement(exp.Describe(this=query, style="ANALYZE"), text))
         elif words[0] == "OPTIMIZE":
             statements.append(Statement(parse_optimize_table(tokens), text))
-        elif words[0] in ("CREATE", "START", "STOP", "DROP", "SHOW") and _is_pipeline(tokens):
+        elif words[0] in ("CREATE", "START", "STOP", "DROP", "SHOW", "ALTER") and _is_pipeline(tokens):
             from engine.pipelines.statements import parse_pipeline_statement
             statements.append(Statement(parse_pipeline_statement(text), text))
         elif words[0] == "CREATE":

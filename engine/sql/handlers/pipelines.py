@@ -1,4 +1,4 @@
-"""Pipeline statements of a session: CREATE / START / STOP / DROP PIPELINE, SHOW PIPELINES.
+"""Pipeline statements of a session: CREATE / ALTER / START / STOP / DROP PIPELINE, SHOW PIPELINES.
 
 A mixin of :class:`engine.session.Session`; the pipelines themselves live in :mod:`engine.pipelines`.
 """
@@ -25,12 +25,17 @@ class PipelineStatements:
 
     def _stmt_StartPipeline(self, node, statement) -> Result:
         from engine.pipelines import pipelines_of
-        pipelines_of(self.runner).get(self._pipeline_database(), node.name).start()
+        pipelines_of(self.runner).start(self._pipeline_database(), node.name)
         return Result(None, rowcount=0)
 
     def _stmt_StopPipeline(self, node, statement) -> Result:
         from engine.pipelines import pipelines_of
-        pipelines_of(self.runner).get(self._pipeline_database(), node.name).stop()
+        pipelines_of(self.runner).stop(self._pipeline_database(), node.name)
+        return Result(None, rowcount=0)
+
+    def _stmt_AlterPipeline(self, node, statement) -> Result:
+        from engine.pipelines import pipelines_of
+        pipelines_of(self.runner).alter(self._pipeline_database(), node)
         return Result(None, rowcount=0)
 
     def _stmt_DropPipeline(self, node, statement) -> Result:

@@ -1,0 +1,124 @@
+"""What a pipeline keeps across a restart: its definition and its files' marks, as rows of two internal
+tables of ``information_schema``, written through the runner like any table (durable with
+``connect(data_dir=...)``, in memory otherwise).
+
+``_PIPELINE_DEFINITIONS``: one row per pipeline (its id, the CREATE PIPELINE text, the ALTERed
+settings, whether it was started). Small; rewritten whole (one atomic replace) by CREATE / ALTER /
+START / STOP / DROP PIPELINE.
+
+``_PIPELINE_MARKS``: append-only, one row per file outcome (Loaded, Failed, Skipped by SET OFFSETS
+LATEST, Dropped by DROP FILE) or per reset (SET OFFSETS EARLIEST: FILE_NAME NULL), numbered by a
+per-pipeline sequence; a file's state is its row with the highest SEQ after the last reset. A batch's
+marks are added to the batch's own LoadWriter (:meth:`engine.runner.LoadWriter.add_related`), so on the
+embedded runner the rows and their marks are one transaction: after a crash a file is either loaded
+and marked, or neither, and the restarted pipeline loads exactly the unmarked ones.
+
+Rows of pipelines that no longer exist (DROP, or CREATE OR REPLACE, which gives the pipeline a new id)
+and superseded rows are compacted away when the pipelines are restored on open.
+"""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Iterable, Optional
+
+import pyarrow as pa
+
+from engine.catalog import ColumnDef, TableDef
+from engine.types import BIGINT, DOUBLE, TEXT
+
+if TYPE_CHECKING:
+    from engine.pipelines.pipeline import Pipeline
+
+DATABASE = "information_schema"
+DEFINITIONS = "_PIPELINE_DEFINITIONS"
+MARKS = "_PIPELINE_MARKS"
+_DEFINITION_COLUMNS = (("PIPELINE_ID", TEXT), ("DATABASE_NAME", TEXT), ("PIPELINE_NAME", TEXT),
+                       ("DEFINITION", TEXT), ("BATCH_INTERVAL_MS", BIGINT), ("MAX_FILES_PER_BATCH", BIGINT),
+                       ("RUNNING", BIGINT))
+_MARK_COLUMNS = (("PIPELINE_ID", TEXT), ("SEQ", BIGINT), ("FILE_NAME", TEXT), ("FILE_SIZE", BIGINT),
+                 ("FILE_STATE", TEXT), ("ROWS_LOADED", BIGINT), ("ROWS_SKIPPED", BIGINT),
+                 ("LOADED_AT", DOUBLE), ("ERROR", TEXT))
+_CREATE = threading.Lock()
+
+
+def tables(runner) -> tuple[TableDef, TableDef]:
+    """The two tables, created the first time (reference tables: every leaf holds them whole)."""
+    catalog = runner.catalog
+    with _CREATE:
+        if not catalog.has_database(DATABASE):
+            catalog.create_database(DATABASE, if_not_exists=True)
+        found = []
+        for name, columns in ((DEFINITIONS, _DEFINITION_COLUMNS), (MARKS, _MARK_COLUMNS)):
+            table = catalog.find_table(DATABASE, name)
+            if table is None:
+                table = TableDef(DATABASE, name, tuple(ColumnDef(n, t) for n, t in columns), reference=True)
+                runner.create_table(table)
+                catalog.add_table(table)
+            found.append(table)
+    return found[0], found[1]
+
+
+def existing_tables(runner) -> Optional[tuple[TableDef, TableDef]]:
+    catalog = runner.catalog
+    if not catalog.has_database(DATABASE):
+        return None
+    definitions, marks = catalog.find_table(DATABASE, DEFINITIONS), catalog.find_table(DATABASE, MARKS)
+    return (definitions, marks) if definitions is not None and marks is not None else None
+
+
+def save_definitions(runner, pipelines: Iterable["Pipeline"]) -> None:
+    """Replace the definitions table by the rows of ``pipelines`` (the registry's lock is held)."""
+    definitions, _ = tables(runner)
+    rows = [(p.id, p.database, p.name, p.definition.sql, int(p.interval * 1000), p.max_files_per_batch,
+             int(p.wanted_running)) for p in pipelines]
+    runner.replace_table(definitions, _table(definitions, rows))
+
+
+def mark_rows(runner, rows: list[tuple]) -> tuple[TableDef, pa.Table]:
+    """(the marks table, ``rows`` as its Arrow table) for a LoadWriter's ``add_related`` or an insert.
+    A row: (pipeline id, seq, file, size, state, rows, skipped, loaded_at, error)."""
+    _, marks = tables(runner)
+    return marks, _table(marks, rows)
+
+
+def read(runner) -> Optional[tuple[pa.Table, pa.Table]]:
+    """(definitions, marks) as stored, or None when no pipeline was ever created here."""
+    found = existing_tables(runner)
+    if found is None:
+        return None
+    from engine.session import Session      # a query like any client's; engine.session imports us lazily
+    session = Session(runner, database=None)
+    return tuple(session.execute(f"SELECT * FROM {DATABASE}.{t.name}").table for t in found)
+
+
+def compact(runner, live: dict[str, pa.Table]) -> None:
+    """Rewrite the marks table with only ``live`` (pipeline id -> its current marks) when it holds more
+    (superseded rows, pipelines dropped): called on open, before any pipeline runs."""
+    _, marks = tables(runner)
+    kept = [t for t in live.values() if t.num_rows]
+    runner.replace_table(marks, pa.concat_tables(kept) if kept else None)
+
+
+def current_marks(marks: pa.Table) -> dict[str, pa.Table]:
+    """Per pipeline id, its files' current rows: the highest SEQ per file after the last reset, Dropped
+    files left out. Arrow groups and joins; no per-row Python."""
+    import pyarrow.compute as pc
+    out: dict[str, pa.Table] = {}
+    if marks.num_rows == 0:
+        return out
+    for pipeline_id in pc.unique(marks["PIPELINE_ID"]).to_pylist():
+        rows = marks.filter(pc.equal(marks["PIPELINE_ID"], pipeline_id))
+        resets = rows.filter(pc.is_null(rows["FILE_NAME"]))
+        if resets.num_rows:
+            rows = rows.filter(pc.greater(rows["SEQ"], pc.max(resets["SEQ"])))
+        # the last row of each file: its highest SEQ, joined back
+        last = rows.group_by("FILE_NAME").aggregate([("SEQ", "max")]).rename_columns(["FILE_NAME", "SEQ"])
+        rows = rows.join(last, ["FILE_NAME", "SEQ"], join_type="inner").select(marks.column_names)
+        out[pipeline_id] = rows.filter(pc.not_equal(rows["FILE_STATE"], "Dropped"))
+    return out
+
+
+def _table(table: TableDef, rows: list[tuple]) -> pa.Table:
+    schema = table.arrow_schema
+    return pa.Table.from_arrays([pa.array([r[i] for r in rows], schema.field(i).type)
+                                 for i in range(len(schema))], schema=schema)
