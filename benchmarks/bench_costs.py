@@ -122,6 +122,9 @@ def measure(rows: int, repeat: int) -> dict[str, float]:
                                  Call("eq", (tiny_probe.fields[0].ref(), tiny_build.fields[0].ref()), T.BOOLEAN),
                                  tiny_probe.fields + tiny_build.fields)
     ns["nested_loop_call"] = median_seconds(lambda: _drain(tiny_nl), repeat * 20) * 1e9
+    tiny_bka = BatchedKeyJoinExec(tiny_probe, tiny_build, "inner", tiny_probe.fields[0].ref(),
+                                  tiny_build.fields[0].ref(), tiny_probe.fields + tiny_build.fields)
+    ns["batched_key_call"] = median_seconds(lambda: _drain(tiny_bka), repeat * 20) * 1e9
 
     left_rows, right_rows = 2000, 500
     rng = np.random.default_rng(5)

@@ -1,0 +1,102 @@
+"""Cost-based operator choices (engine/optimizer/cost.py): streaming vs hash GROUP BY by input order,
+hash vs nested-loop vs batched-key joins by input sizes and order; results checked against DuckDB."""
+from collections import Counter
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import engine
+
+ROWS = 200_000
+
+
+@pytest.fixture(scope="module")
+def tables():
+    rng = np.random.default_rng(11)
+    k = np.sort(rng.integers(0, 1_000, ROWS))
+    v = pa.array(rng.integers(0, 100, ROWS), mask=rng.random(ROWS) < 0.05)
+    shuffled = rng.permutation(ROWS)
+    return {
+        # the same rows, loaded in key order and shuffled: only their order differs
+        "ordered": pa.table({"id": np.arange(ROWS), "k": k, "v": v}),
+        "ordered_ref": pa.table({"id": np.arange(ROWS), "k": k, "v": v}),
+        "shuffled": pa.table({"id": np.arange(ROWS), "k": k[shuffled], "v": v.take(pa.array(shuffled))}),
+        "probe": pa.table({"pid": np.arange(300), "pk": rng.integers(0, 1_000, 300)}),
+        "tiny_a": pa.table({"a": [str(i) for i in range(6)], "x": np.arange(6) * 10}),
+        "tiny_b": pa.table({"b": ["1", "2", "2", "5", "9"], "y": np.arange(5)}),
+    }
+
+
+@pytest.fixture(scope="module")
+def both(tables):
+    con = engine.connect()
+    for name in ("ordered", "shuffled"):
+        con.execute(f"CREATE TABLE {name} (id BIGINT, k BIGINT, v BIGINT, SHARD KEY (id), SORT KEY (k))")
+    con.execute("CREATE TABLE probe (pid BIGINT, pk BIGINT, SHARD KEY (pid))")
+    con.execute("CREATE REFERENCE TABLE ordered_ref (id BIGINT, k BIGINT, v BIGINT)")
+    con.execute("CREATE REFERENCE TABLE tiny_a (a VARCHAR(4), x BIGINT)")
+    con.execute("CREATE REFERENCE TABLE tiny_b (b VARCHAR(4), y BIGINT)")
+    duck = duckdb.connect()
+    for name, data in tables.items():
+        con.load_table(name, data)
+        con.execute(f"ANALYZE TABLE {name}")
+        duck.register(name, data)
+    yield con, duck
+    con.close()
+
+
+def explain(con, sql: str) -> str:
+    return "\n".join(r[0] for r in con.execute("EXPLAIN " + sql).fetchall())
+
+
+def test_group_by_streams_only_over_clustered_input(both):
+    con, duck = both
+    sql = "SELECT k, SUM(v), COUNT(*), MIN(v), COUNT(v) FROM {} GROUP BY k"
+    ordered, shuffled = explain(con, sql.format("ordered")), explain(con, sql.format("shuffled"))
+    assert "StreamingAggregate partial keys=[k]" in ordered and "HashAggregate final keys=[k]" in ordered
+    assert "StreamingAggregate" not in shuffled and "HashAggregate partial keys=[k]" in shuffled
+    for table in ("ordered", "shuffled"):
+        assert Counter(con.execute(sql.format(table)).fetchall()) == Counter(duck.execute(sql.format(table)).fetchall())
+
+
+def test_streaming_average_matches_hashing(both):
+    con, _ = both
+    sql = "SELECT k, AVG(v) FROM {} GROUP BY k"
+    assert "StreamingAggregate" in explain(con, sql.format("ordered"))
+    assert sorted(con.execute(sql.format("ordered")).fetchall()) == sorted(con.execute(sql.format("shuffled")).fetchall())
+
+
+def test_group_by_over_a_sort_on_its_keys_streams_in_one_step(both):
+    con, duck = both
+    sql = "SELECT k, SUM(v), COUNT(v) FROM (SELECT k, v FROM shuffled ORDER BY k LIMIT 5000) s GROUP BY k"
+    assert "StreamingAggregate single keys=[k]" in explain(con, sql)
+    # the 5,000 smallest keys end inside one key's rows: every group but the last is whole
+    got = sorted(con.execute(sql).fetchall())
+    want = sorted(duck.execute(sql).fetchall())
+    assert got[:-1] == want[:-1] and got[-1][0] == want[-1][0] and sum(r[2] for r in got) <= 5000
+
+
+@pytest.mark.parametrize("sql, algorithm", [
+    ("SELECT a, x, y FROM tiny_a JOIN tiny_b ON a = b", "NestedLoopJoin inner"),
+    # measured: collecting the 200,000-row ordered side costs more than hashing the 300 probe rows and
+    # streaming it through (the batched-key join lost 8x end to end on 2M rows): hash
+    ("SELECT pid, id, v FROM probe JOIN ordered_ref ON pk = k", "HashJoin inner"),
+    ("SELECT pid, id, v FROM probe JOIN shuffled ON pk = k", "HashJoin inner"),
+    ("SELECT COUNT(*), SUM(o.v) FROM ordered o JOIN shuffled s ON o.id = s.id", "HashJoin inner"),
+])
+def test_join_algorithm_by_cost(both, sql, algorithm):
+    con, duck = both
+    plan = explain(con, sql)
+    assert algorithm in plan, plan
+    assert Counter(con.execute(sql).fetchall()) == Counter(duck.execute(sql).fetchall())
+
+
+@pytest.mark.parametrize("kind", ["semi", "anti", "left"])
+def test_batched_key_join_kinds_match_duckdb(both, kind):
+    con, duck = both
+    sql = {"semi": "SELECT pid FROM probe WHERE EXISTS (SELECT 1 FROM ordered_ref WHERE k = pk)",
+           "anti": "SELECT pid FROM probe WHERE NOT EXISTS (SELECT 1 FROM ordered_ref WHERE k = pk + 1000)",
+           "left": "SELECT pid, id FROM probe LEFT JOIN ordered_ref ON k = pk + 995"}[kind]
+    assert Counter(con.execute(sql).fetchall()) == Counter(duck.execute(sql).fetchall())
