@@ -23,6 +23,7 @@ if _choice == "reference":
     from kernels.reference.groupby import (Factorizer, GroupedAggregate, factorize,
                                            supports_aggregate, supports_group_key)
     from kernels.reference.bitpack import bit_width_of, pack, unpack
+    from kernels.reference.strings import char_length, substring, substring_length
 elif _choice == "compiled":
     try:
         from kernels.filter import (and_kleene, compare, count_matches, count_true, match_string,
@@ -33,6 +34,7 @@ elif _choice == "compiled":
         from kernels.groupby import (Factorizer, GroupedAggregate, factorize, supports_aggregate,
                                      supports_group_key)
         from kernels.bitpack import bit_width_of, pack, unpack
+        from kernels.strings import char_length, substring, substring_length
     except ImportError as exc:
         raise ImportError(
             "the compiled kernels are not built: run `pip install -e . --no-build-isolation` or "
@@ -53,4 +55,6 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            # hash group-by
            "Factorizer", "factorize", "GroupedAggregate", "supports_group_key", "supports_aggregate",
            # frame-of-reference bit-packing
-           "pack", "unpack", "bit_width_of"]
+           "pack", "unpack", "bit_width_of",
+           # strings (MySQL character positions)
+           "char_length", "substring", "substring_length"]

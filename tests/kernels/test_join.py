@@ -1,0 +1,199 @@
+"""Hash-join kernels against the NumPy/pyarrow reference: key ids, inner / left outer pairs (chunked),
+semi / anti / NOT IN selections and the build side's hits, over integer, date, decimal, string and
+multi-column keys with NULLs, empty and one-row sides, extreme values and sizes that cross the
+kernels' blocks; the Bloom filter never drops a key and rejects most non-keys."""
+import datetime
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kernels
+from kernels.reference import join as reference
+
+try:
+    from kernels import join as compiled
+except ImportError:
+    if kernels.IMPLEMENTATION == "compiled":
+        raise
+    compiled = None
+
+needs_compiled = pytest.mark.skipif(compiled is None, reason="compiled kernels are not built")
+PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+LENGTHS = st.sampled_from([0, 1, 2, 63, 64, 65, 129, 1000]) | st.integers(0, 200)
+
+
+def _column(kind, n, rng, domain, null_fraction):
+    nulls = rng.random(n) < null_fraction
+    if kind in ("int8", "int16", "int32", "int64", "uint64"):
+        t = getattr(pa, kind)()
+        dtype = t.to_pandas_dtype()
+        info = np.iinfo(dtype)
+        values = rng.integers(max(info.min, -domain), min(info.max, domain), n, endpoint=True,
+                              dtype=np.uint64 if info.min == 0 else np.int64).astype(dtype)
+        values[rng.random(n) < 0.05] = info.min
+        values[rng.random(n) < 0.05] = info.max
+        return pa.array(values, mask=nulls)
+    if kind == "date32":
+        days = rng.integers(0, domain, n)
+        return pa.array(days.astype(np.int32), mask=nulls).view(pa.date32()) if not nulls.any() else \
+            pa.array(days.astype(np.int32), mask=nulls).cast(pa.date32())
+    if kind == "decimal":
+        cents = rng.integers(-domain, domain, n, endpoint=True)
+        return pa.array([None if z else decimal.Decimal(int(c)).scaleb(-2) for c, z in zip(cents, nulls)],
+                        type=pa.decimal128(18, 2))
+    words = ["".join(rng.choice(list("abc"), rng.integers(0, 1 + min(domain, 4)))) for _ in range(n)]
+    return pa.array([None if z else w for w, z in zip(words, nulls)], type=pa.string() if kind == "string"
+                    else pa.large_string())
+
+
+KINDS = ["int8", "int32", "int64", "uint64", "date32", "decimal", "string", "large_string"]
+
+
+@st.composite
+def sides(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32)))
+    ncols = draw(st.sampled_from([1, 1, 2, 3]))
+    kinds = [draw(st.sampled_from(KINDS)) for _ in range(ncols)]
+    domain = draw(st.sampled_from([3, 50, 2**40]))
+    nb, np_ = draw(LENGTHS), draw(LENGTHS)
+    nf = draw(st.sampled_from([0.0, 0.1, 1.0]))
+    build = [_column(k, nb, rng, domain, nf) for k in kinds]
+    probe = [_column(k, np_, rng, domain, draw(st.sampled_from([0.0, 0.1]))) for k in kinds]
+    # the probe side's integers may be another width; dictionary and sliced columns too
+    probe = [c.cast(pa.int64()) if pa.types.is_int8(c.type) and draw(st.booleans()) else c for c in probe]
+    if np_ > 4 and draw(st.booleans()):
+        probe = [c.slice(2, np_ - 4) for c in probe]
+    if draw(st.booleans()):
+        build = [c.dictionary_encode() if pa.types.is_string(c.type) else c for c in build]
+    return build, probe
+
+
+def _pairs(table, ids, outer, max_pairs):
+    chunks = list(table.pairs(ids, outer=outer, max_pairs=max_pairs))
+    assert all(0 < len(p) <= max_pairs and len(p) == len(b) for p, b in chunks)
+    return [(p.tolist(), b.tolist()) for p, b in chunks]
+
+
+@needs_compiled
+@PROPERTY
+@given(sides(), st.sampled_from([1, 3, 64, 1 << 20]))
+def test_join_matches_reference(case, max_pairs):
+    build, probe = case
+    ours, ref = compiled.JoinTable(build), reference.JoinTable(build)
+    assert (ours.num_rows, ours.num_keys, ours.null_rows) == (ref.num_rows, ref.num_keys, ref.null_rows)
+    assert ours.build_ids.tolist() == ref.build_ids.tolist()
+    assert ours.first_rows.tolist() == ref.first_rows.tolist()
+    ids = ours.lookup(probe)
+    assert ids.tolist() == ref.lookup(probe).tolist()
+    for outer in (False, True):
+        assert _pairs(ours, ids, outer, max_pairs) == _pairs(ref, ids, outer, max_pairs)
+    assert ours.semi(ids).tolist() == ref.semi(ids).tolist()
+    for null_aware in (False, True):
+        assert ours.anti(ids, null_aware).tolist() == ref.anti(ids, null_aware).tolist()
+    assert ours.build_hits(ids).tolist() == ref.build_hits(ids).tolist()
+
+
+def _acero_pairs(build, probe):
+    """(probe row, build row) pairs of the inner join by Acero, sorted: the oracle for pairs."""
+    left = pa.table({**{f"k{j}": c for j, c in enumerate(probe)}, "pi": np.arange(len(probe[0]))})
+    right = pa.table({**{f"k{j}": c for j, c in enumerate(build)}, "bi": np.arange(len(build[0]))})
+    keys = [f"k{j}" for j in range(len(build))]
+    joined = left.join(right, keys=keys, join_type="inner", use_threads=False)
+    return sorted(zip(joined.column("pi").to_pylist(), joined.column("bi").to_pylist()))
+
+
+@needs_compiled
+@PROPERTY
+@given(sides())
+def test_inner_pairs_match_acero(case):
+    build, probe = case
+    build = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in build]
+    probe = [c.cast(b.type) for c, b in zip(probe, build)]
+    table = compiled.JoinTable(build)
+    got = [pair for p, b in table.pairs(table.lookup(probe)) for pair in zip(p.tolist(), b.tolist())]
+    assert got == _acero_pairs(build, probe)
+
+
+def test_fan_out_is_chunked():
+    impl = compiled or reference
+    table = impl.JoinTable([pa.array(np.zeros(1000, dtype=np.int64))])
+    ids = table.lookup([pa.array(np.zeros(50, dtype=np.int64))])
+    chunks = list(table.pairs(ids, max_pairs=4096))
+    assert [len(p) for p, _ in chunks] == [4096] * 12 + [50_000 - 12 * 4096]
+    assert np.concatenate([b for _, b in chunks]).tolist() == list(range(1000)) * 50
+
+
+def test_not_in_null_semantics():
+    impl = compiled or reference
+    probe = [pa.array([1, 2, None, 4])]
+    assert impl.JoinTable([pa.array([2, 3])]).anti(impl.JoinTable([pa.array([2, 3])]).lookup(probe),
+                                                     null_aware=True).tolist() == [0, 3]
+    with_null = impl.JoinTable([pa.array([2, None])])
+    assert with_null.anti(with_null.lookup(probe), null_aware=True).tolist() == []
+    assert with_null.anti(with_null.lookup(probe)).tolist() == [0, 2, 3]
+    empty = impl.JoinTable([pa.array([], pa.int64())])
+    assert empty.anti(empty.lookup(probe), null_aware=True).tolist() == [0, 1, 2, 3]
+
+
+def test_incompatible_keys_are_refused():
+    impl = compiled or reference
+    table = impl.JoinTable([pa.array([1, 2])])
+    with pytest.raises(TypeError, match="cannot join a int64 key with a string key"):
+        table.lookup([pa.array(["a"])])
+    dec = impl.JoinTable([pa.array([decimal.Decimal("1.00")], pa.decimal128(10, 2))])
+    with pytest.raises(TypeError, match="one scale"):
+        dec.lookup([pa.array([decimal.Decimal("1.0")], pa.decimal128(10, 1))])
+    with pytest.raises(TypeError, match="cannot join on a column of type double"):
+        impl.JoinTable([pa.array([1.5])])
+    with pytest.raises(ValueError, match="1 probe key columns for a JoinTable of 2"):
+        impl.JoinTable([pa.array([1]), pa.array([2])]).lookup([pa.array([1])])
+
+
+@needs_compiled
+def test_low_level_kernels_check_their_inputs():
+    table = compiled.JoinTable([pa.array([1, 2, 3])])
+    with pytest.raises(ValueError, match="outside the build side's 3 keys"):
+        list(table.pairs(np.array([0, 7])))
+    with pytest.raises(ValueError, match="outside"):
+        compiled.group_rows(np.array([0, 5]), np.empty(3, np.int64), np.empty(2, np.int64))
+    with pytest.raises(ValueError, match="same length"):
+        compiled.emit_pairs(np.array([0]), np.array([0, 1]), np.array([0]), False, 0, 0,
+                            np.empty(1, np.int64), np.empty(2, np.int64))
+
+
+@needs_compiled
+@PROPERTY
+@given(st.integers(0, 2**32), st.sampled_from([0, 1, 9, 1000, 20_000]),
+       st.sampled_from(["int32", "int64", "string", "date32"]),
+       st.sampled_from(["plain", "dictionary", "ree"]))
+def test_bloom_has_no_false_negatives(seed, nkeys, kind, encoding):
+    rng = np.random.default_rng(seed)
+    keys = _column(kind, nkeys, rng, 10**6, 0.0)
+    rows = pa.concat_arrays([keys, _column(kind, 3000, rng, 10**6, 0.1)]) if nkeys else \
+        _column(kind, 3000, rng, 10**6, 0.1)
+    if encoding == "dictionary":
+        rows = rows.dictionary_encode()
+    elif encoding == "ree":
+        rows = pc.run_end_encode(rows)
+    ours = compiled.JoinBloom(keys).might_contain(rows)
+    exact = reference.JoinBloom(keys).might_contain(rows)
+    assert ours.is_null().equals(exact.is_null())
+    ours, exact = ours.fill_null(False).to_numpy(zero_copy_only=False), exact.fill_null(False).to_numpy(zero_copy_only=False)
+    assert not (exact & ~ours).any()                      # every key passes
+    if kind != "string" and nkeys <= 1000:
+        assert (ours & ~exact).sum() <= 0.05 * len(ours) + 5   # few false positives
+
+
+def test_bloom_from_table_skips_multi_column_and_decimal_keys():
+    impl = compiled or reference
+    assert impl.JoinTable([pa.array([1]), pa.array([2])]).bloom() is None
+    assert impl.JoinTable([pa.array([decimal.Decimal("1")], pa.decimal128(5, 0))]).bloom() is None
+    bloom = impl.JoinTable([pa.array([datetime.date(2024, 1, 2), None])]).bloom()
+    got = bloom.might_contain(pa.array([datetime.date(2024, 1, 2), None]))
+    assert got.to_pylist() == [True, None]
