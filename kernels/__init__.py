@@ -23,6 +23,7 @@ if _choice == "reference":
     from kernels.reference.groupby import (Factorizer, GroupedAggregate, factorize,
                                            supports_aggregate, supports_group_key)
     from kernels.reference.bitpack import bit_width_of, pack, unpack
+    from kernels.reference.join import JoinBloom, JoinTable, supports_join_key
     from kernels.reference.strings import char_length, substring, substring_length
 elif _choice == "compiled":
     try:
@@ -34,6 +35,7 @@ elif _choice == "compiled":
         from kernels.groupby import (Factorizer, GroupedAggregate, factorize, supports_aggregate,
                                      supports_group_key)
         from kernels.bitpack import bit_width_of, pack, unpack
+        from kernels.join import JoinBloom, JoinTable, supports_join_key
         from kernels.strings import char_length, substring, substring_length
     except ImportError as exc:
         raise ImportError(
@@ -56,5 +58,7 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            "Factorizer", "factorize", "GroupedAggregate", "supports_group_key", "supports_aggregate",
            # frame-of-reference bit-packing
            "pack", "unpack", "bit_width_of",
+           # hash join and its runtime Bloom filter
+           "JoinTable", "JoinBloom", "supports_join_key",
            # strings (MySQL character positions)
            "char_length", "substring", "substring_length"]
