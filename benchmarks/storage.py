@@ -4,6 +4,7 @@ file, and flush / merge / scan throughput of the durable columnstore.
     python -m benchmarks.storage                 # SF1 (generated once under .data/tpch)
     python -m benchmarks.storage --sf 0.1
     python -m benchmarks.storage --workload d    # workload d on persisted tables, beside DuckDB's file
+    python -m benchmarks.storage --workload delete [--rows N]   # DELETE of 1%: delete bitmaps vs rewrite
 
 Workload d (``../shared/bench/WORKLOADS.md``): ``t(i INT)``, 10M rows sorted by ``SORT KEY (i)``,
 ``COUNT(*) WHERE i = 2``, through SQL on a reopened data directory and on a reopened DuckDB database
@@ -95,17 +96,72 @@ def workload_d(work: Path, rows: int = 10_000_000) -> None:
         print(line)
 
 
+def workload_delete(work: Path, rows: int = 10_000_000) -> None:
+    """DELETE of 1% of a persisted table (rows spread over every segment): in place with delete
+    bitmaps, against the rewrite every DELETE did before them (still the path of a WHERE with a
+    subquery: ``(SELECT 8)`` forces it here, same work otherwise), and DuckDB's file in the same run."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    table = pa.table({"id": pa.array(rng.permutation(rows).astype(np.int64)),
+                      "k": pa.array(np.sort(rng.integers(0, 10_000, rows)).astype(np.int32)),
+                      "tag": pa.array(np.array(["red", "green", "blue", "gray"])[rng.integers(0, 4, rows)]),
+                      "v": pa.array(rng.random(rows))})
+    canopy_dir = work / "delete-canopy"
+    shutil.rmtree(canopy_dir, ignore_errors=True)
+    con = engine.connect(data_dir=str(canopy_dir), progress=False)
+    con.execute("CREATE TABLE t (id BIGINT, k INT, tag VARCHAR(8), v DOUBLE, SHARD KEY (id), SORT KEY (k))")
+    con.load_table("t", table)
+    con.execute("OPTIMIZE TABLE t")
+    segments = len(list(canopy_dir.rglob("seg-*.arrow")))
+    print(f"DELETE of 1% of {rows:,} rows (id % 100 = c: rows in every one of {segments} segments), persisted")
+    cur, in_place = _timed(lambda: con.execute("DELETE FROM t WHERE id % 100 = 7"))
+    deleted = cur.rowcount
+    dels = _bytes_of(canopy_dir, "dels-*.bin")
+    cur, rewrite = _timed(lambda: con.execute("DELETE FROM t WHERE id % 100 = (SELECT 8)"))
+    assert cur.rowcount == deleted == rows // 100, (cur.rowcount, deleted)
+    (count,), count_s = _timed(lambda: con.execute("SELECT COUNT(*) FROM t").fetchall())
+    assert count[0] == rows - 2 * deleted, count
+    con.close()
+    line = (f"  canopy in place (delete bitmaps): {in_place:6.2f} s ({dels / 1e3:.0f} KB of delete files written); "
+            f"rewrite (before): {rewrite:6.2f} s; ratio {rewrite / in_place:.1f}x")
+    try:
+        import duckdb
+
+        duck_file = work / "delete.duckdb"
+        duck_file.unlink(missing_ok=True)
+        duck = duckdb.connect(str(duck_file))
+        duck.register("src", table)
+        duck.execute("CREATE TABLE t AS SELECT * FROM src ORDER BY k")
+        duck.execute("CHECKPOINT")
+        (n,), duck_s = _timed(lambda: duck.execute("DELETE FROM t WHERE id % 100 = 7").fetchall())
+        duck.close()
+        assert n[0] == deleted
+        line += f"; duckdb {duckdb.__version__} file {duck_s:6.2f} s"
+    except ImportError:
+        line += "; duckdb not installed"
+    print(line)
+
+
+def _bytes_of(path: Path, pattern: str) -> int:
+    return sum(p.stat().st_size for p in Path(path).rglob(pattern))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=1.0)
     parser.add_argument("--workdir", default=None, help="where the data directories go (default: a temp dir)")
-    parser.add_argument("--workload", choices=["d"], default=None,
-                        help="run only this workload of WORKLOADS.md on persisted tables")
+    parser.add_argument("--workload", choices=["d", "delete"], default=None,
+                        help="run only this workload (d of WORKLOADS.md, or DELETE of 1%%) on persisted tables")
+    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the --workload delete table")
     args = parser.parse_args()
-    if args.workload == "d":
+    if args.workload is not None:
         work = Path(args.workdir or tempfile.mkdtemp(prefix="canopy-storage-"))
         work.mkdir(parents=True, exist_ok=True)
-        workload_d(work)
+        if args.workload == "d":
+            workload_d(work)
+        else:
+            workload_delete(work, args.rows)
         return
     data = tpch.generate(args.sf, tpch.default_cache_dir())
     csv = data / "lineitem.csv"

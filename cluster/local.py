@@ -146,6 +146,27 @@ class LocalRunner(Runner):
                 txn.replace(leaf.storage.store(table.table_id, key), pieces)
         txn.commit()
 
+    def delete_rows(self, table: TableDef, matcher, rewrite=None) -> int:
+        """Storage marks the rows (columnstores: delete bitmaps) under the exclusive commit lock; an
+        UPDATE's new rows are routed like an INSERT's and appended in the same transaction."""
+        stores = [(leaf.storage.store(table.table_id, key), leaf is self.leaves[0])
+                  for partition in ([None] if table.reference else range(self.num_partitions))
+                  for leaf, key in self._targets(table, partition)]
+        counted = {id(store) for store, first in stores if first or not table.reference}
+        txn = self._committer.begin()
+        for store, _ in stores:
+            txn.delete(store, matcher)
+        if rewrite is not None:
+            def reinsert(deleted):
+                rows = [b for store, batches in deleted if id(store) in counted for b in batches]
+                return [(leaf.storage.store(table.table_id, key), piece)
+                        for batch in rewrite(rows).to_batches() if batch.num_rows
+                        for partition, piece in self._route(table, batch)
+                        for leaf, key in self._targets(table, partition)]
+            txn.reinsert(reinsert)
+        txn.commit()
+        return sum(n for key, n in txn.deleted.items() if key in counted)
+
     def optimize_table(self, table: TableDef) -> None:
         stores = [s for leaf in self.leaves for _, s in leaf.storage.stores_of(table.table_id)]
         with self._committer.lock.exclusive():

@@ -56,6 +56,13 @@ class Runner(ABC):
         DELETE, UPDATE and TRUNCATE go through this: readers see the old rows or the new, never a mix.
         """
 
+    def delete_rows(self, table: TableDef, matcher, rewrite=None) -> "int | None":
+        """DELETE in place: remove the rows ``matcher`` selects (engine.sql.dml.RowMatcher) in one
+        atomic statement, returning how many (a reference table's rows counted once). ``rewrite``
+        (engine.sql.dml.RowRewrite): UPDATE, the removed rows' new versions inserted in the same
+        statement. None: this runner cannot, the caller rewrites the table with ``replace_table``."""
+        return None
+
     @abstractmethod
     def row_count(self, table: TableDef) -> int:
         """Live rows of the table (answered from metadata, without reading column data)."""

@@ -1,4 +1,5 @@
-"""Writes: INSERT ... VALUES, INSERT ... SELECT, LOAD DATA, TRUNCATE.
+"""Writes: INSERT ... VALUES, INSERT ... SELECT, LOAD DATA, TRUNCATE; the row predicates and rewrites
+DELETE and UPDATE hand to storage (:func:`row_change`).
 
 Every write first builds the complete Arrow table of the target's schema (casting, filling defaults,
 checking NOT NULL and string lengths), and only then hands it to the runner, which places all rows or
@@ -6,6 +7,7 @@ none. A bad value therefore fails the statement with nothing written.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -16,7 +18,7 @@ from engine import types as T
 from engine.catalog import ColumnDef, TableDef
 from engine.errors import BadDataError, BindError, ConstraintError, unknown_name_error
 from engine.exec.evaluate import evaluate_array
-from engine.plan.expressions import Call, ColumnRef
+from engine.plan.expressions import Call, ColumnRef, Expr
 
 
 def target_columns(table: TableDef, names: Optional[Sequence[str]]) -> list[ColumnDef]:
@@ -97,3 +99,78 @@ def rows_to_table(rows: Sequence[Sequence], types: Sequence[T.SqlType]) -> pa.Ta
     """Constant rows (already folded to Python values of ``types``) as an Arrow table."""
     arrays = [pa.array([r[i] for r in rows], type=t.to_arrow()) for i, t in enumerate(types)]
     return pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(types))])
+
+
+@dataclass(frozen=True)
+class RowMatcher:
+    """A DELETE/UPDATE predicate evaluated by storage on each batch of a partition's rows (see
+    ``prepare_delete``): ``columns`` are the table columns it reads, ``ids`` the bound field id of
+    each, ``bounds`` the conjuncts zone maps can check. A row matches where the predicate is TRUE."""
+
+    predicate: Expr
+    columns: tuple[str, ...]
+    ids: tuple[str, ...]
+    bounds: tuple = ()
+
+    def __call__(self, batch: pa.RecordBatch) -> np.ndarray:
+        renamed = pa.RecordBatch.from_arrays(batch.columns, names=list(self.ids))
+        result = evaluate_array(self.predicate, renamed)
+        if result.null_count:
+            result = result.fill_null(False)
+        return result.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+
+
+@dataclass(frozen=True)
+class RowRewrite:
+    """UPDATE's new version of matched rows: one bound expression per table column, over the ids of
+    ``columns``; the result is cast and checked like an INSERT's rows."""
+
+    table: TableDef
+    exprs: tuple[Expr, ...]
+    columns: tuple[str, ...]
+    ids: tuple[str, ...]
+
+    def __call__(self, batches: Sequence[pa.RecordBatch]) -> pa.Table:
+        schema = self.table.arrow_schema
+        if not batches:
+            return schema.empty_table()
+        data = pa.Table.from_batches(batches, schema=schema).select(list(self.columns)).combine_chunks()
+        batch = pa.RecordBatch.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in data.columns],
+                                           names=list(self.ids))
+        values = pa.Table.from_arrays([evaluate_array(e, batch) for e in self.exprs],
+                                      names=[f"c{i}" for i in range(len(self.exprs))])
+        return conform_to_table(values, [e.type for e in self.exprs], self.table, list(self.table.columns))
+
+
+def row_change(catalog, database: Optional[str], table: TableDef, select) -> Optional[tuple[RowMatcher, Optional[RowRewrite]]]:
+    """The storage-side form of ``select`` (``SELECT <one expression per table column, or *> FROM
+    table WHERE <predicate>``): a :class:`RowMatcher` of the WHERE, and for a projection other than
+    the plain columns a :class:`RowRewrite`. None when the statement is not row-local (subqueries,
+    aggregates): the caller rewrites the table instead."""
+    from engine.errors import UnsupportedError
+    from engine.exec.operators.scan import _storage_bounds
+    from engine.exec.kernel_filters import KernelFilter
+    from engine.plan.binder import Binder
+    from engine.plan.logical import Filter, Project, Scan
+
+    try:
+        query = Binder(catalog, database).bind_statement(select)
+    except UnsupportedError:
+        return None
+    plan = query.root
+    if query.subqueries or not isinstance(plan, Project) or not isinstance(plan.input, Filter):
+        return None
+    scan = plan.input.input
+    if not isinstance(scan, Scan) or scan.filters or scan.table.table_id != table.table_id:
+        return None
+    predicate = plan.input.predicate
+    name_of = {f.id: name for f, name in zip(scan.fields, scan.column_names)}
+    used = [f.id for f in scan.fields if f.id in predicate.column_ids()]
+    bounds = tuple(_storage_bounds(KernelFilter.of(predicate), name_of))
+    matcher = RowMatcher(predicate, tuple(name_of[i] for i in used), tuple(used), bounds)
+    exprs = tuple(e for _, e in plan.exprs)
+    if len(exprs) != len(table.columns):
+        return None
+    if all(isinstance(e, ColumnRef) and name_of.get(e.id) == c.name for e, c in zip(exprs, table.columns)):
+        return matcher, None
+    return matcher, RowRewrite(table, exprs, scan.column_names, tuple(f.id for f in scan.fields))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 from typing import Iterator, Optional, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from engine.storage.interface import PartitionStore
@@ -57,8 +58,38 @@ class MemoryPartitionStore(PartitionStore):
     def row_count(self) -> int:
         return self._rows
 
+    def delete_rows(self, matcher, collect: bool = False) -> "_MemoryDelete":
+        """The rows ``matcher`` selects (a bool ndarray per batch of ``matcher.columns``; True:
+        delete), removed when the returned part is applied (the caller holds the writers' lock until
+        then). ``collect``: the part keeps the deleted rows in ``deleted_rows``."""
+        with self._lock:
+            snapshot = self._sealed + self._tail
+        kept, deleted_rows, deleted = [], [], 0
+        columns = list(matcher.columns)
+        for batch in snapshot:
+            mask = matcher(batch.select(columns))
+            hits = int(np.count_nonzero(mask))
+            if not hits:
+                kept.append(batch)
+                continue
+            deleted += hits
+            if hits < batch.num_rows:
+                kept.append(batch.filter(pa.array(~mask)))
+            if collect:
+                deleted_rows.append(batch.filter(pa.array(mask)))
+        return _MemoryDelete(self, kept if deleted else None, deleted, deleted_rows)
+
     def replace(self, batches: Sequence[pa.RecordBatch]) -> None:
         batches = tuple(b for b in batches if b.num_rows)
         with self._lock:
             self._sealed, self._tail = batches, ()
             self._rows = sum(b.num_rows for b in batches)
+
+
+class _MemoryDelete:
+    def __init__(self, store: MemoryPartitionStore, kept, deleted: int, deleted_rows):
+        self.store, self.kept, self.deleted, self.deleted_rows = store, kept, deleted, deleted_rows
+
+    def apply(self) -> None:
+        if self.kept is not None:
+            self.store.replace(self.kept)

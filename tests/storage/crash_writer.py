@@ -3,7 +3,8 @@
 
 ``statement(k)`` depends on k alone, so the test replays the same history into an in-memory
 connection to know what the table must hold. Small storage thresholds make flushes, direct-to-segment
-inserts, merges and rewrites happen every few statements.
+inserts, merges, delete bitmaps (segment rows) and WAL rewrites (deleted buffer rows) happen every few
+statements; UPDATE is a delete plus re-inserts in one statement.
 """
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ def statement(k: int) -> str:
         rows = rng.randint(1, 12)
     elif r < 0.7:
         rows = rng.randint(300, 600)          # past flush_rows on every partition: straight to segments
+    elif r < 0.75:
+        return f"DELETE FROM t WHERE v < {rng.randint(0, 6)} AND k % 3 = {k % 3}"    # delete bitmaps
     elif r < 0.8:
-        return f"DELETE FROM t WHERE v < {rng.randint(0, 6)} AND k % 3 = {k % 3}"
+        return f"DELETE FROM t WHERE k = {k - rng.randint(1, 3)} OR v = {rng.randint(0, 100)}"  # buffer rows too
     elif r < 0.92:
         return f"UPDATE t SET v = v + 1 WHERE id % 7 = {rng.randint(0, 6)}"
     else:

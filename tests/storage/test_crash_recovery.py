@@ -1,7 +1,8 @@
 """kill -9 at random moments: reopening recovers every committed statement and nothing else.
 
 A writer subprocess (crash_writer.py) runs a deterministic stream of INSERTs (small ones into the WAL,
-large ones straight into segments), DELETEs, UPDATEs (rewrites) and OPTIMIZE TABLEs, printing each
+large ones straight into segments), DELETEs (delete bitmaps, WAL rewrites), UPDATEs (delete + re-insert)
+and OPTIMIZE TABLEs, printing each
 statement's number once ``execute`` returned. The test SIGKILLs it after a random delay (during start-up
 and recovery too), reopens the data directory and compares the table with the same history replayed in
 memory: it must equal the statements printed, or those plus the one in flight (committed but not yet

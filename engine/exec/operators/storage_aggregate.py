@@ -13,8 +13,11 @@ bare :class:`ScanExec`; ``None`` means "not answerable here" and the aggregate r
 * ``COUNT(*)``, ``MIN(col)``, ``MAX(col)`` without a WHERE: segment row counts and min/max, plus the
   write buffer's rows. A segment whose min/max is unknown (long strings, NaN, booleans) gives up.
 
-Invariant relied on: a segment's manifest row count and zone maps describe exactly its live rows
-(DELETE and UPDATE rewrite segments; there are no delete bitmaps). Delete bitmaps must subtract here.
+Deleted rows (delete bitmaps): a segment's zone maps cover every row written, deleted ones too, so
+they still prove "no row" and "every row" verdicts; counts then subtract the deleted rows (a segment
+every live row of which matches counts ``rows - deleted``), undecided segments with deletions are
+counted over their live rows (``Segment.batches`` skips deleted ones), and MIN/MAX of a segment with
+deletions reads that segment's column (a deleted row may hold its zone map's extreme).
 """
 from __future__ import annotations
 
@@ -91,7 +94,7 @@ def _count_segment(segment, preds: tuple[KernelPredicate, ...], names: dict[str,
         if verdict is None:
             undecided.append(p)
     if not undecided:
-        return info.rows
+        return info.live_rows
     stored = [names[c] for c in _columns(undecided)]
     whole = [segment.run_end_column(name) for name in stored]
     if all(column is not None for column in whole):       # cached runs: no file read at all
@@ -134,7 +137,8 @@ def _zone_verdict(stats: Optional[ColumnStats], rows: int, p: KernelPredicate) -
 
 
 def _extreme(snapshots, column: str, func: str):
-    """MIN or MAX of ``column`` over the snapshots' segments (zone maps) and write buffers (read)."""
+    """MIN or MAX of ``column`` over the snapshots' segments (zone maps; the live rows' column where
+    rows are deleted) and write buffers (read)."""
     values = []
     for segments, buffer in snapshots:
         for segment in segments:
@@ -146,16 +150,34 @@ def _extreme(snapshots, column: str, func: str):
             value = stats.min if func == "min" else stats.max
             if value is None:
                 return _UNKNOWN
+            if segment.info.deleted:
+                arrays = [b.column(0) for b in segment.batches([column], None)]
+                if not arrays:
+                    continue
+                value = _array_extreme(pa.chunked_array(arrays), func)
+                if value is _UNKNOWN:
+                    return _UNKNOWN
+                if value is None:
+                    continue
             values.append(value)
         for batch in buffer:
-            array = batch.column(column)
-            if array.null_count == len(array):
-                continue
-            if not (pa.types.is_integer(array.type) or pa.types.is_decimal(array.type)
-                    or pa.types.is_date(array.type) or pa.types.is_timestamp(array.type)
-                    or pa.types.is_string(array.type)):
-                return _UNKNOWN            # floats (NaN ordering) and others: the ordinary path
-            values.append(pc.min_max(array)[func].as_py())
+            value = _array_extreme(batch.column(column), func)
+            if value is _UNKNOWN:
+                return _UNKNOWN
+            if value is not None:
+                values.append(value)
     if not values:
         return None
     return min(values) if func == "min" else max(values)
+
+
+def _array_extreme(array, func: str):
+    """MIN or MAX of a plain array; None when every value is NULL; _UNKNOWN for types whose order
+    the ordinary aggregate defines (floats: NaN)."""
+    if array.null_count == len(array):
+        return None
+    if not (pa.types.is_integer(array.type) or pa.types.is_decimal(array.type)
+            or pa.types.is_date(array.type) or pa.types.is_timestamp(array.type)
+            or pa.types.is_string(array.type)):
+        return _UNKNOWN
+    return pc.min_max(array)[func].as_py()

@@ -57,8 +57,9 @@ class WriteStatements:
         return Result(None, rowcount=0)
 
     def _stmt_Delete(self, node: exp.Delete, statement) -> Result:
-        """DELETE rewrites the table without the matching rows (the columnstore's delete bitmaps replace
-        this with issue 4). The kept rows are computed first, so a failing predicate deletes nothing."""
+        """DELETE marks the matching rows deleted in storage (delete bitmaps on columnstore segments)
+        when its WHERE is row-local; otherwise it rewrites the table without them. Either way the
+        statement is atomic and a failing predicate deletes nothing."""
         if node.args.get("using") or node.args.get("limit") or node.args.get("order"):
             raise UnsupportedError("DELETE with USING, ORDER BY or LIMIT")
         table = self._table(node.this)
@@ -67,6 +68,12 @@ class WriteStatements:
             before = self.runner.row_count(table)
             self.runner.replace_table(table, None)
             return Result(None, rowcount=before)
+        change = dml.row_change(self.catalog, self.database, table,
+                                exp.Select(expressions=[exp.Star()]).from_(node.this.copy()).where(where.this.copy()))
+        if change is not None:
+            deleted = self.runner.delete_rows(table, change[0])
+            if deleted is not None:
+                return Result(None, rowcount=deleted)
         matched = _is_true(where.this)
         kept = self._select_rows(table, node.this, [exp.column(c.name) for c in table.columns], exp.not_(matched))
         before = self.runner.row_count(table)
@@ -86,6 +93,16 @@ class WriteStatements:
         matched = _is_true(where.this) if where is not None else exp.true()
         projection = [exp.If(this=matched.copy(), true=assignments[c.name.lower()].copy(), false=exp.column(c.name))
                       if c.name.lower() in assignments else exp.column(c.name) for c in table.columns]
+        if where is not None:       # in place: delete the matched rows, insert their new versions
+            select = exp.Select(expressions=[assignments[c.name.lower()].copy() if c.name.lower() in assignments
+                                             else exp.column(c.name) for c in table.columns])
+            change = dml.row_change(self.catalog, self.database, table,
+                                    select.from_(node.this.copy()).where(where.this.copy()))
+            count = None if change is None else self.runner.delete_rows(table, change[0], change[1])
+            if count is not None:
+                if count:
+                    self.statistics.forget(table)
+                return Result(None, rowcount=count)
         count = self._select_rows(table, node.this, [exp.Count(this=exp.Star())], matched).column(0)[0].as_py()
         rows = self._select_rows(table, node.this, projection, None)
         self.runner.replace_table(table, rows)

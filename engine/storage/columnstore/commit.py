@@ -2,8 +2,10 @@
 as the commit point.
 
 1. *Prepare* (per partition touched): an INSERT's rows go to the partition's WAL as one record tagged
-   with the statement's commit sequence number (csn); a large insert or a DELETE/UPDATE/TRUNCATE
-   rewrite writes new segment files plus a ``delta-<csn>.json`` naming them. Nothing is visible yet.
+   with the statement's commit sequence number (csn); a large insert or a TRUNCATE rewrite writes new
+   segment files plus a ``delta-<csn>.json`` naming them; a DELETE (and the delete half of an UPDATE)
+   writes new delete files (segment deletion bitmaps) plus a ``delta-<csn>-d.json``, and for deleted
+   write-buffer rows a new WAL. Nothing is visible yet.
 2. *Sync*: the WAL records are fsynced (group commit: one fsync covers every statement that appended
    before it).
 3. *Commit*: the csn is appended to ``commit.log`` and fsynced — the statement is durable from here,
@@ -12,7 +14,7 @@ as the commit point.
    partition's manifest).
 
 Concurrency: INSERTs hold the commit lock shared, so concurrent statements prepare, sync and commit
-together; rewrites, flushes and merges hold it exclusively (they swap a partition's WAL or segments,
+together; deletes, rewrites, flushes and merges hold it exclusively (they swap a partition's WAL or segments,
 which must not happen under a statement that is between prepare and apply).
 """
 from __future__ import annotations
@@ -140,6 +142,9 @@ class Transaction:
         self.committer = committer
         self._appends: dict[int, tuple[object, list[pa.RecordBatch]]] = {}
         self._replaces: dict[int, tuple[object, list[pa.RecordBatch]]] = {}
+        self._deletes: dict[int, tuple[object, object]] = {}
+        self._reinsert: Optional[Callable] = None
+        self.deleted: dict[int, int] = {}      # id(store) -> rows its delete removed (after commit)
 
     def append(self, store, batch: pa.RecordBatch) -> None:
         if batch.num_rows:
@@ -148,10 +153,39 @@ class Transaction:
     def replace(self, store, batches) -> None:
         self._replaces[id(store)] = (store, [b for b in batches if b.num_rows])
 
+    def delete(self, store, matcher) -> None:
+        """Delete the rows of ``store`` that ``matcher`` selects (see ``prepare_delete``), evaluated
+        under the exclusive lock, so on exactly the rows committed before this statement."""
+        self._deletes[id(store)] = (store, matcher)
+
+    def reinsert(self, fn: Callable) -> None:
+        """UPDATE: ``fn([(store, its deleted rows)])`` returns ``[(store, batch)]`` appended in the
+        same statement (the new versions of the rows its deletes removed)."""
+        self._reinsert = fn
+
+    def _deletes_then_reinserts(self, prepare, parts: list) -> None:
+        """Run the deletes (``prepare(store, matcher)`` -> a part with ``deleted`` and
+        ``deleted_rows``, collected into ``parts`` as they come, for an abort), then queue the
+        re-inserted rows as appends."""
+        done = []
+        for store, matcher in self._deletes.values():
+            part = prepare(store, matcher)
+            parts.append(part)
+            done.append((store, part))
+        self.deleted = {id(store): part.deleted for store, part in done}
+        if self._reinsert is not None:
+            for store, batch in self._reinsert([(store, part.deleted_rows) for store, part in done]):
+                self.append(store, batch)
+
     def commit(self, on_commit: Optional[Callable[[], None]] = None) -> None:
         committer, log = self.committer, self.committer.log
         if log is None:
             with committer.lock.exclusive():
+                parts: list = []         # computed first, applied once nothing can fail any more
+                self._deletes_then_reinserts(
+                    lambda store, matcher: store.delete_rows(matcher, collect=self._reinsert is not None), parts)
+                for part in parts:
+                    part.apply()
                 for store, batches in self._appends.values():
                     for batch in batches:
                         store.append(batch)
@@ -160,11 +194,15 @@ class Transaction:
                 if on_commit is not None:
                     on_commit()
             return
-        hold = committer.lock.exclusive if self._replaces else committer.lock.shared
+        hold = committer.lock.exclusive if self._replaces or self._deletes else committer.lock.shared
         with hold():
             csn = log.next_csn()
             prepared = []
             try:
+                # deletes first: one may start a new WAL, which this statement's appends then use
+                collect = self._reinsert is not None
+                self._deletes_then_reinserts(lambda store, matcher: store.prepare_delete(csn, matcher, collect),
+                                             prepared)
                 for store, batches in self._appends.values():
                     prepared.append(store.prepare_append(csn, batches))
                 for store, batches in self._replaces.values():
@@ -180,4 +218,5 @@ class Transaction:
                 p.apply()
             if on_commit is not None:
                 on_commit()
-        committer.maintain([store for store, _ in self._appends.values()])
+        committer.maintain([store for store, _ in self._appends.values()] +
+                           [store for store, _ in self._deletes.values()])

@@ -251,3 +251,19 @@ def may_match(stats: ColumnStats, rows: int, op: str, value) -> bool:
     except TypeError:              # a literal of another Python type than the column's: cannot prove
         return True
     return True
+
+
+def filter_column(array: pa.Array, keep: np.ndarray, keep_array: pa.BooleanArray) -> pa.Array:
+    """``array`` (plain, dictionary or run-end encoded) without the rows where ``keep`` is False,
+    staying encoded. Arrow has no filter kernel for run-end arrays: their runs are recounted from the
+    prefix sums of ``keep`` (runs left empty are dropped), so the cost grows with rows once, not runs."""
+    if not pa.types.is_run_end_encoded(array.type):
+        return array.filter(keep_array)
+    n = len(array)
+    start, count = array.find_physical_offset(), array.find_physical_length()
+    ends = np.minimum(np.asarray(array.run_ends.slice(start, count)).astype(np.int64) - array.offset, n)
+    kept_before = np.concatenate([np.zeros(1, np.int64), np.cumsum(keep, dtype=np.int64)])
+    new_ends = kept_before[ends]
+    nonempty = new_ends > np.concatenate([np.zeros(1, np.int64), new_ends[:-1]])
+    values = array.values.slice(start, count).filter(pa.array(nonempty))
+    return pa.RunEndEncodedArray.from_arrays(pa.array(new_ends[nonempty], array.type.run_end_type), values)

@@ -71,6 +71,13 @@ class SyncedAppendFile:
             self._end += len(data)
             return self._end
 
+    def sync(self) -> None:
+        """fsync everything appended so far (and the file's existence, with its directory's fsync)."""
+        with self._sync_lock:
+            end = self._end
+            os.fsync(self._fd)
+            self._synced = end
+
     def sync_to(self, offset: int) -> None:
         if self._synced >= offset:
             return

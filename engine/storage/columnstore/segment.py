@@ -5,26 +5,35 @@ Columns are stored encoded (:mod:`.encoding`) with zstd-compressed buffers, in r
 segment is read through a memory map, only the projected columns (``IpcReadOptions.included_fields``),
 after its whole-file CRC32 has been checked once against the manifest: a flipped byte raises
 :class:`StorageCorruptionError` naming the file instead of returning wrong rows.
+
+Deleted rows: a segment file never changes; DELETE (and the delete half of UPDATE) writes a new
+*delete file* ``dels-<id>.bin`` holding the segment's whole deletion bitmap (one bit per row,
+zstd-compressed, CRC32 in the manifest) and the manifest names it beside the segment with the count of
+deleted rows. Reads skip deleted rows (encoded columns stay encoded); merges drop them.
 """
 from __future__ import annotations
 
 import os
+import struct
 import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from engine.errors import ExecutionError
-from engine.storage.columnstore.encoding import (ColumnStats, decode_batch, encode_column, may_match,
-                                                 pack_stored, stored_field, unpack_stored)
+from engine.storage.columnstore.encoding import (ColumnStats, decode_batch, encode_column, filter_column,
+                                                 may_match, pack_stored, stored_field, unpack_stored)
 from engine.storage.columnstore.files import crc32_of_file
 
 _SEGMENT_WRITE_OPTIONS = ipc.IpcWriteOptions(compression="zstd")
+_DELETES_MAGIC = b"CDEL"
+_DELETES_HEADER = struct.Struct("<4sQQ")      # magic, rows, packed bytes; then the zstd frame
 
 
 class StorageCorruptionError(ExecutionError):
@@ -39,17 +48,28 @@ class SegmentInfo:
     rows: int
     bytes: int
     crc32: int
-    columns: dict[str, ColumnStats]
+    columns: dict[str, ColumnStats]     # zone maps of every row written, deleted ones included
+    deleted: int = 0                    # rows marked deleted in the delete file
+    deletes: Optional[str] = None       # the delete file (None: no row deleted)
+    deletes_crc32: int = 0
+
+    @property
+    def live_rows(self) -> int:
+        return self.rows - self.deleted
 
     def to_json(self, schema: pa.Schema) -> dict:
-        return {"file": self.file, "rows": self.rows, "bytes": self.bytes, "crc32": self.crc32,
-                "columns": {name: stats.to_json(schema.field(name).type) for name, stats in self.columns.items()}}
+        out = {"file": self.file, "rows": self.rows, "bytes": self.bytes, "crc32": self.crc32,
+               "columns": {name: stats.to_json(schema.field(name).type) for name, stats in self.columns.items()}}
+        if self.deletes is not None:
+            out.update(deleted=self.deleted, deletes=self.deletes, deletes_crc32=self.deletes_crc32)
+        return out
 
     @classmethod
     def from_json(cls, data: dict, schema: pa.Schema) -> "SegmentInfo":
         return cls(data["file"], data["rows"], data["bytes"], data["crc32"],
                    {name: ColumnStats.from_json(stats, schema.field(name).type)
-                    for name, stats in data["columns"].items()})
+                    for name, stats in data["columns"].items()},
+                   data.get("deleted", 0), data.get("deletes"), data.get("deletes_crc32", 0))
 
     def may_match(self, bounds: Sequence[tuple[str, str, object]]) -> bool:
         """False when the zone maps prove no row satisfies every (column, op, value) bound."""
@@ -92,40 +112,106 @@ def write_segment(path: Path, table: pa.Table, chunk_rows: int) -> SegmentInfo:
     return SegmentInfo(path.name, table.num_rows, data.size, zlib.crc32(data), stats)
 
 
-class Segment:
-    """An open segment: its manifest entry plus a lazily verified, memory-mapped reader.
+def write_deletes(path: Path, deleted: np.ndarray) -> int:
+    """Write a segment's deletion bitmap (``deleted``: one bool per row), fsynced; return its CRC32."""
+    packed = np.packbits(deleted, bitorder="little")
+    body = pa.compress(packed.tobytes(), codec="zstd", asbytes=True)
+    data = _DELETES_HEADER.pack(_DELETES_MAGIC, len(deleted), len(packed)) + body
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return zlib.crc32(data)
 
-    Safe to share between threads: verification and opening happen once under a lock; after that a
-    scan only reads the immutable file.
-    """
 
-    def __init__(self, directory: Path, info: SegmentInfo, schema: pa.Schema):
-        self.info = info
-        self.path = directory / info.file
-        self.schema = schema
-        self._lock = threading.Lock()
-        self._source: Optional[pa.MemoryMappedFile] = None
-        self._runs: dict[str, pa.Array] = {}       # run_end_column's cache (the file is immutable)
+def read_deletes(path: Path, rows: int, crc32: int) -> np.ndarray:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise StorageCorruptionError(f"delete file {path} is missing") from None
+    if zlib.crc32(data) != crc32:
+        raise StorageCorruptionError(f"delete file {path} is corrupt: CRC32 {zlib.crc32(data):08x}, "
+                                     f"manifest says {crc32:08x}")
+    magic, stored_rows, packed = _DELETES_HEADER.unpack_from(data)
+    if magic != _DELETES_MAGIC or stored_rows != rows:
+        raise StorageCorruptionError(f"delete file {path}: not a deletion bitmap of {rows} rows")
+    bits = pa.decompress(data[_DELETES_HEADER.size:], packed, codec="zstd", asbytes=True)
+    return np.unpackbits(np.frombuffer(bits, np.uint8), count=rows, bitorder="little").astype(bool)
 
-    def _open(self) -> pa.MemoryMappedFile:
-        with self._lock:
-            if self._source is None:
+
+class _SegmentFile:
+    """The verified memory map of one segment file, shared by the :class:`Segment` objects of
+    successive manifests that name it (a DELETE changes the entry, not the file)."""
+
+    def __init__(self, path: Path, crc32: int):
+        self.path, self.crc32 = path, crc32
+        self.lock = threading.Lock()
+        self.source: Optional[pa.MemoryMappedFile] = None
+
+    def open(self) -> pa.MemoryMappedFile:
+        with self.lock:
+            if self.source is None:
                 try:
                     crc = crc32_of_file(self.path)
                 except FileNotFoundError:
                     raise StorageCorruptionError(f"segment file {self.path} is missing") from None
-                if crc != self.info.crc32:
+                if crc != self.crc32:
                     raise StorageCorruptionError(
-                        f"segment file {self.path} is corrupt: CRC32 {crc:08x}, manifest says {self.info.crc32:08x}")
-                self._source = pa.memory_map(str(self.path))
-            return self._source
+                        f"segment file {self.path} is corrupt: CRC32 {crc:08x}, manifest says {self.crc32:08x}")
+                self.source = pa.memory_map(str(self.path))
+            return self.source
+
+    def close(self) -> None:
+        with self.lock:
+            if self.source is not None:
+                self.source.close()
+                self.source = None
+
+
+class Segment:
+    """An open segment: its manifest entry plus a lazily verified, memory-mapped reader and its
+    deletion bitmap (read once, on first use).
+
+    Safe to share between threads: verification and opening happen once under a lock; after that a
+    scan only reads the immutable files. ``previous``: the Segment of the same file under the last
+    manifest, whose verified mapping this one reuses.
+    """
+
+    def __init__(self, directory: Path, info: SegmentInfo, schema: pa.Schema,
+                 previous: Optional["Segment"] = None):
+        self.info = info
+        self.directory = directory
+        self.path = directory / info.file
+        self.schema = schema
+        self._lock = threading.Lock()
+        self._file = previous._file if previous is not None else _SegmentFile(self.path, info.crc32)
+        self._runs: dict[str, pa.Array] = {}       # run_end_column's cache (the file is immutable)
+        self._deleted: Optional[np.ndarray] = None
+        if previous is not None and previous.info.deletes == info.deletes:
+            self._deleted = previous._deleted
+            self._runs = previous._runs
+
+    def _open(self) -> pa.MemoryMappedFile:
+        return self._file.open()
+
+    def deleted_mask(self) -> Optional[np.ndarray]:
+        """One bool per row, True for a deleted row; None when no row is deleted."""
+        if self.info.deletes is None:
+            return None
+        with self._lock:
+            if self._deleted is None:
+                self._deleted = read_deletes(self.directory / self.info.deletes, self.info.rows,
+                                             self.info.deletes_crc32)
+            return self._deleted
 
     def batches(self, names: Sequence[str], batch_rows: Optional[int],
-                encoded: bool = False) -> Iterator[pa.RecordBatch]:
-        """The rows, ``names`` only, at most ``batch_rows`` a batch. ``encoded``: columns as stored
-        (run-end / dictionary arrays) instead of decoded; slicing happens before decoding, so a small
-        ``batch_rows`` decodes a small first batch."""
+                encoded: bool = False, with_deleted: bool = False) -> Iterator[pa.RecordBatch]:
+        """The live rows, ``names`` only, at most ``batch_rows`` a batch. ``encoded``: columns as
+        stored (run-end / dictionary arrays) instead of decoded; slicing happens before decoding, so a
+        small ``batch_rows`` decodes a small first batch. ``with_deleted``: deleted rows too (every
+        row in file order, which DELETE needs to number rows)."""
         source = self._open()
+        deleted = None if with_deleted else self.deleted_mask()
         indices = [self.schema.get_field_index(name) for name in names]
         schema = pa.schema([self.schema.field(i) for i in indices])
         # included_fields returns the columns in file order: map each requested one to its position
@@ -135,12 +221,23 @@ class Segment:
             reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=wanted))
         except (pa.ArrowInvalid, OSError) as error:
             raise StorageCorruptionError(f"segment file {self.path} cannot be read: {error}") from error
+        first = 0
         for i in range(reader.num_record_batches):
             chunk = reader.get_batch(i)
             if not chunk.num_rows:
                 continue
+            chunk = unpack_stored(chunk)       # bit-packed columns, whole record batches only
+            if deleted is not None:
+                keep = ~deleted[first:first + chunk.num_rows]
+                first += chunk.num_rows
+                live = int(np.count_nonzero(keep))
+                if live == 0:
+                    continue
+                if live < chunk.num_rows:
+                    keep_array = pa.array(keep)
+                    chunk = pa.RecordBatch.from_arrays([filter_column(c, keep, keep_array) for c in chunk.columns],
+                                                       schema=chunk.schema)
             batch = chunk.select([position[index] for index in indices]) if indices else chunk.select([])
-            batch = unpack_stored(batch)       # bit-packed columns, whole record batches only
             pieces = ([batch.slice(start, batch_rows) for start in range(0, batch.num_rows, batch_rows)]
                       if batch_rows and batch.num_rows > batch_rows else [batch])
             for piece in pieces:
@@ -150,9 +247,10 @@ class Segment:
         """The whole column as one run-end-encoded array when it is stored run-end encoded, else None.
 
         Kept in memory after the first call: its size grows with the runs (at most one run per
-        ``RUN_END_MIN_AVERAGE_RUN`` rows), and reading it again would cost one zstd frame per chunk."""
+        ``RUN_END_MIN_AVERAGE_RUN`` rows), and reading it again would cost one zstd frame per chunk.
+        None too when rows are deleted (the caller reads the live rows through :meth:`batches`)."""
         stats = self.info.columns.get(name)
-        if stats is None or stats.encoding != "run_end":
+        if stats is None or stats.encoding != "run_end" or self.info.deletes is not None:
             return None
         cached = self._runs.get(name)
         if cached is not None:
@@ -176,8 +274,7 @@ class Segment:
         return column
 
     def close(self) -> None:
+        """Release the file (the manifest no longer names it)."""
         with self._lock:
             self._runs.clear()
-            if self._source is not None:
-                self._source.close()
-                self._source = None
+        self._file.close()

@@ -4,8 +4,10 @@ Directory of one partition::
 
     manifest.json          the current state: segment files with zone maps, the live WAL file, format version
     seg-<id>.arrow         immutable segments (:mod:`.segment`)
+    dels-<id>.bin          a segment's deletion bitmap (:func:`.segment.write_deletes`), named beside it
     wal-<id>.log           the WAL of the rows in the write buffer (:mod:`.wal`)
     delta-<csn>.json       a prepared-but-not-installed change (new segments; for a rewrite, a new WAL)
+    delta-<csn>-d.json     a prepared DELETE: new delete files; a new WAL when buffer rows are deleted
 
 Every change of ``manifest.json`` is an atomic replace, and a file is deleted only after the manifest
 that stopped naming it is durable, so a crash at any point leaves a manifest whose files all exist.
@@ -23,17 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from engine.storage.columnstore.files import SyncedAppendFile, fsync_dir, write_atomic
 from engine.storage.columnstore.segment import (Segment, SegmentInfo, StorageCorruptionError, sort_rows,
-                                                write_segment)
+                                                write_deletes, write_segment)
 from engine.storage.columnstore.wal import WAL_MAGIC, decode_batches, encode_batches, encode_record, read_records
 from engine.storage.interface import PartitionStore
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "canopy-partition"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2           # 2: segments may name a delete file (version 1 manifests read as is)
 _COALESCE_BATCHES = 64       # write-buffer batches concatenated once this many small ones pile up
 
 
@@ -81,6 +84,7 @@ class ColumnstorePartitionStore(PartitionStore):
         self.wal_csns: set[int] = set()
         self._buffer: tuple[pa.RecordBatch, ...] = ()
         self._buffer_rows = 0
+        self._pending_wal: Optional[SyncedAppendFile] = None     # a prepared DELETE's new WAL
         wal_path = self.directory / self._manifest["wal"]
         records, valid = read_records(wal_path, (WAL_MAGIC,))
         for _, csn, payload in records:
@@ -115,6 +119,7 @@ class ColumnstorePartitionStore(PartitionStore):
 
     def _remove_unnamed_files(self) -> None:
         named = {s["file"] for s in self._manifest["segments"]} | {self._manifest["wal"], MANIFEST}
+        named |= {s["deletes"] for s in self._manifest["segments"] if s.get("deletes")}
         for path in self.directory.iterdir():
             if path.name not in named and not path.name.startswith("delta-"):
                 path.unlink()
@@ -132,7 +137,7 @@ class ColumnstorePartitionStore(PartitionStore):
 
     def row_count(self) -> int:
         with self._lock:
-            return sum(s.info.rows for s in self._segments) + self._buffer_rows
+            return sum(s.info.live_rows for s in self._segments) + self._buffer_rows
 
     def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
              bounds: Optional[Sequence[tuple[str, str, object]]] = None,
@@ -166,11 +171,80 @@ class ColumnstorePartitionStore(PartitionStore):
         rows = sum(b.num_rows for b in batches)
         if rows >= self.options.flush_rows:           # a bulk insert goes straight to segments
             return self._prepare_delta(csn, "add", batches)
-        offset = self._wal.append(encode_record(WAL_MAGIC, csn, encode_batches(self.schema, batches)))
-        return _Prepared(self, csn, batches=batches, wal_offset=offset)
+        wal = self._pending_wal or self._wal      # after this statement's DELETE: the WAL it starts
+        offset = wal.append(encode_record(WAL_MAGIC, csn, encode_batches(self.schema, batches)))
+        return _Prepared(self, csn, batches=batches, wal_offset=offset, wal=wal)
 
     def prepare_replace(self, csn: int, batches: list[pa.RecordBatch]) -> "_Prepared":
         return self._prepare_delta(csn, "replace", [self._conform(b) for b in batches])
+
+    def prepare_delete(self, csn: int, matcher, collect: bool = False) -> "_Prepared":
+        """Mark the live rows ``matcher`` selects as deleted; nothing is visible until apply. The
+        caller holds the committer's exclusive lock (no other statement is between prepare and apply).
+
+        ``matcher(batch)``: a bool ndarray per decoded batch of ``matcher.columns`` (True: delete);
+        ``matcher.bounds`` (optional): (column, op, value) conjuncts every matched row satisfies, for
+        segment elimination. Segment rows get a new delete file per segment touched (the old bitmap
+        OR the new rows) named by ``delta-<csn>-d.json``; buffer rows are deleted by starting a new
+        WAL holding the buffer's kept rows under this csn. ``collect``: the prepared part keeps the
+        deleted rows (all columns) in ``deleted_rows`` (UPDATE re-inserts their new versions)."""
+        columns = list(matcher.columns)
+        bounds = getattr(matcher, "bounds", None)
+        entries, written, collected, count = [], [], [], 0
+        wal_name, wal_file, kept_buffer = None, None, None
+        try:
+            for segment in self._segments:
+                if bounds and not segment.info.may_match(bounds):
+                    continue
+                old = segment.deleted_mask()
+                masks = [matcher(b) for b in segment.batches(columns, None, with_deleted=True)]
+                hit = np.concatenate(masks) if masks else np.zeros(segment.info.rows, bool)
+                if old is not None:
+                    hit &= ~old
+                matched = int(np.count_nonzero(hit))
+                if not matched:
+                    continue
+                if collect:
+                    rows = pa.Table.from_batches(list(segment.batches(self.schema.names, None, with_deleted=True)),
+                                                 schema=self.schema)
+                    collected.extend(rows.filter(pa.array(hit)).to_batches())
+                new = hit if old is None else old | hit
+                name = _new_name("dels", ".bin")
+                written.append(name)
+                crc = write_deletes(self.directory / name, new)
+                entries.append({"file": segment.info.file, "deleted": int(np.count_nonzero(new)), "deletes": name,
+                                "deletes_crc32": crc})
+                count += matched
+            masks = [matcher(b.select(columns)) for b in self._buffer]
+            if any(m.any() for m in masks):
+                kept_buffer = tuple(b.filter(pa.array(~m)) for b, m in zip(self._buffer, masks) if not m.all())
+                for b, m in zip(self._buffer, masks):
+                    count += int(np.count_nonzero(m))
+                    if collect and m.any():
+                        collected.append(b.filter(pa.array(m)))
+                wal_name = _new_name("wal", ".log")
+                written.append(wal_name)
+                wal_file = SyncedAppendFile(self.directory / wal_name)
+                if kept_buffer:
+                    wal_file.append(encode_record(WAL_MAGIC, csn, encode_batches(self.schema, list(kept_buffer))))
+                wal_file.sync()
+            if not count:
+                return _Prepared(self, csn, deleted=0)
+            fsync_dir(self.directory)
+            delta = {"csn": csn, "kind": "delete", "deletes": entries}
+            if wal_name is not None:
+                delta["wal"] = wal_name
+            path = self.directory / f"delta-{csn}-d.json"
+            write_atomic(path, json.dumps(delta).encode())
+        except BaseException:
+            if wal_file is not None:
+                wal_file.close()
+            for name in written:
+                (self.directory / name).unlink(missing_ok=True)
+            raise
+        self._pending_wal = wal_file
+        return _Prepared(self, csn, delta=delta, delta_path=path, deleted=count, deleted_rows=collected,
+                         kept_buffer=kept_buffer, wal=wal_file, written=written)
 
     def _prepare_delta(self, csn: int, kind: str, batches: list[pa.RecordBatch]) -> "_Prepared":
         infos = self._write_segments(pa.Table.from_batches(batches, schema=self.schema))
@@ -191,30 +265,45 @@ class ColumnstorePartitionStore(PartitionStore):
             fsync_dir(self.directory)
         return infos
 
-    def _install(self, delta: dict) -> None:
+    def _install(self, delta: dict, buffer: Optional[tuple] = None,
+                 wal_file: Optional[SyncedAppendFile] = None) -> None:
         """Make a committed delta the partition's state (manifest first, then memory, then old files)."""
         with self._lock:
             manifest = _apply_delta(self._manifest, delta)
             write_atomic(self.directory / MANIFEST, json.dumps(manifest).encode())
-            self._swap(manifest, clear_buffer=delta["kind"] == "replace")
+            if delta["kind"] == "replace":
+                buffer = ()
+            self._swap(manifest, buffer, wal_file, csn=delta["csn"])
 
-    def _swap(self, manifest: dict, clear_buffer: bool) -> None:
-        """Caller holds ``_lock`` and has made ``manifest`` durable."""
+    def _swap(self, manifest: dict, buffer: Optional[tuple] = None, wal_file: Optional[SyncedAppendFile] = None,
+              csn: Optional[int] = None) -> None:
+        """Caller holds ``_lock`` and has made ``manifest`` durable. ``buffer``: the write buffer's
+        new batches (None: unchanged), held in ``wal_file`` (opened here when None) under ``csn``."""
         old_segments = {s.info.file: s for s in self._segments}
         keep = {s["file"] for s in manifest["segments"]}
-        self._segments = tuple(old_segments.get(s["file"]) or
-                               Segment(self.directory, SegmentInfo.from_json(s, self.schema), self.schema)
-                               for s in manifest["segments"])
+        segments = []
+        for entry in manifest["segments"]:
+            previous = old_segments.get(entry["file"])
+            if previous is not None and previous.info.deletes == entry.get("deletes"):
+                segments.append(previous)
+            else:
+                segments.append(Segment(self.directory, SegmentInfo.from_json(entry, self.schema), self.schema,
+                                        previous))
+        kept_deletes = {s.info.deletes for s in segments}
+        self._segments = tuple(segments)
         old_wal = self._manifest["wal"]
         self._manifest = manifest
-        if clear_buffer:
-            self._buffer, self._buffer_rows = (), 0
-            self.wal_csns = set()
+        if buffer is not None:
+            self._buffer, self._buffer_rows = buffer, sum(b.num_rows for b in buffer)
+            self.wal_csns = {csn} if buffer and csn is not None else set()
         if manifest["wal"] != old_wal:
             self._wal.close()
-            self._wal = SyncedAppendFile(self.directory / manifest["wal"])
+            self._wal = wal_file or SyncedAppendFile(self.directory / manifest["wal"])
             (self.directory / old_wal).unlink(missing_ok=True)
         for name, segment in old_segments.items():
+            if segment.info.deletes is not None and segment.info.deletes not in kept_deletes:
+                segment.deleted_mask()      # a scan of an older snapshot still reads it: load before unlinking
+                (self.directory / segment.info.deletes).unlink(missing_ok=True)
             if name not in keep:
                 segment.close()         # an open scan keeps its own mapping; unlinking is safe on POSIX
                 (self.directory / name).unlink(missing_ok=True)
@@ -238,8 +327,19 @@ class ColumnstorePartitionStore(PartitionStore):
         """The buffer is past its threshold, or enough small segments wait for a merge."""
         if self._buffer_rows >= self.options.flush_rows:
             return True
+        return bool(self._merge_candidates(self._segments, force=False))
+
+    def _merge_candidates(self, segments, force: bool) -> list[Segment]:
+        """Segments a merge rewrites: those under half of ``segment_rows`` live rows (at least
+        ``merge_segments`` of them, or two when ``force``), plus those with a quarter of their rows
+        deleted (``force``: any deleted row) — a merge drops deleted rows. Empty: nothing worth it."""
         half = self.options.segment_rows // 2
-        return sum(1 for s in self._segments if s.info.rows < half) >= self.options.merge_segments
+        small = [s for s in segments if s.info.live_rows < half]
+        dead = [s for s in segments if s.info.deleted and (force or s.info.deleted * 4 >= s.info.rows)]
+        if len(small) < (2 if force else self.options.merge_segments):
+            small = []
+        chosen = {id(s) for s in small + dead}
+        return [s for s in segments if id(s) in chosen]
 
     def flush(self) -> None:
         """Write the buffer as segments, start an empty WAL, then merge small segments."""
@@ -251,15 +351,15 @@ class ColumnstorePartitionStore(PartitionStore):
                 manifest = dict(self._manifest, wal=_new_name("wal", ".log"),
                                 segments=self._manifest["segments"] + [i.to_json(self.schema) for i in infos])
                 write_atomic(self.directory / MANIFEST, json.dumps(manifest).encode())
-                self._swap(manifest, clear_buffer=True)
+                self._swap(manifest, buffer=())
         self.merge()
 
     def merge(self, force: bool = False) -> int:
-        """Combine segments under half of ``segment_rows`` (at least ``merge_segments`` of them, or two
-        when ``force``) into full ones. Returns how many segments were merged."""
+        """Rewrite the merge candidates (:meth:`_merge_candidates`) as full segments of their live
+        rows. Returns how many segments were merged."""
         with self._lock:
-            small = [s for s in self._segments if s.info.rows < self.options.segment_rows // 2]
-        if len(small) < (2 if force else self.options.merge_segments):
+            small = self._merge_candidates(self._segments, force)
+        if not small:
             return 0
         names = self.schema.names
         table = pa.Table.from_batches([b for s in small for b in s.batches(names, None)], schema=self.schema)
@@ -269,7 +369,7 @@ class ColumnstorePartitionStore(PartitionStore):
             manifest = dict(self._manifest, segments=[s for s in self._manifest["segments"] if s["file"] not in merged]
                             + [i.to_json(self.schema) for i in infos])
             write_atomic(self.directory / MANIFEST, json.dumps(manifest).encode())
-            self._swap(manifest, clear_buffer=False)
+            self._swap(manifest)
         return len(small)
 
     def close(self) -> None:
@@ -280,6 +380,19 @@ class ColumnstorePartitionStore(PartitionStore):
 
 
 def _apply_delta(manifest: dict, delta: dict) -> dict:
+    if delta["kind"] == "delete":
+        # Statements that delete hold the commit lock exclusively, so every csn below theirs is
+        # installed already; the delta names whole bitmaps, so redoing it is idempotent anyway.
+        if delta["csn"] <= manifest["csn"]:
+            return manifest
+        marks = {e["file"]: e for e in delta["deletes"]}
+        segments = [dict(s, deleted=marks[s["file"]]["deleted"], deletes=marks[s["file"]]["deletes"],
+                         deletes_crc32=marks[s["file"]]["deletes_crc32"]) if s["file"] in marks else s
+                    for s in manifest["segments"]]
+        out = dict(manifest, csn=delta["csn"], segments=segments, version=MANIFEST_VERSION)
+        if "wal" in delta:
+            out["wal"] = delta["wal"]
+        return out
     if delta["kind"] == "replace":
         if delta["csn"] <= manifest["csn"]:
             return manifest
@@ -294,32 +407,50 @@ def _apply_delta(manifest: dict, delta: dict) -> dict:
 
 
 class _Prepared:
-    """One partition's prepared part of a transaction."""
+    """One partition's prepared part of a transaction: WAL rows (``batches``), a delta (new segments,
+    or a DELETE's delete files and WAL), or nothing (a DELETE that matched no row here)."""
 
-    def __init__(self, store: ColumnstorePartitionStore, csn: int, *, batches=None, wal_offset=0,
-                 delta=None, delta_path: Optional[Path] = None):
+    def __init__(self, store: ColumnstorePartitionStore, csn: int, *, batches=None, wal_offset=0, wal=None,
+                 delta=None, delta_path: Optional[Path] = None, deleted: int = 0, deleted_rows=(),
+                 kept_buffer=None, written=()):
         self.store, self.csn = store, csn
-        self.batches, self.wal_offset = batches, wal_offset
+        self.batches, self.wal_offset, self.wal = batches, wal_offset, wal
         self.delta, self.delta_path = delta, delta_path
+        self.deleted, self.deleted_rows = deleted, list(deleted_rows)
+        self.kept_buffer, self.written = kept_buffer, written
 
     def sync(self) -> None:
-        if self.delta is None:
-            self.store._wal.sync_to(self.wal_offset)
+        if self.delta is None and self.batches is not None:
+            self.wal.sync_to(self.wal_offset)
 
     def apply(self) -> None:
         store = self.store
         if self.delta is None:
-            with store._lock:
-                store._buffer_add(self.batches)
-                store.wal_csns.add(self.csn)
+            if self.batches is not None:
+                with store._lock:
+                    store._buffer_add(self.batches)
+                    store.wal_csns.add(self.csn)
+        elif self.delta["kind"] == "delete":
+            store._pending_wal = None
+            store._install(self.delta, self.kept_buffer, self.wal)
+            self.delta_path.unlink(missing_ok=True)
         else:
             store._install(self.delta)
             self.delta_path.unlink(missing_ok=True)
 
     def abort(self) -> None:
-        if self.delta is not None:          # WAL records of an uncommitted csn are ignored by recovery
-            self.delta_path.unlink(missing_ok=True)
-            for segment in self.delta["segments"]:
-                (self.store.directory / segment["file"]).unlink(missing_ok=True)
+        if self.delta is None:              # WAL records of an uncommitted csn are ignored by recovery
+            return
+        self.delta_path.unlink(missing_ok=True)
+        if self.delta["kind"] == "delete":
+            if self.store._pending_wal is self.wal:
+                self.store._pending_wal = None
+            if self.wal is not None:
+                self.wal.close()
+            for name in self.written:
+                (self.store.directory / name).unlink(missing_ok=True)
+            return
+        for segment in self.delta["segments"]:
+            (self.store.directory / segment["file"]).unlink(missing_ok=True)
 
 
