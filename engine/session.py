@@ -32,7 +32,7 @@ from engine.sql import ddl
 from engine.sql.handlers.catalog import CatalogStatements
 from engine.sql.handlers.pipelines import PipelineStatements
 from engine.sql.handlers.writes import WriteStatements
-from engine.sql.parameters import bind_placeholders, mark_placeholders
+from engine.sql.parameters import bind_placeholders, mark_placeholders, parameterize_literals
 from engine.sql.parser import Statement, parse
 from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values
 from engine.sql.query import explain_text, plan_query, run_query
@@ -125,12 +125,19 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
         if not isinstance(sql, str):
             raise BindError(f"the statement must be a string, not {type(sql).__name__}")
         marked, values = mark_placeholders(sql, params)
-        cache_key = self.plan_cache.key(marked, values, self.database, self.runner.num_partitions) \
-            if self.plan_cache.enabled else None
-        if cache_key is not None:
-            cached = self._cached_query(cache_key, marked, values)
-            if cached is not None:
-                return cached
+        if self.plan_cache.enabled:
+            # A query with literals and no parameters is cached by its shape too: its literals become
+            # the parameters (verified in _cached_query); otherwise it runs as written.
+            lifted = parameterize_literals(sql) if params is None else None
+            cache_key = self.plan_cache.key(*(lifted or (marked, values)), self.database,
+                                            self.runner.num_partitions)
+            if cache_key is not None and lifted:
+                cache_key += ("lifted literals",)
+            if cache_key is not None:
+                cached = self._cached_query(cache_key, *(lifted or (marked, values)),
+                                            original=sql if lifted else None)
+                if cached is not None:
+                    return cached
         result = Result(None, rowcount=0)
         for statement in parse(marked):
             if not _is_load(statement.node):
@@ -138,19 +145,29 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
             result = self._run(statement)
         return result
 
-    def _cached_query(self, key: tuple, marked: str, values: list) -> Optional[Result]:
+    def _cached_query(self, key: tuple, marked: str, values: list,
+                      original: Optional[str] = None) -> Optional[Result]:
         """Run a one-query statement from the plan cache, filling it on a miss; None when the
-        statement is not a cacheable query (the caller runs it the ordinary way)."""
+        statement is not a cacheable query (the caller runs it the ordinary way). ``original``: the
+        text ``marked`` was lifted from (its literals are ``values``)."""
         cache = self.plan_cache
         entry = cache.entries.get(key)
         if entry is UNCACHEABLE:
             return None
+        if entry is None and original is not None and cache.first_sighting(key):
+            return None     # lifted literals: worth a template (two plannings) once the shape recurs
         if entry is None:
             cache.misses += 1
-            statements = parse(marked)
-            node = statements[0].node
+            try:
+                statements = parse(marked)
+            except Error:
+                if original is None:
+                    raise
+                statements = []       # a literal the grammar needs as text: run as written
+            node = statements[0].node if statements else None
             if len(statements) != 1 or not isinstance(node, (exp.Select, exp.Union)) \
-                    or "information_schema" in marked.lower():
+                    or "information_schema" in marked.lower() \
+                    or (original is not None and not _same_tree(node, values, original)):
                 cache.put(key, UNCACHEABLE)
                 return None
             planned = self._plan(bind_placeholders(node.copy(), values))
@@ -279,6 +296,15 @@ def _timeout_ms(value) -> Optional[int]:
         raise BindError(f"statement_timeout must be a whole number of milliseconds >= 0 (0: no limit), "
                         f"not {value!r}")
     return value or None
+
+
+def _same_tree(node: exp.Expression, values: list, original: str) -> bool:
+    """Whether ``node`` with ``values`` bound is the tree ``original`` parses to (lifted literals)."""
+    try:
+        statements = parse(original)
+    except Error:
+        return False
+    return len(statements) == 1 and bind_placeholders(node.copy(), values) == statements[0].node
 
 
 def _statistics_of(runner) -> RunnerStatistics:

@@ -1275,7 +1275,8 @@ def _fits_exactly(literal: Literal, target: T.SqlType) -> bool:
         return False
     if target.kind == "int":
         bits = target.bits
-        return (literal.type.kind == "int" or value == value.to_integral_value()) and \
+        # an integer beyond BIGINT is typed DECIMAL(p, 0) but is still a Python int
+        return (isinstance(value, int) or value == value.to_integral_value()) and \
             -(1 << (bits - 1)) <= int(value) < (1 << (bits - 1))
     if target.kind == "decimal":
         d = decimal.Decimal(value)

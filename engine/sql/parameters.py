@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from sqlglot import exp
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.tokens import TokenType
 
 from engine.errors import BindError, ProgrammingError
 
@@ -96,6 +98,80 @@ def mark_placeholders(sql: str, params: Optional[Sequence | Mapping]) -> tuple[s
         raise ParameterError(
             f"the statement has {used_positional} %s markers but {len(params)} parameters were given")
     return "".join(out), values
+
+
+# Literals after these tokens stay in the text: they are part of a type or a clause's syntax
+# (DATE '1998-12-01', INTERVAL 90 DAY, LIMIT 10, GROUP BY 1, 2), not values a placeholder may stand for.
+_KEEP_AFTER = frozenset({TokenType.DATE, TokenType.DATETIME, TokenType.TIMESTAMP, TokenType.TIME,
+                         TokenType.INTERVAL, TokenType.LIMIT, TokenType.OFFSET, TokenType.ORDER_BY,
+                         TokenType.GROUP_BY})
+_QUERY_STARTS = ("select", "with", "(")
+_TEMPLATES: dict[str, Optional[tuple[str, list[Any]]]] = {}
+_MAX_TEMPLATES = 1024
+
+
+def parameterize_literals(sql: str) -> Optional[tuple[str, list[Any]]]:
+    """A query written with literals as a placeholder text and its values, for the plan cache
+    (SingleStore parameterizes literals the same way so one plan serves ``WHERE i = 2`` and
+    ``WHERE i = 3``); None for a statement that is not a query or has no literal to lift.
+
+    Integer literals become ints, other numbers Decimals (their scale kept), strings strs. The caller
+    checks that binding the values back gives the tree the original text parses to, so a literal that
+    is syntax (``GROUP BY 1``, a charset introducer) only costs the cache, never the meaning.
+
+    >>> parameterize_literals("SELECT COUNT(*) FROM t WHERE i = 2 AND s = 'x' LIMIT 5")
+    ('SELECT COUNT(*) FROM t WHERE i = :canopy_p0 AND s = :canopy_p1 LIMIT 5', [2, 'x'])
+    """
+    if not sql.lstrip()[:6].lower().startswith(_QUERY_STARTS):
+        return None
+    try:
+        return _TEMPLATES[sql]
+    except KeyError:
+        pass
+    try:
+        tokens = _TOKENIZER.tokenize(sql)
+    except Exception:       # noqa: BLE001 - not tokenizable: the ordinary path reports the error
+        template = None
+    else:
+        out, values, position, previous, ordinals = [], [], 0, None, False
+        for token in tokens:
+            kept = previous in _KEEP_AFTER or (ordinals and previous == TokenType.COMMA)
+            value = _literal_value(token) if not kept else _NO_VALUE
+            # GROUP BY 1, 2 / ORDER BY 2, 1: the ordinals go on through commas
+            if token.token_type != TokenType.COMMA:
+                ordinals = kept and previous in (TokenType.ORDER_BY, TokenType.GROUP_BY, TokenType.COMMA)
+            previous = token.token_type
+            if value is _NO_VALUE:
+                continue
+            out.append(sql[position:token.start])
+            out.append(f":{PLACEHOLDER_PREFIX}{len(values)}")
+            values.append(value)
+            position = token.end + 1
+        out.append(sql[position:])
+        template = ("".join(out), values) if values else None
+    if len(_TEMPLATES) >= _MAX_TEMPLATES:
+        _TEMPLATES.pop(next(iter(_TEMPLATES)))
+    _TEMPLATES[sql] = template
+    return template
+
+
+_NO_VALUE = object()
+_TOKENIZER = MySQL().tokenizer_class()
+
+
+def _literal_value(token) -> Any:
+    if token.token_type == TokenType.STRING:
+        return token.text
+    if token.token_type == TokenType.NUMBER:
+        text = token.text
+        if text.isdigit():
+            return int(text)
+        if "e" not in text.lower():
+            try:
+                return decimal.Decimal(text)
+            except decimal.InvalidOperation:
+                return _NO_VALUE
+    return _NO_VALUE
 
 
 def _end_of_quoted(sql: str, start: int) -> int:

@@ -1,7 +1,8 @@
 """The plan cache: a query run again with other parameter values reuses its optimized plan.
 
-Key: the statement text with its ``%s`` markers numbered (``mark_placeholders``), the Python types of
-the values, the current database and the runner's size. The whole cache is dropped by any statement
+Key: the statement text with its ``%s`` markers numbered (``mark_placeholders``) or its literals lifted
+(``parameterize_literals``), the shapes of the values (type, integer width, decimal digits and scale),
+the current database and the runner's size. The whole cache is dropped by any statement
 that is not a query (DDL, ANALYZE, INSERT, LOAD, ...), since it may change a table, its statistics or
 the choices made from them.
 
@@ -19,12 +20,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import decimal
 from typing import Any, Optional
 
 import pyarrow as pa
 
 UNCACHEABLE = object()
-CACHEABLE_TYPES = (int, float, str)
+# Decimals come from literals lifted out of query text (2.50 stays a DECIMAL(3, 2)); a plan that
+# keeps one as a scaled integer shows no slot for it, and the statement is then planned every time.
+CACHEABLE_TYPES = (int, float, str, decimal.Decimal)
 MAX_ENTRIES = 1024
 
 
@@ -33,6 +37,7 @@ class PlanCache:
 
     def __init__(self):
         self.entries: dict[tuple, Any] = {}
+        self._seen: dict[tuple, None] = {}      # shapes of lifted-literal queries run once (ordered)
         self.version = 0
         self.hits = 0
         self.misses = 0
@@ -41,11 +46,21 @@ class PlanCache:
     @staticmethod
     def key(marked_sql: str, values: list, database: Optional[str], num_partitions: int) -> Optional[tuple]:
         if not values or any(type(v) not in CACHEABLE_TYPES for v in values):
-            return None      # bool, None, dates, decimals, bytes: not worth the risk of a wrong slot
-        return (marked_sql, tuple(type(v) for v in values), database, num_partitions)
+            return None      # bool, None, dates, bytes: not worth the risk of a wrong slot
+        return (marked_sql, tuple(_shape(v) for v in values), database, num_partitions)
+
+    def first_sighting(self, key: tuple) -> bool:
+        """True the first time ``key`` is seen since the last invalidation (then remembered)."""
+        if key in self._seen:
+            return False
+        if len(self._seen) >= MAX_ENTRIES:
+            self._seen.pop(next(iter(self._seen)))
+        self._seen[key] = None
+        return True
 
     def invalidate(self) -> None:
         self.entries.clear()
+        self._seen.clear()
         self.version += 1
 
     def put(self, key: tuple, entry) -> None:
@@ -54,26 +69,57 @@ class PlanCache:
         self.entries[key] = entry
 
 
+def _shape(value) -> tuple:
+    """What of a value the binder's typing depends on: its Python type, an integer's width (a literal
+    that fits INT is cast to an INT column's type, a wider one is not), a decimal's digits and scale
+    (its DECIMAL(p, s) type). Values of one shape share a plan."""
+    if isinstance(value, int):
+        return (int, -2**31 <= value < 2**31, -2**63 <= value < 2**63)
+    if isinstance(value, decimal.Decimal):
+        sign, digits, exponent = value.as_tuple()
+        return (decimal.Decimal, len(digits), exponent)
+    return (type(value),)
+
+
 def other_values(values: list) -> list:
     """Values of the same types that differ from ``values`` and from each other's replacements."""
     out = []
     for i, v in enumerate(values):
         if isinstance(v, str):
             out.append(v + f"\x01{i}")
+        elif isinstance(v, decimal.Decimal):
+            other = _same_shape_decimal(v, set(values) | set(out))
+            out.append(other if other is not None else v + 7919 * (i + 1))
         else:
             out.append(v + 7919 * (i + 1))
     return out
 
 
+def _same_shape_decimal(value: decimal.Decimal, taken: set) -> Optional[decimal.Decimal]:
+    """Another decimal with the same digits count and scale (a literal of the same DECIMAL(p, s) type:
+    0.05 -> 0.06), none of ``taken``; None when its last digit has no free alternative."""
+    sign, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int):
+        return None
+    for step in range(1, 10):
+        candidate = decimal.Decimal((sign, digits[:-1] + ((digits[-1] + step) % 10,), exponent))
+        if candidate not in taken and (len(digits) == 1 or candidate.as_tuple().digits[0] != 0):
+            return candidate
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class PlanTemplate:
     planned: Any                                   # the PlannedQuery of the first values
-    slots: tuple[tuple[tuple, int], ...]           # (path into (init_plans, stages), parameter index)
+    # (path into (init_plans, stages), parameter index, the exponent of the Decimal the plan holds an
+    # integer parameter as, else None)
+    slots: tuple[tuple[tuple, int, Optional[int]], ...]
 
     def bind(self, values: list):
         runnable = (self.planned.init_plans, self.planned.stages)
-        for path, index in self.slots:
-            runnable = _set(runnable, path, values[index])
+        for path, index, exponent in self.slots:
+            value = values[index]
+            runnable = _set(runnable, path, value if exponent is None else _as_decimal(value, exponent))
         init_plans, stages = runnable
         return dataclasses.replace(self.planned, init_plans=init_plans, stages=stages)
 
@@ -87,13 +133,30 @@ def make_template(first, second, values: list, others: list) -> Optional[PlanTem
     slots = []
     for path, a, b in differences:
         matches = [i for i, (v, w) in enumerate(zip(values, others))
-                   if type(a) is type(v) and a == v and type(b) is type(w) and b == w]
+                   if _holds(a, v) and _holds(b, w) and type(v) is type(w)]
         if len(matches) != 1:
             return None
-        slots.append((path, matches[0]))
-    if {i for _, i in slots} != set(range(len(values))):
+        index = matches[0]
+        as_decimal = type(a) is decimal.Decimal and type(values[index]) is int
+        slots.append((path, index, a.as_tuple().exponent if as_decimal else None))
+    if {i for _, i, _ in slots} != set(range(len(values))):
         return None      # a value that left no trace may have been used up (folded, estimated away)
     return PlanTemplate(first, tuple(slots))
+
+
+def _as_decimal(value: int, exponent: int) -> decimal.Decimal:
+    try:
+        return decimal.Decimal(value).quantize(decimal.Decimal((0, (1,), exponent)))
+    except decimal.InvalidOperation:      # more digits than the context keeps: the plain integer value
+        return decimal.Decimal(value)
+
+
+def _holds(planned, value) -> bool:
+    """Whether a plan's constant is the parameter ``value``: the same value of the same type, or an
+    integer the binder turned into the Decimal of a DECIMAL column (``l_quantity < 24``)."""
+    if type(planned) is type(value):
+        return planned == value
+    return type(planned) is decimal.Decimal and type(value) is int and planned == value
 
 
 def _diff(a, b, path: tuple, out: list) -> bool:
@@ -110,12 +173,12 @@ def _diff(a, b, path: tuple, out: list) -> bool:
         return a.keys() == b.keys() and all(_diff(a[k], b[k], path + (k,), out) for k in a)
     if isinstance(a, (pa.Array, pa.ChunkedArray, pa.Table, pa.RecordBatch, pa.Schema, pa.DataType, pa.Scalar)):
         return a.equals(b)
-    if isinstance(a, (int, float, str, bytes, type(None))):
+    if isinstance(a, (int, float, str, bytes, decimal.Decimal, type(None))):
         if a != b:
             out.append((path, a, b))
         return True
     try:
-        return bool(a == b)       # anything else (sets, dates, Decimals, enums) must be equal outright
+        return bool(a == b)       # anything else (sets, dates, enums) must be equal outright
     except Exception:             # noqa: BLE001 - an object without a truthful ==: not comparable, not cacheable
         return False
 

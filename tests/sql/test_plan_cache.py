@@ -59,3 +59,52 @@ def test_ddl_and_writes_invalidate(session):
     session.execute("INSERT INTO sbtest1 VALUES (1, 10), (2, 20)")
     assert session.execute(SQL, (15,)).table.column(0)[0].as_py() == 1
     assert session.execute(SQL, (0,)).table.column(0)[0].as_py() == 2
+
+
+def test_literal_queries_are_cached_by_shape(session):
+    cache = session.plan_cache
+    misses, hits = cache.misses, cache.hits
+    for bound in (0, 500, 999, 250, 999, 3):
+        sql = f"SELECT COUNT(id) FROM sbtest1 WHERE big_int_col > {bound}"
+        assert session.execute(sql).table.column(0)[0].as_py() == int((session.values > bound).sum())
+    # seen once (planned as written), templated the second time, served from the template after
+    assert (cache.misses - misses, cache.hits - hits) == (1, 4)
+
+
+def test_lifted_literals_keep_their_meaning(session):
+    names = np.array([f"n{i % 10}" for i in range(2000)])
+    for _ in range(3):
+        rows = session.execute("SELECT name, COUNT(*) FROM sbtest1 WHERE name IN ('n1', 'n2') "
+                               "GROUP BY 1 ORDER BY 1 LIMIT 5").table.to_pylist()
+        assert rows == [{"name": "n1", "COUNT(*)": 200}, {"name": "n2", "COUNT(*)": 200}]
+        assert session.execute("SELECT COUNT(*) FROM sbtest1 WHERE name LIKE 'n1%'").table.column(0)[0].as_py() \
+            == int((names == "n1").sum())
+        assert session.execute("SELECT COUNT(*) FROM sbtest1 WHERE big_int_col BETWEEN -10.5 AND 10.25") \
+            .table.column(0)[0].as_py() == int(((session.values >= -10.5) & (session.values <= 10.25)).sum())
+        # a literal that is syntax: the ordinal and the LIMIT stay text
+        assert session.execute("SELECT id FROM sbtest1 ORDER BY 1 DESC LIMIT 2").table.column(0).to_pylist() \
+            == [1999, 1998]
+
+
+def test_wider_literals_do_not_reuse_a_narrower_plan(session):
+    for bound in (5, 6, 7, 3_000_000_000, -3_000_000_000, 10**20):
+        sql = f"SELECT COUNT(*) FROM sbtest1 WHERE big_int_col < {bound}"
+        assert session.execute(sql).table.column(0)[0].as_py() == int((session.values < min(bound, 2**62)).sum())
+    for bound in ("0.5", "0.25", "0.125", "12.5", "-0.5"):
+        sql = f"SELECT COUNT(*) FROM sbtest1 WHERE big_int_col < {bound}"
+        assert session.execute(sql).table.column(0)[0].as_py() == int((session.values < float(bound)).sum())
+
+
+def test_errors_of_lifted_queries_are_the_statement_s(session):
+    from engine.errors import BindError
+    for _ in range(3):
+        with pytest.raises(BindError, match="nope"):
+            session.execute("SELECT nope FROM sbtest1 WHERE big_int_col > 5")
+    assert session.execute("SELECT COUNT(*) FROM sbtest1 WHERE big_int_col > 5000").table.column(0)[0].as_py() == 0
+
+
+def test_parameter_doctests():
+    import doctest
+
+    from engine.sql import parameters
+    assert doctest.testmod(parameters).failed == 0
