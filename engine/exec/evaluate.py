@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import kernels
 from engine.exec import decimal64
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
@@ -356,7 +357,7 @@ def _broadcast(d: Datum, n: int, t: pa.DataType) -> pa.Array:
     return d.cast(t) if d.type != t else d
 
 
-_LAZY = {"case"}
+_LAZY = {"case", "char_length", "octet_length"}
 
 
 @function("case")
@@ -449,25 +450,87 @@ def _cast(expr, a):
 
 
 # --- strings --------------------------------------------------------------------------------------
+def _string_kernel(s: Datum, fn: Callable[[pa.Array], pa.Array], out_type: pa.DataType) -> Datum:
+    """Apply a string kernel (Array -> Array of ``out_type``) to any string Datum: per chunk, to a
+    scalar as a one-row array, to a dictionary array's values only (then taken by the indices)."""
+    if isinstance(s, pa.Scalar):
+        if not s.is_valid:
+            return pa.scalar(None, out_type)
+        return fn(pa.array([s.as_py()], s.type))[0]
+    if isinstance(s, pa.ChunkedArray):
+        return pa.chunked_array([_string_kernel(c, fn, out_type) for c in s.chunks], out_type)
+    if pa.types.is_dictionary(s.type):
+        return fn(s.dictionary).take(s.indices)
+    if pa.types.is_null(s.type):
+        return pa.nulls(len(s), out_type)
+    return fn(s)
+
+
+def _position(d: Datum, what: str) -> Optional[int]:
+    """A constant SUBSTRING position or length as an int (None for NULL); MySQL rounds a fractional
+    one half away from zero."""
+    if not _is_scalar(d):
+        raise UnsupportedError(f"SUBSTRING with a non-constant {what}")
+    value = d.as_py()
+    if value is None or isinstance(value, int):
+        return value
+    try:
+        return int(decimal.Decimal(str(value)).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+    except (decimal.InvalidOperation, ValueError):
+        raise BadDataError(f"SUBSTRING {what} {value!r} is not a number") from None
+
+
+def _substring_positions(start: Datum, length: Optional[Datum]) -> Optional[tuple[int, Optional[int]]]:
+    """(start, length or None) of a SUBSTRING call, or None when either is NULL (a NULL result)."""
+    begin = _position(start, "position")
+    n = _position(length, "length") if length is not None else None
+    if begin is None or (length is not None and n is None):
+        return None
+    return begin, n
+
+
 @function("substring")
 def _substring(expr, s, start, length=None):
-    if not _is_scalar(start) or (length is not None and not _is_scalar(length)):
-        raise UnsupportedError("SUBSTRING with non-constant positions")
-    begin = start.as_py()
-    if begin is None:
-        return pa.scalar(None, pa.string())
-    begin = begin - 1 if begin > 0 else begin   # MySQL: 1-based, negative counts from the end, 0 = empty
-    if start.as_py() == 0:
-        return pc.utf8_slice_codeunits(s, 0, 0)
-    stop = None
-    if length is not None:
-        n = length.as_py()
-        if n is None:
-            return pa.scalar(None, pa.string())
-        stop = begin + max(n, 0)
-        if begin < 0 and stop >= 0:
-            stop = None
-    return pc.utf8_slice_codeunits(s, begin, stop) if stop is not None else pc.utf8_slice_codeunits(s, begin)
+    """MySQL's SUBSTRING: character positions, 1-based, negative from the end (past the start: ''),
+    0 or a length <= 0 gives '' (kernels/strings.pyx)."""
+    positions = _substring_positions(start, length)
+    out_type = s.type if not pa.types.is_dictionary(s.type) else s.type.value_type
+    if pa.types.is_null(out_type):
+        out_type = pa.string()
+    if positions is None:
+        return pa.scalar(None, out_type)
+    begin, n = positions
+    return _string_kernel(s, lambda a: kernels.substring(a, begin, n), out_type)
+
+
+def _length_of(expr, batch, params, chars: bool):
+    """LENGTH / CHAR_LENGTH; of a SUBSTRING with constant positions, fused: the substrings are
+    never built (``kernels.substring_length``)."""
+    (arg,) = expr.args
+    if isinstance(arg, Call) and arg.op == "substring":
+        s = evaluate(arg.args[0], batch, params)
+        start = evaluate(arg.args[1], batch, params)
+        length = evaluate(arg.args[2], batch, params) if len(arg.args) > 2 else None
+        if _is_scalar(start) and (length is None or _is_scalar(length)):
+            positions = _substring_positions(start, length)
+            if positions is None:
+                return pa.scalar(None, pa.int64())
+            begin, n = positions
+            return _string_kernel(s, lambda a: kernels.substring_length(a, begin, n, chars=chars), pa.int64())
+    s = evaluate(arg, batch, params)
+    if chars:
+        return _string_kernel(s, kernels.char_length, pa.int64())
+    return pc.binary_length(s).cast(pa.int64())
+
+
+@function("char_length")
+def _char_length(expr, batch, params):
+    return _length_of(expr, batch, params, chars=True)
+
+
+@function("octet_length")
+def _octet_length(expr, batch, params):
+    return _length_of(expr, batch, params, chars=False)
 
 
 @function("upper")
@@ -478,16 +541,6 @@ def _upper(expr, s):
 @function("lower")
 def _lower(expr, s):
     return pc.utf8_lower(s)
-
-
-@function("char_length")
-def _char_length(expr, s):
-    return pc.utf8_length(s).cast(pa.int64())
-
-
-@function("octet_length")
-def _octet_length(expr, s):
-    return pc.binary_length(s).cast(pa.int64())
 
 
 @function("trim")
@@ -534,7 +587,7 @@ def _left(expr, s, n):
     count = _constant_count(n, "LEFT")
     if count is None:
         return pa.scalar(None, pa.string())
-    return pc.utf8_slice_codeunits(s, 0, max(count, 0))
+    return _substring(expr, s, pa.scalar(1), pa.scalar(count))
 
 
 @function("right")

@@ -1,0 +1,23 @@
+"""Type stubs for the compiled kernels/strings.pyx (see its module docstring)."""
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
+Bytes = npt.NDArray[np.uint8]
+Int64s = npt.NDArray[np.int64]
+
+# Public API (re-exported by kernels/__init__.py): string Arrays in, Arrays out, nulls kept.
+def char_length(arr: pa.Array) -> pa.Array: ...
+def substring(arr: pa.Array, start: int, length: int | None = None) -> pa.Array: ...
+def substring_length(arr: pa.Array, start: int, length: int | None = None, chars: bool = False) -> pa.Array: ...
+
+# Low-level kernels: buffers in, caller-allocated outputs modified in place.
+def is_ascii(data: Bytes) -> bool: ...
+def char_lengths(offsets: Offsets, data: Bytes, out: Int64s) -> None: ...
+def substring_bounds(
+    offsets: Offsets, data: Bytes, start: int, length: int, has_length: bool, begin: Int64s, end: Int64s
+) -> None: ...
+def substring_lengths(
+    offsets: Offsets, data: Bytes, start: int, length: int, has_length: bool, chars: bool, out: Int64s
+) -> None: ...
