@@ -30,7 +30,10 @@ class GroupedAggregate:
     func: AggFunc
     type: pa.DataType | None
     def __init__(self, func: AggFunc, type: pa.DataType | None = None) -> None: ...
-    def update(self, ids: Ids, num_groups: int, values: pa.Array | pa.ChunkedArray | None = None) -> None: ...
+    def update(
+        self, ids: Ids | None, num_groups: int, values: pa.Array | pa.ChunkedArray | None = None,
+        rows: int | None = None,
+    ) -> None: ...
     def result(self, num_groups: int | None = None) -> pa.Array: ...
 
 # Low-level kernels: buffers in, caller-allocated outputs modified in place.
@@ -59,6 +62,10 @@ def group_sum_int(
     ids: Ids, values: npt.NDArray[np.integer], validity: Bits | None, bit_offset: int,
     lo: npt.NDArray[np.uint64], hi: npt.NDArray[np.int64], seen: Bits | None,
 ) -> None: ...
+def total_sum_int(
+    values: npt.NDArray[np.integer], validity: Bits | None, bit_offset: int,
+    lo: npt.NDArray[np.uint64], hi: npt.NDArray[np.int64],
+) -> int: ...
 def group_sum_decimal128(
     ids: Ids, words: npt.NDArray[np.int64], validity: Bits | None, bit_offset: int,
     lo: npt.NDArray[np.uint64], hi: npt.NDArray[np.int64], seen: Bits | None,

@@ -42,6 +42,7 @@ __all__ = [
     "group_count",
     "group_count_valid",
     "group_sum_int",
+    "total_sum_int",
     "group_sum_decimal128",
     "group_sum_float",
     "group_min",
@@ -562,6 +563,48 @@ def group_sum_int(const int64_t[::1] ids, const intlike_t[::1] values, const uin
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
+def total_sum_int(const intlike_t[::1] values, const uint8_t[::1] validity, Py_ssize_t bit_offset,
+                  uint64_t[::1] lo, int64_t[::1] hi):
+    """SUM of every non-null integer into the exact 128-bit accumulator ``hi[0] * 2**64 + lo[0]``
+    (one group, no ids: a keyless SUM). Modifies ``lo[0]`` and ``hi[0]``; returns the rows added."""
+    cdef Py_ssize_t i, j, n = values.shape[0], added = 0
+    cdef int64_t block
+    cdef uint64_t ublock
+    if lo.shape[0] < 1 or hi.shape[0] < 1:
+        raise ValueError("lo and hi need one slot")
+    cdef const uint8_t *valid = _validity_ptr(validity, bit_offset, n)
+    with nogil:
+        if valid == NULL:
+            # Blocks of 4096 values cannot overflow an int64 (|v| < 2**63 / 4096 for 32-bit and
+            # narrower types); 64-bit values go one by one into the 128-bit sum.
+            if intlike_t is int64_t or intlike_t is uint64_t:
+                for i in range(n):
+                    if intlike_t is uint64_t:
+                        _add128(&lo[0], &hi[0], values[i], 0)
+                    else:
+                        _add128(&lo[0], &hi[0], <uint64_t>values[i], -1 if values[i] < 0 else 0)
+            else:
+                i = 0
+                while i < n:
+                    block = 0
+                    for j in range(i, min(i + 4096, n)):
+                        block += <int64_t>values[j]
+                    _add128(&lo[0], &hi[0], <uint64_t>block, -1 if block < 0 else 0)
+                    i += 4096
+            added = n
+        else:
+            for i in range(n):
+                if _valid(valid, bit_offset + i):
+                    added += 1
+                    if intlike_t is uint64_t:
+                        _add128(&lo[0], &hi[0], values[i], 0)
+                    else:
+                        _add128(&lo[0], &hi[0], <uint64_t><int64_t>values[i], -1 if values[i] < 0 else 0)
+    return added
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def group_sum_decimal128(const int64_t[::1] ids, const int64_t[::1] words, const uint8_t[::1] validity,
                          Py_ssize_t bit_offset, uint64_t[::1] lo, int64_t[::1] hi, uint8_t[::1] seen):
     """SUM of decimal128 scaled integers (``words``: two little-endian int64 per row) into 128-bit
@@ -796,10 +839,23 @@ class GroupedAggregate:
             self._seen = np.zeros(0, dtype=np.uint8)
         self._groups = 0
 
-    def update(self, ids, num_groups, values=None):
+    def update(self, ids, num_groups, values=None, rows=None):
         """Fold one batch in: ``ids`` (ndarray[int64] from a Factorizer holding ``num_groups``
-        groups) and the argument ``values`` (an Array; None for count_all)."""
+        groups) and the argument ``values`` (an Array; None for count_all).
+
+        ``ids=None``: every row is in group 0 (a keyless aggregate; ``num_groups`` must be 1, and
+        ``rows`` gives the batch's row count for count_all). COUNT and integer SUM then run
+        without ids; the other kinds use an all-zero id array."""
         kind = self._kind
+        if ids is None:
+            if num_groups != 1:
+                raise ValueError(f"ids=None means one group, not {num_groups}")
+            n = len(values) if values is not None else rows
+            if n is None:
+                raise ValueError("count_all without ids needs rows")
+            if self._update_one_group(n, values):
+                return
+            ids = np.zeros(n, dtype=np.int64)
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         before = self._groups
         self._resize(num_groups)
@@ -843,6 +899,33 @@ class GroupedAggregate:
                                  offset=arr.offset * (storage.bit_width // 8))
             fn = group_min if self.func == "min" else group_max
             fn(ids, data, validity, arr.offset, self._out[:num_groups], seen)
+
+    def _update_one_group(self, n, values):
+        """Keyless ``update``: COUNT and integer SUM without ids (True), else prepare group 0's
+        ``seen`` flag so a group without any value stays NULL, and return False."""
+        kind = self._kind
+        before = self._groups
+        self._resize(1)
+        if kind == "count_all":
+            self._out[0] += n
+            return True
+        arr = _as_array(values)
+        if kind == "count":
+            self._out[0] += len(arr) - arr.null_count
+            return True
+        if kind.startswith("sum") and self._seen is None:
+            self._seen = np.zeros(len(self._out if kind == "sum_float" else self._lo), dtype=np.uint8)
+            self._seen[:before] = 1
+        if kind != "sum_int":
+            return False
+        if pa.types.is_boolean(arr.type):
+            arr = arr.cast(pa.int8())
+        dtype = arr.type.to_pandas_dtype()
+        data = np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr),
+                             offset=arr.offset * (arr.type.bit_width // 8)) if len(arr) else np.empty(0, dtype)
+        if total_sum_int(data, _validity(arr), arr.offset, self._lo[:1], self._hi[:1]):
+            self._seen[0] = 1
+        return True
 
     def _resize(self, num_groups):
         if num_groups < self._groups:

@@ -122,7 +122,14 @@ class GroupedAggregate:
         self._values: list[pa.Array] = []
         self._groups = 0
 
-    def update(self, ids, num_groups: int, values=None) -> None:
+    def update(self, ids, num_groups: int, values=None, rows: int | None = None) -> None:
+        if ids is None:          # keyless: every row in group 0
+            if num_groups != 1:
+                raise ValueError(f"ids=None means one group, not {num_groups}")
+            n = len(values) if values is not None else rows
+            if n is None:
+                raise ValueError("count_all without ids needs rows")
+            ids = np.zeros(n, dtype=np.int64)
         ids = np.asarray(ids, dtype=np.int64)
         if num_groups < self._groups:
             raise ValueError(f"the number of groups went down from {self._groups} to {num_groups}")

@@ -217,3 +217,46 @@ def test_bad_ids_and_unsupported_types_are_refused():
         compiled.Factorizer([pa.float64()])
     assert not kernels.supports_group_key(pa.list_(pa.int64()))
     assert not kernels.supports_aggregate("sum", pa.string())
+
+
+def _keyless(impl, func, t, batches):
+    """Keyless aggregate (ids=None, one group), opened by an empty update as HashAggregateExec does."""
+    agg = impl.GroupedAggregate(func, t)
+    agg.update(None, 1, None if func == "count_all" else pa.array([], t), rows=0)
+    for _, _, values in batches:
+        agg.update(None, 1, None if func == "count_all" else values, rows=len(values))
+    return agg.result(1)
+
+
+@SETTINGS
+@given(agg_case(), st.booleans())
+def test_keyless_aggregates_match_one_group_of_ids(case, count_all):
+    func, t, batches = case
+    if count_all:
+        func, t = "count_all", None
+    for impl in IMPLEMENTATIONS:
+        one_group = [(np.zeros(len(values), dtype=np.int64), 1, values) for _, _, values in batches]
+        want = _aggregate(reference, func, t, one_group) if any(len(v) for *_, v in batches) else None
+        got = _keyless(impl, func, t, batches)
+        assert len(got) == 1
+        if want is not None:
+            assert got.to_pylist() == want.to_pylist(), impl.__name__
+        else:                     # no rows at all: COUNT 0, anything else NULL
+            assert got.to_pylist() == [0 if func.startswith("count") else None]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+def test_keyless_sum_exact_and_null_rules(impl):
+    big = 2**63 - 1
+    agg = impl.GroupedAggregate("sum", pa.int64())
+    agg.update(None, 1, pa.array([big] * 5000 + [None]))
+    agg.update(None, 1, pa.array([big, 1]))
+    assert agg.result(1).to_pylist() == [5001 * big + 1]
+    nulls = impl.GroupedAggregate("sum", pa.int32())
+    nulls.update(None, 1, pa.array([None, None], pa.int32()))
+    assert nulls.result(1).to_pylist() == [None]
+    small = impl.GroupedAggregate("sum", pa.int16())
+    small.update(None, 1, pa.array(np.full(10_000, -32768, dtype=np.int16)).slice(3))
+    assert small.result(1).to_pylist() == [-32768 * 9997]
+    with pytest.raises(ValueError, match="one group"):
+        agg.update(None, 2, pa.array([1]))

@@ -89,6 +89,13 @@ def _state_input(call: AggCall, values: pa.Array) -> pa.Array:
     return values
 
 
+def _as_state_type(values, arg_type):
+    if values is not None and arg_type is not None and values.type != arg_type \
+            and not pa.types.is_dictionary(values.type):
+        return values.cast(arg_type)
+    return values
+
+
 @dataclass(frozen=True)
 class HashAggregateExec(PhysicalOperator):
     """GROUP BY one partition. ``mode``:
@@ -135,8 +142,11 @@ class HashAggregateExec(PhysicalOperator):
 
     def _kernel_states(self, final: bool):
         """(aggregate index, kernel function, argument type, state name) of each partial state when
-        the keys and every state run on kernels' hash group-by, else None (Acero's path)."""
-        if not self.keys or not all(kernels.supports_group_key(f.type.to_arrow()) for f, _ in self.keys):
+        the keys and every state run on kernels' hash group-by, else None (Acero's path). Without
+        keys (one group, no factorizing) only the first phase runs on the kernels."""
+        if not self.keys and final:
+            return None
+        if not all(kernels.supports_group_key(f.type.to_arrow()) for f, _ in self.keys):
             return None
         states = []
         for i, (f, call) in enumerate(self.aggregates):
@@ -157,18 +167,23 @@ class HashAggregateExec(PhysicalOperator):
     def _aggregate_with_kernels(self, batches, key_columns, state_columns, states) -> pa.Table:
         """Stream ``batches`` through a Factorizer and one GroupedAggregate per state: no
         concatenation of the input; memory grows with the groups, not the rows."""
-        factorizer = kernels.Factorizer([f.type.to_arrow() for f, _ in self.keys])
         aggs = [kernels.GroupedAggregate(func, arg_type) for _, func, arg_type, _ in states]
+        if not self.keys:
+            # One group, present even without rows (COUNT 0, SUM NULL): opened by an empty update.
+            for agg, (_, func, arg_type, _) in zip(aggs, states):
+                agg.update(None, 1, None if func == "count_all" else pa.array([], arg_type), rows=0)
+            for batch in batches:
+                for agg, (_, func, arg_type, _), values in zip(aggs, states, state_columns(batch)):
+                    agg.update(None, 1, _as_state_type(values, arg_type), rows=batch.num_rows)
+            return pa.table([agg.result(1) for agg in aggs], names=[name for *_, name in states])
+        factorizer = kernels.Factorizer([f.type.to_arrow() for f, _ in self.keys])
         for batch in batches:
             if not batch.num_rows:
                 continue
             ids = factorizer.factorize(key_columns(batch))
             groups = factorizer.num_groups
             for agg, (i, func, arg_type, name), values in zip(aggs, states, state_columns(batch)):
-                if values is not None and arg_type is not None and values.type != arg_type \
-                        and not pa.types.is_dictionary(values.type):
-                    values = values.cast(arg_type)
-                agg.update(ids, groups, values)
+                agg.update(ids, groups, _as_state_type(values, arg_type))
         groups = factorizer.num_groups
         columns = factorizer.uniques() + [agg.result(groups) for agg in aggs]
         return pa.table(columns, names=[f.id for f, _ in self.keys] + [name for *_, name in states])
