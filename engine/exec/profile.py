@@ -27,8 +27,12 @@ class OperatorCounters:
     seconds: float = 0.0
     tasks: int = 0
     held_bytes: int = 0      # largest input a blocking operator collected in one task (0: streams)
+    filter_rows_in: int = 0  # a scan's runtime join filters: rows tested, rows kept
+    filter_rows_kept: int = 0
 
     def merge(self, other: "OperatorCounters") -> None:
+        self.filter_rows_in += other.filter_rows_in
+        self.filter_rows_kept += other.filter_rows_kept
         self.rows += other.rows
         self.batches += other.batches
         self.seconds += other.seconds
@@ -87,6 +91,13 @@ class TaskProfile:
             counters.rows += batch.num_rows
             counters.batches += 1
             yield batch
+
+    def runtime_filter(self, scan, rows_in: int, rows_kept: int) -> None:
+        """A runtime join filter (a hash join's Bloom filter) tested ``rows_in`` rows of ``scan``."""
+        counters = self._counters(scan)
+        if counters is not None:
+            counters.filter_rows_in += rows_in
+            counters.filter_rows_kept += rows_kept
 
     def held(self, consumer_input, table: pa.Table) -> None:
         """A blocking operator collected ``table`` from its input ``consumer_input``."""

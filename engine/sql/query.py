@@ -154,6 +154,8 @@ def _actual(op, name, profile: QueryProfile) -> str:
     inputs = (profile.operators.get((stage_id, path + (i,))) for i in range(len(op.children)))
     held_bytes = max((c.held_bytes for c in inputs if c is not None), default=0)
     held = f", held {_bytes(held_bytes)}" if held_bytes else ""
+    if counters.filter_rows_in:
+        held += f", bloom filter kept {counters.filter_rows_kept:,} of {counters.filter_rows_in:,} rows"
     return (f"(actual {counters.rows:,} rows, {counters.batches} batches, {counters.seconds * 1000:.3f} ms, "
             f"{counters.tasks} tasks{held})")
 

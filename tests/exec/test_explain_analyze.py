@@ -5,7 +5,8 @@ import pytest
 
 from engine.workloads import tpch
 
-ACTUAL = r"\(actual ([\d,]+) rows, \d+ batches, [\d.]+ ms, \d+ tasks(, held [\d.,]+ (B|KiB|MiB))?\)"
+ACTUAL = (r"\(actual ([\d,]+) rows, \d+ batches, [\d.]+ ms, \d+ tasks(, held [\d.,]+ (B|KiB|MiB))?"
+          r"(, bloom filter kept [\d,]+ of [\d,]+ rows)?\)")
 MOVED = r"\(actual ([\d,]+) rows, [\d.,]+ (B|KiB|MiB) moved\)"
 
 

@@ -92,6 +92,9 @@ class TaskContext:
         self.storage = storage                      # the leaf's storage (scan access), None on the aggregator
         self.exchange_inputs = exchange_inputs or {}
         self.profile = profile                      # an engine.exec.profile.TaskProfile under EXPLAIN ANALYZE
+        # id(ScanExec) -> {id(HashJoinExec): (column id, kernels.JoinBloom)}: runtime join filters
+        # a hash join built for a scan of its probe side (same task, registered before that side runs)
+        self.runtime_filters: dict[int, dict] = {}
         self.deadline = deadline                    # statement_timeout / cancel, checked per batch
 
     def scan(self, table_id: int, task: int, columns: Sequence[str], replicated: bool,

@@ -7,17 +7,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import kernels
 from engine.exec.evaluate import evaluate_array, evaluate_predicate
-from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, table_to_batches
+from engine.exec.operators.base import PhysicalOperator, TaskContext, collect
 from engine.plan.expressions import ColumnRef, Expr
 from engine.plan.logical import Field
 
-_ROW_ID = "__canopy_row_id"
-_ACERO_KIND = {"inner": "inner", "left": "left outer", "semi": "left semi", "anti": "left anti"}
-# The same join with the inputs swapped: Acero builds its hash table on the right input, so the smaller
-# input (known exactly once both are collected) goes right. EXISTS over a big subquery (TPC-H Q4: 57k
-# orders against 3.8M lineitems) then builds on the orders.
-_SWAPPED_KIND = {"inner": "inner", "left": "right outer", "semi": "right semi", "anti": "right anti"}
+# The build side is the right input unless the left one is this many times smaller (both are known
+# exactly once collected): EXISTS over a big subquery (TPC-H Q4: 57k orders against 3.8M lineitems)
+# then builds on the orders.
+_SWAP_RATIO = 2
+# Runtime Bloom filter: built from the build side's distinct keys when there are at most this many
+# (16 bits a key: 8 MiB, beyond which a probe is a cache miss like the hash table's own).
+BLOOM_MAX_KEYS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,15 @@ class HashJoinExec(PhysicalOperator):
 
     Kinds: inner, left (outer), semi, anti, anti_null_aware (NOT IN). ``residual`` is evaluated on
     key-matched pairs; for outer/semi/anti joins a pair failing it counts as no match. Rows with a NULL
-    key never match. The hash table is built by Arrow's Acero engine on the right input.
+    key never match. The hash table is the compiled join kernel's (``kernels.JoinTable``), built on
+    the smaller input; the result's columns are gathered with the index pairs it returns, in batches of
+    at most ``kernels.join.DEFAULT_MAX_PAIRS`` rows.
+
+    Runtime join filter: for an inner or semi join whose probe key is a column of a scan in the same
+    stage (through filters, projections and the probe side of inner joins), a Bloom filter over the
+    build side's distinct keys is handed to that scan through ``TaskContext.runtime_filters`` before
+    the probe side runs, so the scan drops rows that cannot match before decoding their other
+    columns (the scan stops applying it when it does not drop enough: see ``ScanExec``).
     """
 
     left: PhysicalOperator
@@ -46,55 +56,124 @@ class HashJoinExec(PhysicalOperator):
         keys = " AND ".join(f"{l} = {r}" for l, r in zip(self.left_keys, self.right_keys))
         residual = f" residual {self.residual}" if self.residual is not None else ""
         strategy = f" [{self.strategy}]" if self.strategy else ""
-        return f"HashJoin {self.kind} ON {keys}{residual}{strategy}"
+        target = self._bloom_target()
+        bloom = f" bloom filter -> Scan {target[0].table_name}.{target[1]}" if target is not None else ""
+        return f"HashJoin {self.kind} ON {keys}{residual}{strategy}{bloom}"
+
+    def _bloom_target(self):
+        """(scan, column id) where a runtime Bloom filter on the probe key may drop rows, or None."""
+        if self.kind not in ("inner", "semi") or len(self.left_keys) != 1:
+            return None
+        key, build_key = self.left_keys[0], self.right_keys[0]
+        if not isinstance(key, ColumnRef) or not kernels.supports_join_key(build_key.type.to_arrow()) \
+                or pa.types.is_decimal(build_key.type.to_arrow()):
+            return None
+        scan = _scan_of(self.left, key.id)
+        return (scan, key.id) if scan is not None else None
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         right = collect(self.right, partition, ctx)
         if right.num_rows == 0 and self.kind in ("inner", "semi"):
             return
+        right, right_names = _with_keys(right, self.right_keys, "__rk", ctx)
+        table = self._push_bloom_filter(right, right_names, ctx)
         left = collect(self.left, partition, ctx)
         if left.num_rows == 0:
             return
         left, left_names = _with_keys(left, self.left_keys, "__lk", ctx)
-        right, right_names = _with_keys(right, self.right_keys, "__rk", ctx)
+        left_keys, right_keys, cast = _comparable(left, left_names, right, right_names)
+        if cast:
+            table = None       # built before the keys were cast to one type
         out_names = [f.id for f in self.fields]
         kind = self.kind
 
-        if kind == "anti_null_aware":
-            yield from table_to_batches(self._not_in(left, right, left_names, right_names).select(out_names))
-            return
-        if self.residual is None:
-            yield from table_to_batches(_acero_join(left, right, left_names, right_names, kind).select(out_names))
-            return
-        if kind in ("semi", "anti"):
+        if kind in ("semi", "anti") and self.residual is not None:
             inequality = _column_inequality(self.residual, left.schema.names, right.schema.names)
             if inequality is not None:
-                yield from table_to_batches(self._semi_anti_inequality(
-                    left, right, left_names, right_names, *inequality).select(out_names))
+                yield from _batches(self._semi_anti_inequality(
+                    left, right, left_keys, right_keys, *inequality).select(out_names))
                 return
-        # residual: inner-join on the keys, filter, then derive outer / semi / anti from matched row ids
-        left = left.append_column(_ROW_ID, pa.array(np.arange(left.num_rows, dtype=np.int64)))
-        pairs = left.join(right, keys=left_names, right_keys=right_names, join_type="inner",
-                          coalesce_keys=False, use_threads=False)
-        pairs = _filter_table(pairs, self.residual, ctx)
-        if kind == "inner":
-            yield from table_to_batches(pairs.select(out_names))
+        swap = self.residual is None and kind != "anti_null_aware" and \
+            right.num_rows > _SWAP_RATIO * left.num_rows
+        if swap:
+            yield from self._build_left(left, right, left_keys, right_keys, out_names)
             return
-        matched = pc.unique(pairs.column(_ROW_ID))
-        hit = pc.is_in(left.column(_ROW_ID), value_set=matched)
-        if kind == "semi":
-            yield from table_to_batches(left.filter(hit).select(out_names))
-        elif kind == "anti":
-            yield from table_to_batches(left.filter(pc.invert(hit)).select(out_names))
-        elif kind == "left":
-            unmatched = left.filter(pc.invert(hit))
-            right_fields = [f for f in self.fields if f.id not in left.schema.names]
-            pad = {f.id: pa.nulls(unmatched.num_rows, f.type.to_arrow()) for f in right_fields}
-            padded = pa.table({**{n: unmatched.column(n) for n in out_names if n in unmatched.schema.names}, **pad})
-            yield from table_to_batches(pairs.select(out_names))
-            yield from table_to_batches(padded.select(out_names).cast(pairs.select(out_names).schema))
+        if table is None:
+            table = kernels.JoinTable(right_keys)
+        ids = table.lookup(left_keys)
+        if kind == "anti_null_aware":
+            yield from _batches(left.take(table.anti(ids, null_aware=True)).select(out_names))
+            return
+        if self.residual is None:
+            if kind == "semi":
+                yield from _batches(_take(left, out_names, table.semi(ids)))
+            elif kind == "anti":
+                yield from _batches(_take(left, out_names, table.anti(ids)))
+            else:
+                for p, b in table.pairs(ids, outer=kind == "left"):
+                    yield _gather(left, right, out_names, p, b, self.schema)
+            return
+        yield from self._with_residual(left, right, table, ids, out_names, ctx)
 
-    def _semi_anti_inequality(self, left: pa.Table, right: pa.Table, left_names, right_names,
+    def _push_bloom_filter(self, right: pa.Table, right_names, ctx: TaskContext):
+        """Build the join table now and hand its Bloom filter to the probe side's scan, when that
+        can drop rows; returns the table (None when nothing was built)."""
+        target = self._bloom_target()
+        if target is None or right.num_rows == 0:
+            return None
+        table = kernels.JoinTable([right.column(n) for n in right_names])
+        if table.num_keys > BLOOM_MAX_KEYS:
+            return table
+        bloom = table.bloom()
+        if bloom is not None:
+            scan, column = target
+            ctx.runtime_filters.setdefault(id(scan), {})[id(self)] = (column, bloom)
+        return table
+
+    def _build_left(self, left, right, left_keys, right_keys, out_names) -> Iterator[pa.RecordBatch]:
+        """No residual, the left input much smaller: hash the left keys, probe with the right."""
+        table = kernels.JoinTable(left_keys)
+        ids = table.lookup(right_keys)
+        if self.kind in ("semi", "anti"):
+            hits = table.build_hits(ids)
+            yield from _batches(_take(left, out_names, np.flatnonzero(hits if self.kind == "semi" else ~hits)))
+            return
+        for r, l in table.pairs(ids):
+            yield _gather(left, right, out_names, l, r, self.schema)
+        if self.kind == "left":
+            unmatched = np.flatnonzero(~table.build_hits(ids))
+            if len(unmatched):
+                yield _gather(left, right, out_names, unmatched, np.full(len(unmatched), -1, np.int64), self.schema)
+
+    def _with_residual(self, left, right, table, ids, out_names, ctx) -> Iterator[pa.RecordBatch]:
+        """Key-matched pairs filtered by the residual; outer / semi / anti from the probe rows that
+        kept a pair."""
+        kind = self.kind
+        available = set(left.schema.names) | set(right.schema.names)
+        needed = sorted((set(out_names) | self.residual.column_ids()) & available)
+        matched = np.zeros(left.num_rows, dtype=bool) if kind != "inner" else None
+        for p, b in table.pairs(ids):
+            pairs = _gather(left, right, needed, p, b, None)
+            keep = evaluate_predicate(self.residual, pairs, ctx.params)
+            if kind == "inner":
+                kept = pairs.filter(keep)
+                if kept.num_rows:
+                    yield kept.select(out_names)
+                continue
+            keep = keep.fill_null(False).to_numpy(zero_copy_only=False)
+            matched[p[keep]] = True
+            if kind == "left" and keep.any():
+                yield pairs.filter(pa.array(keep)).select(out_names)
+        if kind == "semi":
+            yield from _batches(_take(left, out_names, np.flatnonzero(matched)))
+        elif kind == "anti":
+            yield from _batches(_take(left, out_names, np.flatnonzero(~matched)))
+        elif kind == "left":
+            unmatched = np.flatnonzero(~matched)
+            if len(unmatched):
+                yield _gather(left, right, out_names, unmatched, np.full(len(unmatched), -1, np.int64), self.schema)
+
+    def _semi_anti_inequality(self, left: pa.Table, right: pa.Table, left_keys, right_keys,
                               left_column: str, right_column: str) -> pa.Table:
         """Semi/anti join whose residual is ``left_column <> right_column`` (TPC-H Q21's "another
         supplier of the same order"), without materializing the key-matched pairs.
@@ -103,35 +182,50 @@ class HashJoinExec(PhysicalOperator):
         with that key has non-null values whose MIN or MAX differs from the left value. So the build
         side shrinks to one row per key (MIN, MAX) and the join becomes a one-to-one lookup.
         """
-        if len(right_names) == 1 and right.num_rows > 4 * left.num_rows:
+        names = [f"__rk{i}" for i in range(len(right_keys))]
+        right = pa.table({**dict(zip(names, right_keys)), right_column: right.column(right_column)})
+        if len(names) == 1 and right.num_rows > 4 * left.num_rows:
             # Only keys the probe side has matter: drop the other build rows before grouping them.
-            wanted = pc.unique(left.column(left_names[0]).combine_chunks())
-            right = right.filter(pc.is_in(right.column(right_names[0]), value_set=wanted))
-        groups = right.group_by(right_names, use_threads=False).aggregate(
+            probe = kernels.JoinTable(left_keys)
+            right = right.filter(pa.array(probe.lookup([right.column(names[0])]) >= 0))
+        groups = right.group_by(names, use_threads=False).aggregate(
             [(right_column, "min"), (right_column, "max")])
-        lo, hi = f"{right_column}_min", f"{right_column}_max"
-        left = left.append_column(_ROW_ID, pa.array(np.arange(left.num_rows, dtype=np.int64)))
-        probe = left.select(left_names + [left_column, _ROW_ID])
-        joined = probe.join(groups, keys=left_names, right_keys=right_names, join_type="inner",
-                            coalesce_keys=False, use_threads=False)
-        value = joined.column(left_column)
-        differs = pc.or_(pc.not_equal(joined.column(lo), value), pc.not_equal(joined.column(hi), value))
-        matched = joined.column(_ROW_ID).filter(differs.fill_null(False))
+        table = kernels.JoinTable([groups.column(n) for n in names])
+        ids = table.lookup(left_keys)
+        found = np.flatnonzero(ids >= 0)
+        value = left.column(left_column).take(found)
+        group = pa.array(table.first_rows[ids[found]])
+        lo = groups.column(f"{right_column}_min").take(group)
+        hi = groups.column(f"{right_column}_max").take(group)
+        differs = pc.or_(pc.not_equal(lo, value), pc.not_equal(hi, value)).fill_null(False)
         hit = np.zeros(left.num_rows, dtype=bool)
-        hit[matched.to_numpy()] = True
+        hit[found[differs.to_numpy(zero_copy_only=False)]] = True
         return left.filter(pa.array(hit if self.kind == "semi" else ~hit))
 
-    def _not_in(self, left: pa.Table, right: pa.Table, left_names, right_names) -> pa.Table:
-        """NOT IN: no row survives if the subquery returned a NULL; a NULL probe survives only an empty set."""
-        if right.num_rows == 0:
-            return left
-        if any(right.column(n).null_count for n in right_names):
-            return left.slice(0, 0)
-        result = left.join(right, keys=left_names, right_keys=right_names, join_type="left anti",
-                           coalesce_keys=False, use_threads=False)
-        for n in left_names:
-            result = result.filter(pc.is_valid(result.column(n)))
-        return result
+
+def _scan_of(op: PhysicalOperator, column: str):
+    """The ScanExec producing ``column`` below ``op`` in the same stage, where dropping a row whose
+    ``column`` value has no match cannot change the join above: through filters, pass-through
+    projections and inner joins (either side) or the probe side of semi / anti / left joins."""
+    from engine.exec.operators.filter import FilterExec
+    from engine.exec.operators.project import ProjectExec
+    from engine.exec.operators.scan import ScanExec
+
+    if isinstance(op, ScanExec):
+        return op if any(f.id == column for f in op.fields) else None
+    if isinstance(op, FilterExec):
+        return _scan_of(op.input, column)
+    if isinstance(op, ProjectExec):
+        for f, e in op.exprs:
+            if f.id == column:
+                return _scan_of(op.input, e.id) if isinstance(e, ColumnRef) else None
+        return None
+    if isinstance(op, HashJoinExec):
+        sides = (op.left, op.right) if op.kind == "inner" else (op.left,)
+        for side in sides:
+            if any(f.id == column for f in side.fields):
+                return _scan_of(side, column)
+    return None
 
 
 def _with_keys(table: pa.Table, keys: tuple[Expr, ...], prefix: str, ctx: TaskContext):
@@ -150,11 +244,72 @@ def _with_keys(table: pa.Table, keys: tuple[Expr, ...], prefix: str, ctx: TaskCo
     return table, names
 
 
-def _filter_table(table: pa.Table, predicate: Expr, ctx: TaskContext) -> pa.Table:
-    if table.num_rows == 0:
-        return table
-    batch = table.combine_chunks().to_batches()[0]
-    return table.filter(evaluate_predicate(predicate, batch, ctx.params))
+def _comparable(left: pa.Table, left_names, right: pa.Table, right_names):
+    """The key columns of both sides, cast where their types differ beyond what the kernel compares
+    (decimals of different scales, an integer against a decimal, ...): to the type Arrow unifies
+    them to; and whether any was cast."""
+    lk, rk = [left.column(n) for n in left_names], [right.column(n) for n in right_names]
+    cast = False
+    for i, (a, b) in enumerate(zip(lk, rk)):
+        ta, tb = a.type, b.type
+        if ta == tb or (pa.types.is_integer(ta) and pa.types.is_integer(tb)):
+            continue
+        if _string_like(ta) and _string_like(tb):
+            continue
+        common = _common_type(ta, tb)
+        lk[i], rk[i] = a.cast(common), b.cast(common)
+        cast = True
+    return lk, rk, cast
+
+
+def _string_like(t) -> bool:
+    t = t.value_type if pa.types.is_dictionary(t) else t
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    a = a.value_type if pa.types.is_dictionary(a) else a
+    b = b.value_type if pa.types.is_dictionary(b) else b
+    if a == b:
+        return a
+    if pa.types.is_decimal(a) or pa.types.is_decimal(b):
+        da = a if pa.types.is_decimal(a) else pa.decimal128(20, 0)
+        db = b if pa.types.is_decimal(b) else pa.decimal128(20, 0)
+        scale = max(da.scale, db.scale)
+        return pa.decimal128(min(38, max(da.precision - da.scale, db.precision - db.scale) + scale), scale)
+    return pa.unify_schemas([pa.schema([pa.field("k", a)]), pa.schema([pa.field("k", b)])],
+                            promote_options="permissive").field("k").type
+
+
+def _take(table: pa.Table, names, indices: np.ndarray) -> pa.Table:
+    return table.select(names).take(pa.array(indices, type=pa.int64()))
+
+
+def _gather(left: pa.Table, right: pa.Table, names, probe: np.ndarray, build: np.ndarray,
+            schema: Optional[pa.Schema]) -> pa.RecordBatch:
+    """One batch of ``names`` from the pairs (left row ``probe[k]``, right row ``build[k]``); a build
+    row of -1 gives NULLs (left outer join)."""
+    left_idx = pa.array(probe, type=pa.int64())
+    missing = build < 0
+    right_idx = pa.array(build, type=pa.int64(), mask=missing) if missing.any() else pa.array(build, type=pa.int64())
+    left_names = set(left.schema.names)
+    columns = []
+    for name in names:
+        if name in left_names:
+            column = left.column(name).take(left_idx)
+        else:
+            column = right.column(name).take(right_idx)
+        columns.append(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    if schema is not None:
+        columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema)]
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+    return pa.RecordBatch.from_arrays(columns, names=list(names))
+
+
+def _batches(table: pa.Table, max_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
+    for batch in table.to_batches(max_chunksize=max_rows):
+        if batch.num_rows:
+            yield batch
 
 
 def _column_inequality(residual: Expr, left_names, right_names) -> Optional[tuple[str, str]]:
@@ -170,12 +325,3 @@ def _column_inequality(residual: Expr, left_names, right_names) -> Optional[tupl
     if b.id in left_names and a.id in right_names:
         return b.id, a.id
     return None
-
-
-def _acero_join(left: pa.Table, right: pa.Table, left_names, right_names, kind: str) -> pa.Table:
-    """``left <kind> right`` on the key columns, building the hash table on the smaller input."""
-    if right.num_rows > 2 * left.num_rows:
-        return right.join(left, keys=right_names, right_keys=left_names, join_type=_SWAPPED_KIND[kind],
-                          coalesce_keys=False, use_threads=False)
-    return left.join(right, keys=left_names, right_keys=right_names, join_type=_ACERO_KIND[kind],
-                     coalesce_keys=False, use_threads=False)

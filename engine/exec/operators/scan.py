@@ -5,11 +5,17 @@ from typing import Iterator, Optional
 
 import pyarrow as pa
 
-from engine.exec.kernel_filters import KernelFilter
+import kernels
+from engine.exec.kernel_filters import KernelFilter, _filter_encoded
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.plan.expressions import Expr, and_all
 from engine.plan.logical import Field
 from engine.storage.columnstore.encoding import decode_batch
+
+# A runtime join filter is dropped by a scan once it has seen this many rows and kept more than
+# RUNTIME_FILTER_MAX_KEPT of them: past that, hashing every row costs more than the rows it saves.
+RUNTIME_FILTER_TRIAL_ROWS = 1 << 16
+RUNTIME_FILTER_MAX_KEPT = 0.5
 
 
 @dataclass(frozen=True)
@@ -36,12 +42,45 @@ class ScanExec(PhysicalOperator):
         bounds = _storage_bounds(predicate, dict(zip(ids, self.column_names))) if predicate else None
         # Columns come as stored (run-end / dictionary encoded): the kernel conjuncts compare them
         # encoded and only the surviving rows are decoded. Every batch leaving the scan is plain.
+        # Runtime join filters (Bloom filters from hash joins above): applied first, on the stored
+        # (encoded) key column, so the rows they drop are never decoded.
+        runtime = [_RuntimeFilter(column, bloom) for column, bloom in
+                   ctx.runtime_filters.get(id(self), {}).values()]
         for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows,
                               bounds, encoded=True):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
+            for f in runtime:
+                batch = f.apply(batch)
+            if not batch.num_rows:
+                continue
             batch = predicate.apply(batch, ctx.params) if predicate is not None else decode_batch(batch)
             if batch.num_rows:
                 yield batch
+        if ctx.profile is not None:
+            for f in runtime:
+                ctx.profile.runtime_filter(self, f.rows_in, f.rows_kept)
+
+
+class _RuntimeFilter:
+    """One runtime join filter of one scan run, switched off when it does not drop enough rows."""
+
+    def __init__(self, column: str, bloom):
+        self.column, self.bloom = column, bloom
+        self.rows_in = self.rows_kept = 0
+        self.active = True
+
+    def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if not self.active or not batch.num_rows:
+            return batch
+        mask = self.bloom.might_contain(batch.column(self.column))
+        kept = kernels.count_true(mask)
+        self.rows_in += batch.num_rows
+        self.rows_kept += kept
+        if self.rows_in >= RUNTIME_FILTER_TRIAL_ROWS and self.rows_kept > RUNTIME_FILTER_MAX_KEPT * self.rows_in:
+            self.active = False
+        if kept == batch.num_rows:
+            return batch
+        return _filter_encoded(batch, kernels.selection(mask))
 
 
 def _storage_bounds(predicate: KernelFilter, names: dict[str, str]) -> list[tuple[str, str, object]]:
