@@ -196,12 +196,29 @@ def bind_placeholders(tree: exp.Expression, values: list[Any]) -> exp.Expression
     if not values:
         return tree
 
-    def replace(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Placeholder) and str(node.this or "").startswith(PLACEHOLDER_PREFIX):
-            return to_literal_node(values[int(str(node.this)[len(PLACEHOLDER_PREFIX):])])
-        return node
+    placeholders = [node for node in tree.find_all(exp.Placeholder)
+                    if str(node.this or "").startswith(PLACEHOLDER_PREFIX)]
+    for node in placeholders:
+        literal = to_literal_node(values[int(str(node.this)[len(PLACEHOLDER_PREFIX):])])
+        if node is tree:
+            return literal
+        _replace_child(node, literal)
+    return tree
 
-    return tree.transform(replace, copy=False)
+
+def _replace_child(node: exp.Expression, new: exp.Expression) -> None:
+    """``node.replace(new)`` in constant time: sqlglot's ``set`` re-parents every sibling in a list,
+    which makes binding the 904 values of an IN list quadratic."""
+    parent, key, index = node.parent, node.arg_key, node.index
+    if index is None or not isinstance(parent.args.get(key), list):
+        node.replace(new)
+        return
+    parent.args[key][index] = new
+    new.parent, new.arg_key, new.index = parent, key, index
+    ancestor = parent
+    while ancestor is not None:          # cached hashes of the enclosing nodes are stale now
+        ancestor._hash = None
+        ancestor = ancestor.parent
 
 
 def to_literal_node(value: Any) -> exp.Expression:

@@ -116,11 +116,14 @@ class PlanTemplate:
     slots: tuple[tuple[tuple, int, Optional[int]], ...]
 
     def bind(self, values: list):
-        runnable = (self.planned.init_plans, self.planned.stages)
+        changes: dict = {}         # a trie of the slots' paths: every copied node is copied once
         for path, index, exponent in self.slots:
             value = values[index]
-            runnable = _set(runnable, path, value if exponent is None else _as_decimal(value, exponent))
-        init_plans, stages = runnable
+            node = changes
+            for step in path[:-1]:
+                node = node.setdefault(step, {})
+            node[path[-1]] = _Value(value if exponent is None else _as_decimal(value, exponent))
+        init_plans, stages = _set_all((self.planned.init_plans, self.planned.stages), changes)
         return dataclasses.replace(self.planned, init_plans=init_plans, stages=stages)
 
 
@@ -130,10 +133,14 @@ def make_template(first, second, values: list, others: list) -> Optional[PlanTem
     differences: list[tuple[tuple, Any, Any]] = []
     if not _diff((first.init_plans, first.stages), (second.init_plans, second.stages), (), differences):
         return None
+    by_pair: dict[tuple, list[int]] = {}        # (value, other) -> the parameters they are
+    for i, (v, w) in enumerate(zip(values, others)):
+        by_pair.setdefault((type(v), v, type(w), w), []).append(i)
     slots = []
     for path, a, b in differences:
-        matches = [i for i, (v, w) in enumerate(zip(values, others))
-                   if _holds(a, v) and _holds(b, w) and type(v) is type(w)]
+        matches = [i for i in by_pair.get((type(a), a, type(b), b), ()) if _holds(a, values[i])]
+        if type(a) is type(b) is decimal.Decimal and a == a.to_integral_value() and b == b.to_integral_value():
+            matches += by_pair.get((int, int(a), int, int(b)), [])     # an integer held as a Decimal
         if len(matches) != 1:
             return None
         index = matches[0]
@@ -183,16 +190,23 @@ def _diff(a, b, path: tuple, out: list) -> bool:
         return False
 
 
-def _set(obj, path: tuple, value):
-    if not path:
-        return value
-    head, rest = path[0], path[1:]
-    if isinstance(obj, tuple):
-        return obj[:head] + (_set(obj[head], rest, value),) + obj[head + 1:]
-    if isinstance(obj, list):
-        return obj[:head] + [_set(obj[head], rest, value)] + obj[head + 1:]
+@dataclasses.dataclass(frozen=True)
+class _Value:
+    value: Any
+
+
+def _set_all(obj, changes: dict):
+    """``obj`` with the leaves of the trie ``changes`` (step -> sub-trie or _Value) put in place."""
+    if isinstance(obj, (tuple, list)):
+        items = list(obj)
+        for step, change in changes.items():
+            items[step] = change.value if isinstance(change, _Value) else _set_all(items[step], change)
+        return tuple(items) if isinstance(obj, tuple) else items
     if isinstance(obj, dict):
-        return {**obj, head: _set(obj[head], rest, value)}
-    new = copy.copy(obj)             # frozen dataclasses: a shallow copy with one field replaced
-    object.__setattr__(new, head, _set(getattr(obj, head), rest, value))
+        return {**obj, **{step: change.value if isinstance(change, _Value) else _set_all(obj[step], change)
+                          for step, change in changes.items()}}
+    new = copy.copy(obj)             # frozen dataclasses: a shallow copy with the fields replaced
+    for step, change in changes.items():
+        object.__setattr__(new, step, change.value if isinstance(change, _Value)
+                           else _set_all(getattr(obj, step), change))
     return new
