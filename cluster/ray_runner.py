@@ -114,6 +114,7 @@ class RayRunner(Runner):
         self.max_restarts = max_restarts
         self.transport_options = {"compression": compression, "throttle_bytes_per_s": throttle_bytes_per_s}
         self.last_profile: list[dict] = []
+        self.retries = 0                        # queries that succeeded on a retry after a leaf died
         self.aggregator = Leaf(-1, ())          # runs the once-only stages that read no table
         self._write_lock = threading.Lock()
         self._keyless_cursor: dict[int, int] = {}
@@ -364,24 +365,78 @@ class RayRunner(Runner):
 
     # -- queries ----------------------------------------------------------------------------------
     def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
+        """Run one query's stages. A query is read-only (a write's rows go through ``_write`` after it),
+        so when a leaf dies under it and its partitions are durable, its failed tasks are retried
+        once on the restarted leaf: the tasks that had completed keep their outputs (objects in the
+        store, owned by this driver), the dead leaf's tasks and the ones that consumed their outputs run
+        again. In memory the restarted leaf has lost its partitions, so the error stays."""
         if self._closed:
             raise CanopyInternalError("the runner has been shut down")
         if profile is not None:    # leaf tasks would have to return their TaskProfile beside the batches
             raise UnsupportedError("EXPLAIN ANALYZE / PROFILE runs on the embedded runner only for now")
-        query_id = uuid.uuid4().hex
         deadline = statement_deadline.get()
-        submitted: list = []
-        meta_refs: list = []
-        try:
-            table = self._run(query_id, stages, tuple(params), submitted, meta_refs, deadline)
-            self.last_profile = self._get(meta_refs, deadline=deadline)
-            return table
-        except BaseException:
-            # Ctrl-C, statement_timeout, a leaf's error or death: stop the query's other tasks too
-            self.cancel(query_id, submitted)
-            raise
+        done: dict = {}
+        for attempt in range(2):
+            query = _Query(uuid.uuid4().hex, deadline, reuse=done)
+            try:
+                table = self._run(query, stages, tuple(params))
+                self.last_profile = self._get(query.meta_refs, deadline=deadline)
+                self.retries += attempt
+                return table
+            except _LeafDied as error:
+                if self._data is None or attempt:
+                    self.cancel(query.query_id, query.submitted)
+                    if attempt:
+                        raise ExecutionError(f"{error} (the query was already retried once after leaf "
+                                             f"{error.leaf} restarted)") from None
+                    raise
+                # the other leaves' tasks run on: what they complete is not done again
+                settled = self._settle(query, deadline)
+                done = self._completed(query.tasks)
+                if not settled:
+                    self.cancel(query.query_id, query.submitted)
+                self._wait_alive(error.leaf, deadline, error)
+            except BaseException:
+                # Ctrl-C, statement_timeout, a leaf's error: stop the query's other tasks too
+                self.cancel(query.query_id, query.submitted)
+                raise
+        raise CanopyInternalError("unreachable")
 
-    def _run(self, query_id, stages, params, submitted, meta_refs, deadline: Optional[Deadline]) -> pa.Table:
+    def _settle(self, query: "_Query", deadline: Optional[Deadline], limit_s: float = 60.0) -> bool:
+        """Wait until every task of a failed attempt has ended (at most ``limit_s`` and the deadline)."""
+        refs = [out[0] for _, out in query.submitted]
+        remaining = deadline.remaining() if deadline is not None else None
+        _, pending = ray.wait(refs, num_returns=len(refs), timeout=limit_s if remaining is None else min(limit_s, remaining))
+        return not pending
+
+    def _completed(self, tasks: dict) -> dict:
+        """The tasks of a failed attempt that completed: (stage id, task) -> their output refs."""
+        done = {}
+        for key, out in tasks.items():
+            try:
+                ray.get(out[0], timeout=0)
+            except (rex.RayError, rex.GetTimeoutError):
+                continue
+            done[key] = out
+        return done
+
+    def _wait_alive(self, leaf: int, deadline: Optional[Deadline], error: Exception, timeout: float = 60.0) -> None:
+        """Wait until Ray has restarted ``leaf`` (its constructor reopened its durable partitions)."""
+        until = time.monotonic() + (timeout if deadline is None or deadline.timeout_ms is None
+                                    else min(timeout, deadline.remaining()))
+        while True:
+            try:
+                ray.get(self.leaves[leaf].ping.remote(), timeout=max(0.1, until - time.monotonic()))
+                return
+            except (rex.RayError, rex.GetTimeoutError):
+                if time.monotonic() >= until:
+                    if deadline is not None and deadline.expired():
+                        raise deadline.error() from None
+                    raise error from None
+                time.sleep(0.1)
+
+    def _run(self, query: "_Query", stages: Sequence[StageSpec], params: tuple) -> pa.Table:
+        deadline = query.deadline
         # outputs[stage_id] = (exchange kind, payload refs per destination)
         outputs: dict[int, tuple[str, list[list]]] = {}
 
@@ -427,10 +482,14 @@ class RayRunner(Runner):
             for task in tasks:
                 leaf = self.leaves[task if spec.parallel else 0]
                 layout, refs = inputs_of(spec, task)
-                out = leaf.run_task.options(num_returns=1 + destinations).remote(
-                    query_id, stage_ref, task, self.num_partitions, params, output, layout, *refs)
-                submitted.append((leaf, out))
-                meta_refs.append(out[0])
+                out = query.reuse.get((spec.stage_id, task)) if not any(r in query.rerun for r in refs) else None
+                if out is None:
+                    out = leaf.run_task.options(num_returns=1 + destinations).remote(
+                        query.query_id, stage_ref, task, self.num_partitions, params, output, layout, *refs)
+                    query.submitted.append((leaf, out))
+                    query.rerun.update(out)
+                query.tasks[(spec.stage_id, task)] = out
+                query.meta_refs.append(out[0])
                 for d in range(destinations):
                     per_destination[d].append(out[1 + d])
             if kind is None:                # a final stage that reads reference tables ran on leaf 0
@@ -485,12 +544,12 @@ class RayRunner(Runner):
             leaf = self._leaf_by_actor.get(actor_id if isinstance(actor_id, str) else getattr(actor_id, "hex", lambda: "")())
             who = f"leaf {leaf} ({self.name}-leaf-{leaf})" if leaf is not None else "a leaf"
             if self._data is not None:
-                return ExecutionError(
-                    f"{who} died during the query; Ray restarts it (max_restarts={self.max_restarts}) and "
-                    f"it recovers its partitions from {self._data.path}: retry the query")
-            return ExecutionError(
-                f"{who} died during the query; Ray restarts it (max_restarts={self.max_restarts}), but its "
-                f"in-memory partitions are lost: drop and reload the tables it held")
+                message = (f"{who} died during the query; Ray restarts it (max_restarts={self.max_restarts}) and "
+                           f"it recovers its partitions from {self._data.path}: retry the query")
+            else:
+                message = (f"{who} died during the query; Ray restarts it (max_restarts={self.max_restarts}), but "
+                           f"its in-memory partitions are lost: drop and reload the tables it held")
+            return _LeafDied(message, leaf) if leaf is not None else ExecutionError(message)
         if isinstance(error, (rex.ObjectLostError, rex.OwnerDiedError)):
             return ExecutionError(f"exchange data of the query was lost (a leaf or node died): {_first_line(str(error))}")
         if isinstance(error, rex.GetTimeoutError):
@@ -538,6 +597,26 @@ class RayRunner(Runner):
         if self._data is not None:
             self._data.close()
             self._data = None
+
+
+class _LeafDied(ExecutionError):
+    """A leaf actor died under a query (``leaf``: its index); Ray restarts it."""
+
+    def __init__(self, message: str, leaf: int):
+        super().__init__(message)
+        self.leaf = leaf
+
+
+@dataclasses.dataclass
+class _Query:
+    """One attempt at running a query's stages."""
+    query_id: str
+    deadline: Optional[Deadline]
+    reuse: dict                                     # (stage id, task) -> outputs of a previous attempt
+    submitted: list = dataclasses.field(default_factory=list)      # (leaf, output refs) sent this attempt
+    meta_refs: list = dataclasses.field(default_factory=list)      # each task's meta, in stage order
+    tasks: dict = dataclasses.field(default_factory=dict)          # (stage id, task) -> output refs
+    rerun: set = dataclasses.field(default_factory=set)            # refs made by this attempt
 
 
 def _kill(actors) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 import uuid
 from decimal import Decimal
@@ -114,6 +115,34 @@ def test_a_leaf_restarted_between_prepare_and_commit_applies_the_statement_from_
     con.execute("INSERT INTO t VALUES " + ", ".join(f"({i}, 2)" for i in range(4000, 4040)))
     monkeypatch.undo()
     assert _totals(con) == [(before[0][0] + 40, before[0][1] + 80)]
+
+
+def test_a_leaf_killed_mid_query_is_retried_on_its_restarted_process(ray_session, tmp_path):
+    """SIGKILL a durable leaf while a query runs (every leaf task waits 1 s first, so the query is
+    surely running): the read-only query is retried once on the restarted leaf, which reopened its
+    partitions, and returns the right answer; or, if the restart outlasts the retry, fails naming the
+    leaf. Either way the next query works."""
+    con = engine.connect(cluster="ray", data_dir=str(tmp_path), debug_task_delay_s=1.0, **SMALL)
+    try:
+        runner = con.session.runner
+        con.execute("CREATE TABLE m (k INT, v INT, SHARD KEY (k))")
+        con.execute("INSERT INTO m VALUES " + ", ".join(f"({i}, {i % 7})" for i in range(700)))
+        query = "SELECT v, COUNT(*), SUM(k) FROM m GROUP BY v ORDER BY v"
+        expected = [(v, 100, Decimal(sum(range(v, 700, 7)))) for v in range(7)]
+        assert con.execute(query).fetchall() == expected
+        victim = runner.leaf_info()[1]
+        threading.Timer(0.3, os.kill, (victim["pid"], signal.SIGKILL)).start()
+        try:
+            assert con.execute(query).fetchall() == expected
+            assert runner.retries == 1
+        except engine.OperationalError as error:
+            assert "leaf 1" in str(error) and "died during the query" in str(error)
+        assert _wait_restarted(runner, 1)["pid"] != victim["pid"]
+        assert con.execute(query).fetchall() == expected
+        con.execute("INSERT INTO m VALUES (700, 0)")        # writes go on (never retried themselves)
+        assert con.execute("SELECT COUNT(*) FROM m").fetchall() == [(701,)]
+    finally:
+        con.close()
 
 
 def test_a_new_driver_on_the_data_dir_sees_the_tables(durable):
