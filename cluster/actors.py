@@ -22,6 +22,7 @@ module imports without Ray.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import threading
@@ -38,6 +39,7 @@ from cluster import transport
 from cluster.leaf import Leaf, LeafStorage
 from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.operators.base import Deadline
+from engine.exec.profile import TaskProfile
 from engine.exec.stages import decode_stage
 from engine.storage.columnstore.commit import COMMIT_MAGIC, FLOOR_MAGIC, Committer
 from engine.storage.columnstore.wal import read_records
@@ -248,7 +250,9 @@ class LeafActor:
 
         ``output``: ``kind`` (gather | broadcast | repartition | None for a final stage run here),
         ``keys``, ``destinations`` and ``partitions_per_leaf`` (a repartitioned row goes to the leaf of
-        its partition, ``partition // partitions_per_leaf``), plus the transport options.
+        its partition, ``partition // partitions_per_leaf``), plus the transport options; ``deadline``:
+        (statement_timeout ms, seconds left) or absent; ``profile``: count each operator's output
+        (EXPLAIN ANALYZE) into the meta's ``operators``.
         """
         started = time.perf_counter()
         self.tasks_running += 1
@@ -277,14 +281,17 @@ class LeafActor:
             for payload in payloads[position:position + count]:
                 inputs.setdefault(stage_id, []).extend(transport.decode(payload))
             position += count
+        profile = TaskProfile(stage.stage_id, stage.root) if output.get("profile") else None
         try:
             deadline.check()
-            batches = self.leaf.task_batches(stage, task, num_partitions, params, inputs, deadline=deadline)
+            batches = self.leaf.task_batches(stage, task, num_partitions, params, inputs, profile, deadline)
             sent, counters = route(batches, stage.root.schema, output, deadline.check)
         except CanopyInternalError as error:
             raise self._lost(error) from None
-        meta = {"leaf": self.leaf.leaf_id, "stage": stage.stage_id, "task": task,
+        meta = {"leaf": self.leaf.leaf_id, "stage": stage.stage_id, "task": task, "kind": output["kind"],
                 "seconds": time.perf_counter() - started, "links": counters}
+        if profile is not None:             # EXPLAIN ANALYZE: each operator's counters, by path
+            meta["operators"] = {path: dataclasses.asdict(c) for path, c in profile.counters.items()}
         self.tasks_done += 1
         return (meta, *sent)
 

@@ -51,9 +51,10 @@ from cluster import transport
 from cluster.actors import AggregatorActor, DurableLeaf, LeafActor, route
 from cluster.leaf import Leaf
 from engine.catalog import Catalog, TableDef
-from engine.errors import CanopyInternalError, ExecutionError, UnsupportedError
+from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.operators.base import Deadline, PhysicalOperator, conform, statement_deadline
 from engine.exec.operators.exchange import ExchangeSourceExec
+from engine.exec.profile import TaskProfile
 from engine.exec.stages import StageSpec, encode_stage
 from engine.runner import Runner
 from engine.storage.columnstore.datadir import DataDirectory
@@ -372,15 +373,18 @@ class RayRunner(Runner):
         again. In memory the restarted leaf has lost its partitions, so the error stays."""
         if self._closed:
             raise CanopyInternalError("the runner has been shut down")
-        if profile is not None:    # leaf tasks would have to return their TaskProfile beside the batches
-            raise UnsupportedError("EXPLAIN ANALYZE / PROFILE runs on the embedded runner only for now")
         deadline = statement_deadline.get()
         done: dict = {}
         for attempt in range(2):
-            query = _Query(uuid.uuid4().hex, deadline, reuse=done)
+            query = _Query(uuid.uuid4().hex, deadline, reuse=done, profile=profile)
+            if profile is not None:             # a retry counts the whole query again
+                profile.operators.clear()
+                profile.exchanges.clear()
             try:
                 table = self._run(query, stages, tuple(params))
                 self.last_profile = self._get(query.meta_refs, deadline=deadline)
+                if profile is not None:
+                    self._collect_profile(profile, self.last_profile)
                 self.retries += attempt
                 return table
             except _LeafDied as error:
@@ -401,6 +405,14 @@ class RayRunner(Runner):
                 self.cancel(query.query_id, query.submitted)
                 raise
         raise CanopyInternalError("unreachable")
+
+    def _collect_profile(self, profile, metas: list[dict]) -> None:
+        """The leaves' operator counters and link counters into the QueryProfile (EXPLAIN ANALYZE)."""
+        for meta in metas:
+            profile.add_counters(meta["stage"], meta.get("operators", {}))
+            if meta["kind"] is not None:
+                profile.add_links(meta["stage"], meta["links"],
+                                  self.num_leaves if meta["kind"] == "broadcast" else 1)
 
     def _settle(self, query: "_Query", deadline: Optional[Deadline], limit_s: float = 60.0) -> bool:
         """Wait until every task of a failed attempt has ended (at most ``limit_s`` and the deadline)."""
@@ -456,7 +468,8 @@ class RayRunner(Runner):
             kind = spec.output_kind
             destinations = self.num_leaves if kind == "repartition" else 1
             output = {"kind": kind, "keys": spec.output_keys, "destinations": destinations,
-                      "partitions_per_leaf": self.partitions_per_leaf, **self.transport_options}
+                      "partitions_per_leaf": self.partitions_per_leaf, "profile": query.profile is not None,
+                      **self.transport_options}
             if deadline is not None and deadline.timeout_ms is not None:
                 deadline.check()
                 output["deadline"] = (deadline.timeout_ms, deadline.remaining())
@@ -468,11 +481,20 @@ class RayRunner(Runner):
                 for stage_id, count in layout:
                     for payload in itertools.islice(payloads, count):
                         inputs.setdefault(stage_id, []).extend(transport.decode(payload))
+                task_profile = TaskProfile(spec.stage_id, spec.root) if query.profile is not None else None
                 batches = self.aggregator.task_batches(spec, 0, self.num_partitions, params, inputs,
-                                                       deadline=deadline)
+                                                       task_profile, deadline)
                 if kind is None:
-                    return _table(list(batches), spec.root.schema)
-                sent, _ = route(batches, spec.root.schema, output)
+                    table = _table(list(batches), spec.root.schema)
+                else:
+                    sent, links = route(batches, spec.root.schema, output)
+                if task_profile is not None:        # the task has ended
+                    query.profile.add_task(task_profile)
+                    if kind is not None:
+                        query.profile.add_links(spec.stage_id, links,
+                                                self.num_leaves if kind == "broadcast" else 1)
+                if kind is None:
+                    return table
                 outputs[spec.stage_id] = (kind, [[ray.put(payload)] for payload in sent])
                 continue
 
@@ -613,6 +635,7 @@ class _Query:
     query_id: str
     deadline: Optional[Deadline]
     reuse: dict                                     # (stage id, task) -> outputs of a previous attempt
+    profile: object = None                          # a QueryProfile to fill (EXPLAIN ANALYZE)
     submitted: list = dataclasses.field(default_factory=list)      # (leaf, output refs) sent this attempt
     meta_refs: list = dataclasses.field(default_factory=list)      # each task's meta, in stage order
     tasks: dict = dataclasses.field(default_factory=dict)          # (stage id, task) -> output refs

@@ -44,6 +44,21 @@ class OperatorCounters:
 class ExchangeCounters:
     rows: int = 0            # rows the producing stage sent
     bytes_moved: int = 0     # Arrow buffer bytes delivered, summed over destinations (broadcast: × leaves)
+    # Over a transport (the Ray runner), per link (one producing task -> one consuming task):
+    links: int = 0
+    batches: int = 0
+    batches_compressed: int = 0       # sent LZ4-compressed (adaptive: the link's queue was long)
+    bytes_sent: int = 0               # payload bytes, compressed where compressed
+    busiest_rows: int = 0             # the link that sent the most bytes
+    busiest_bytes: int = 0
+
+    def describe(self, size) -> str:
+        """The EXPLAIN ANALYZE text; ``size`` formats a byte count."""
+        text = f"{self.rows:,} rows, {size(self.bytes_moved)} moved"
+        if self.links:
+            text += (f", {size(self.bytes_sent)} sent over {self.links} links, {self.batches_compressed} of "
+                     f"{self.batches} batches LZ4, busiest link {self.busiest_rows:,} rows {size(self.busiest_bytes)}")
+        return text
 
 
 def operator_paths(root) -> dict[int, Path]:
@@ -115,8 +130,28 @@ class QueryProfile:
         self.seconds = 0.0
 
     def add_task(self, task: TaskProfile) -> None:
-        for path, counters in task.counters.items():
-            self.operators.setdefault((task.stage_id, path), OperatorCounters()).merge(counters)
+        self.add_counters(task.stage_id, task.counters)
+
+    def add_counters(self, stage_id: int, counters: dict) -> None:
+        """One task's operator counters, ``{path: OperatorCounters}`` (or their ``asdict`` from a remote
+        leaf)."""
+        for path, c in counters.items():
+            c = c if isinstance(c, OperatorCounters) else OperatorCounters(**c)
+            self.operators.setdefault((stage_id, tuple(path)), OperatorCounters()).merge(c)
+
+    def add_links(self, stage_id: int, links: list, copies: int = 1) -> None:
+        """One producing task's link counters (:class:`cluster.transport.LinkCounters` as dicts), one per
+        destination; ``copies``: how many consumers read each payload (a broadcast: every leaf)."""
+        counters = self.exchanges.setdefault(stage_id, ExchangeCounters())
+        for link in links:
+            counters.links += 1
+            counters.rows += link["rows"]
+            counters.bytes_moved += link["bytes_raw"] * copies
+            counters.batches += link["batches"]
+            counters.batches_compressed += link["batches_compressed"]
+            counters.bytes_sent += link["bytes_sent"] * copies
+            if link["bytes_sent"] > counters.busiest_bytes:
+                counters.busiest_rows, counters.busiest_bytes = link["rows"], link["bytes_sent"]
 
     def add_exchange(self, stage_id: int, routed: dict) -> None:
         """``routed``: consuming task -> the batches it receives (LocalRunner._route_output's shape)."""

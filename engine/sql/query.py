@@ -146,7 +146,7 @@ def _actual(op, name, profile: QueryProfile) -> str:
         moved = profile.exchanges.get(stage_id)
         if moved is None:
             return ""
-        return f"(actual {moved.rows:,} rows, {_bytes(moved.bytes_moved)} moved)"
+        return f"(actual {moved.describe(_bytes)})"
     counters = profile.operators.get((stage_id, path))
     if counters is None:
         return "(actual 0 rows, never ran)"

@@ -42,3 +42,26 @@ def test_exchanges_are_counted_per_link(ray_tpch):
     links = [link for p in profile for link in p["links"]]
     assert sum(link["rows"] for link in links) > 0
     assert all(link["bytes_sent"] >= link["bytes_raw"] for link in links if not link["batches_compressed"])
+
+
+@pytest.mark.parametrize("name", ["q03", "q13"])
+def test_explain_analyze_counts_the_same_rows_as_the_embedded_runner(name, ray_tpch, tpch_canopy_sf001):
+    """Operators' and exchanges' actual rows come from the leaf actors and match the embedded run line
+    by line; exchange lines add the per-link transport counters."""
+    import re
+
+    sql = "EXPLAIN ANALYZE " + dict(QUERIES)[name]
+    ray_lines = [r[0] for r in ray_tpch.execute(sql).fetchall()]
+    local_lines = [r[0] for r in tpch_canopy_sf001.execute(sql).fetchall()]
+    rows = re.compile(r"\(actual ([\d,]+) rows")
+    assert [rows.search(line) and rows.search(line).group(1) for line in ray_lines] == \
+        [rows.search(line) and rows.search(line).group(1) for line in local_lines]
+    exchanges = [line for line in ray_lines if line.lstrip().startswith("Exchange")]
+    assert exchanges
+    link = re.compile(r"moved, [\d.,]+ (B|KiB|MiB) sent over (\d+) links, (\d+) of (\d+) batches LZ4, "
+                      r"busiest link [\d,]+ rows [\d.,]+ (B|KiB|MiB)\)$")
+    for line in exchanges:
+        found = link.search(line)
+        assert found and int(found.group(2)) >= 1 and int(found.group(3)) <= int(found.group(4)), line
+    assert "never ran" not in "\n".join(ray_lines)
+    assert ray_lines[-1].startswith("Execution:")
