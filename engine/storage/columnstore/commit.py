@@ -118,21 +118,40 @@ class Committer:
     """Runs transactions over partition stores. Without a commit log (in-memory tables) a transaction
     is the stores' own append/replace under the exclusive lock, as before there was a columnstore."""
 
-    def __init__(self, log: Optional[CommitLog] = None):
+    def __init__(self, log: Optional[CommitLog] = None, background_merges: bool = False):
         self.log = log
         self.lock = SharedExclusiveLock()
+        self.merger = None
+        if background_merges:
+            from engine.storage.columnstore.merger import BackgroundMerger
+            self.merger = BackgroundMerger(self.lock)
 
     def begin(self) -> "Transaction":
         return Transaction(self)
 
     def maintain(self, stores) -> None:
-        """Flush write buffers past their threshold (and merge small segments) — synchronously, by the
-        statement that crossed it, under the exclusive lock."""
-        due = [s for s in stores if getattr(s, "needs_maintenance", lambda: False)()]
-        if due:
+        """Flush write buffers past their threshold — synchronously, by the statement that crossed
+        it, under the exclusive lock (a flush swaps the WAL); then partitions due for a merge go to
+        the background merger, or are merged here under the same lock without one."""
+        stores = [s for s in stores if hasattr(s, "needs_merge")]
+        flush = [s for s in stores if s.needs_flush()]
+        merge = [] if self.merger is not None else [s for s in stores if s.needs_merge()]
+        if flush or merge:
             with self.lock.exclusive():
-                for store in due:
+                for store in flush:
                     store.flush()
+                if self.merger is None:
+                    for store in stores:
+                        store.merge()
+        if self.merger is not None:
+            due = [s for s in stores if s.needs_merge()]
+            if due:
+                self.merger.submit(due)
+
+    def close(self) -> None:
+        """Stop the background merger (before the stores close)."""
+        if self.merger is not None:
+            self.merger.close()
 
 
 class Transaction:

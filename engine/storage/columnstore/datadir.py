@@ -49,7 +49,7 @@ class DataDirectory:
         self._check_shape(leaves, partitions_per_leaf)
         self.catalog = open_catalog(self.path / "catalog.json")
         self.log = CommitLog(self.path / "commit.log")
-        self.committer = Committer(self.log)
+        self.committer = Committer(self.log, background_merges=True)
 
     def _check_shape(self, leaves: int, partitions_per_leaf: int) -> None:
         path = self.path / "cluster.json"
@@ -86,6 +86,7 @@ class DataDirectory:
                     shutil.rmtree(table_dir, ignore_errors=True)
 
     def close(self) -> None:
+        self.committer.close()
         self.log.close()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)       # releases the flock

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import weakref
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,16 +142,35 @@ def read_deletes(path: Path, rows: int, crc32: int) -> np.ndarray:
 
 class _SegmentFile:
     """The verified memory map of one segment file, shared by the :class:`Segment` objects of
-    successive manifests that name it (a DELETE changes the entry, not the file)."""
+    successive manifests that name it (a DELETE changes the entry, not the file).
+
+    Lifetime: the map closes when the last Segment using it is dropped (the store's current segments,
+    or a scan's snapshot); a file :meth:`retire` d (no manifest names it after a merge or rewrite) is
+    unlinked then too — never under a reader. A crash before that leaves an unnamed file, which
+    opening the partition removes."""
 
     def __init__(self, path: Path, crc32: int):
         self.path, self.crc32 = path, crc32
         self.lock = threading.Lock()
-        self.source: Optional[pa.MemoryMappedFile] = None
+        self._state = {"source": None, "retired": False}
+        weakref.finalize(self, _release_file, path, self._state)
+
+    @property
+    def source(self) -> Optional[pa.MemoryMappedFile]:
+        return self._state["source"]
+
+    def close(self) -> None:
+        """Close the memory map now (a later read maps the file again)."""
+        with self._file.lock:
+            _release_file(self.path, {"source": self._file.source, "retired": False})
+            self._file._state["source"] = None
+
+    def retire(self) -> None:
+        self._state["retired"] = True
 
     def open(self) -> pa.MemoryMappedFile:
         with self.lock:
-            if self.source is None:
+            if self._state["source"] is None:
                 try:
                     crc = crc32_of_file(self.path)
                 except FileNotFoundError:
@@ -158,14 +178,16 @@ class _SegmentFile:
                 if crc != self.crc32:
                     raise StorageCorruptionError(
                         f"segment file {self.path} is corrupt: CRC32 {crc:08x}, manifest says {self.crc32:08x}")
-                self.source = pa.memory_map(str(self.path))
-            return self.source
+                self._state["source"] = pa.memory_map(str(self.path))
+            return self._state["source"]
 
-    def close(self) -> None:
-        with self.lock:
-            if self.source is not None:
-                self.source.close()
-                self.source = None
+
+def _release_file(path: Path, state: dict) -> None:
+    if state["source"] is not None:
+        state["source"].close()
+        state["source"] = None
+    if state["retired"]:
+        path.unlink(missing_ok=True)
 
 
 class Segment:
@@ -274,7 +296,11 @@ class Segment:
         return column
 
     def close(self) -> None:
-        """Release the file (the manifest no longer names it)."""
-        with self._lock:
-            self._runs.clear()
-        self._file.close()
+        """Close the memory map now (a later read maps the file again)."""
+        with self._file.lock:
+            _release_file(self.path, {"source": self._file.source, "retired": False})
+            self._file._state["source"] = None
+
+    def retire(self) -> None:
+        """The manifest no longer names this file: delete it once no snapshot reads it."""
+        self._file.retire()

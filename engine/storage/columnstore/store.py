@@ -17,6 +17,7 @@ files no manifest names.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -45,7 +46,7 @@ class StoreOptions:
     segment_rows: int = 1 << 20       # rows per segment at most
     flush_rows: int = 1 << 17         # the write buffer becomes a segment past this many rows
     chunk_rows: int = 1 << 16         # rows per record batch inside a segment file
-    merge_segments: int = 4           # merge when this many segments are under half of segment_rows
+    merge_segments: int = 4           # merge when this many segments are under half of segment_rows (merger.py)
 
     @classmethod
     def from_options(cls, options: dict) -> "StoreOptions":
@@ -85,6 +86,7 @@ class ColumnstorePartitionStore(PartitionStore):
         self._buffer: tuple[pa.RecordBatch, ...] = ()
         self._buffer_rows = 0
         self._pending_wal: Optional[SyncedAppendFile] = None     # a prepared DELETE's new WAL
+        self._closed = False
         wal_path = self.directory / self._manifest["wal"]
         records, valid = read_records(wal_path, (WAL_MAGIC,))
         for _, csn, payload in records:
@@ -305,8 +307,7 @@ class ColumnstorePartitionStore(PartitionStore):
                 segment.deleted_mask()      # a scan of an older snapshot still reads it: load before unlinking
                 (self.directory / segment.info.deletes).unlink(missing_ok=True)
             if name not in keep:
-                segment.close()         # an open scan keeps its own mapping; unlinking is safe on POSIX
-                (self.directory / name).unlink(missing_ok=True)
+                segment.retire()        # unlinked once no snapshot reads it any more
 
     def _buffer_add(self, batches: list[pa.RecordBatch]) -> None:
         buffer = self._buffer + tuple(batches)
@@ -323,12 +324,6 @@ class ColumnstorePartitionStore(PartitionStore):
         return pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
 
     # -- maintenance (caller holds the committer's exclusive lock) --------------------------------
-    def needs_maintenance(self) -> bool:
-        """The buffer is past its threshold, or enough small segments wait for a merge."""
-        if self._buffer_rows >= self.options.flush_rows:
-            return True
-        return bool(self._merge_candidates(self._segments, force=False))
-
     def _merge_candidates(self, segments, force: bool) -> list[Segment]:
         """Segments a merge rewrites: those under half of ``segment_rows`` live rows (at least
         ``merge_segments`` of them, or two when ``force``), plus those with a quarter of their rows
@@ -341,8 +336,15 @@ class ColumnstorePartitionStore(PartitionStore):
         chosen = {id(s) for s in small + dead}
         return [s for s in segments if id(s) in chosen]
 
+    def needs_flush(self) -> bool:
+        return self._buffer_rows >= self.options.flush_rows
+
+    def needs_merge(self) -> bool:
+        with self._lock:
+            return not self._closed and bool(self._merge_candidates(self._segments, force=False))
+
     def flush(self) -> None:
-        """Write the buffer as segments, start an empty WAL, then merge small segments."""
+        """Write the buffer as segments and start an empty WAL (caller holds the exclusive lock)."""
         with self._lock:
             buffer = self._buffer
         if buffer:
@@ -352,31 +354,59 @@ class ColumnstorePartitionStore(PartitionStore):
                                 segments=self._manifest["segments"] + [i.to_json(self.schema) for i in infos])
                 write_atomic(self.directory / MANIFEST, json.dumps(manifest).encode())
                 self._swap(manifest, buffer=())
-        self.merge()
 
-    def merge(self, force: bool = False) -> int:
+    def merge(self, force: bool = False, commit_lock=None, stop=None) -> int:
         """Rewrite the merge candidates (:meth:`_merge_candidates`) as full segments of their live
-        rows. Returns how many segments were merged."""
+        rows. Returns how many segments were merged (0: none, or the merge was abandoned).
+
+        Called either under the committer's exclusive lock (OPTIMIZE TABLE, a Ray leaf's maintenance)
+        or, by the background merger, with no lock while reading and writing: then ``commit_lock``
+        (the commit lock's shared side) is taken only to install the result, so no DELETE is between
+        prepare and apply, and the merge is abandoned (its files removed) if a candidate changed or
+        left meanwhile (a DELETE marked rows, a TRUNCATE, OPTIMIZE) or the store was closed. Readers
+        are never blocked: they keep the segments of their snapshot, whose files outlive the
+        manifest that stops naming them until the last reader drops them. ``stop()``: abandon early."""
         with self._lock:
+            if self._closed:
+                return 0
             small = self._merge_candidates(self._segments, force)
         if not small:
             return 0
         names = self.schema.names
-        table = pa.Table.from_batches([b for s in small for b in s.batches(names, None)], schema=self.schema)
-        infos = self._write_segments(table)
-        merged = {s.info.file for s in small}
-        with self._lock:
-            manifest = dict(self._manifest, segments=[s for s in self._manifest["segments"] if s["file"] not in merged]
-                            + [i.to_json(self.schema) for i in infos])
-            write_atomic(self.directory / MANIFEST, json.dumps(manifest).encode())
-            self._swap(manifest)
+        batches = []
+        for segment in small:
+            if stop is not None and stop():
+                return 0
+            batches.extend(segment.batches(names, None))
+        infos = self._write_segments(pa.Table.from_batches(batches, schema=self.schema))
+        merged = {s.info.file: s.info.deletes for s in small}
+        with commit_lock() if commit_lock is not None else contextlib.nullcontext():
+            with self._lock:
+                current = {s.info.file: s.info.deletes for s in self._segments}
+                stale = self._closed or any(f not in current or current[f] != d for f, d in merged.items())
+                if not stale:
+                    manifest = dict(self._manifest,
+                                    segments=[s for s in self._manifest["segments"] if s["file"] not in merged]
+                                    + [i.to_json(self.schema) for i in infos])
+                    write_atomic(self.directory / MANIFEST, json.dumps(manifest).encode())
+                    self._swap(manifest)
+        if stale:
+            for info in infos:
+                (self.directory / info.file).unlink(missing_ok=True)
+            return 0
         return len(small)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
+        """Close the WAL and drop the segments: their memory maps close when the last scan (or a
+        background merge still reading them) lets go of them."""
         with self._lock:
+            self._closed = True
             self._wal.close()
-            for segment in self._segments:
-                segment.close()
+            self._segments = ()
 
 
 def _apply_delta(manifest: dict, delta: dict) -> dict:
