@@ -1,23 +1,30 @@
-"""``COUNT(*)``, ``MIN`` and ``MAX`` of a columnstore scan from segment metadata and encoded runs.
+"""``COUNT(*)``, ``COUNT(col)``, ``MIN`` and ``MAX`` of a columnstore scan from segment metadata and
+encoded runs, with or without a WHERE of kernel conjuncts.
 
 ``HashAggregateExec`` asks :func:`storage_states` first when it has no group keys and its input is a
 bare :class:`ScanExec`; ``None`` means "not answerable here" and the aggregate reads the scan as usual
-(in-memory tables, the aggregator, a residual predicate, any other aggregate).
+(in-memory tables, the aggregator, a residual predicate, any other aggregate, a float MIN/MAX that
+needs data).
 
-* ``COUNT(*) WHERE <kernel conjuncts>``: per segment, the zone maps decide a conjunct that every row
-  (min/max inside the range, no NULLs) or no row can satisfy; a segment decided by them costs nothing.
-  Otherwise the undecided columns are read *encoded*: one comparison on a run-end column is counted
-  with ``kernels.count_matches`` (cost grows with the runs, not the rows), several are ANDed with the
-  kernels on the encoded arrays. No column is ever decoded. The write buffer's rows are counted with
-  the same kernels.
-* ``COUNT(*)``, ``MIN(col)``, ``MAX(col)`` without a WHERE: segment row counts and min/max, plus the
-  write buffer's rows. A segment whose min/max is unknown (long strings, NaN, booleans) gives up.
+Per segment, the zone maps decide a conjunct that every row (min/max inside the range, no NULLs) or
+no row can satisfy; a segment no row of which matches costs nothing. A segment every row of which
+matches and that has no deleted rows is answered from its manifest entry alone: ``COUNT(*)`` its row
+count, ``COUNT(col)`` its row count less the column's NULLs, ``MIN``/``MAX`` its zone map (exact:
+zone maps are computed from every row written). Only the other segments are read, and only the
+columns the undecided conjuncts and the aggregates need, *encoded*:
+
+* ``COUNT(*)`` alone: one comparison on a run-end column is counted with ``kernels.count_matches``
+  over the segment's cached runs (cost grows with the runs, not the rows), several are ANDed with the
+  kernels on the encoded arrays; no column is ever decoded;
+* otherwise the kernels' selection of the undecided conjuncts masks the aggregate columns (decoded
+  after filtering), whose valid values are counted or whose min/max is taken.
+
+The write buffer's rows are handled like an undecided segment's.
 
 Deleted rows (delete bitmaps): a segment's zone maps cover every row written, deleted ones too, so
-they still prove "no row" and "every row" verdicts; counts then subtract the deleted rows (a segment
-every live row of which matches counts ``rows - deleted``), undecided segments with deletions are
-counted over their live rows (``Segment.batches`` skips deleted ones), and MIN/MAX of a segment with
-deletions reads that segment's column (a deleted row may hold its zone map's extreme).
+they still prove "no row" and "every row" verdicts, but a segment with deletions is read (over its
+live rows: ``Segment.batches`` skips deleted ones) unless only ``COUNT(*)`` is asked and every row
+matches (then ``rows - deleted``): a deleted row may hold the zone map's extreme or a NULL.
 """
 from __future__ import annotations
 
@@ -32,7 +39,7 @@ from engine.exec.operators.base import TaskContext
 from engine.exec.operators.scan import ScanExec
 from engine.plan.expressions import AggCall, ColumnRef, and_all
 from engine.plan.logical import Field
-from engine.storage.columnstore.encoding import ColumnStats, may_match
+from engine.storage.columnstore.encoding import ColumnStats, decode_column, may_match
 
 
 def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec,
@@ -48,33 +55,127 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
     preds = predicate.kernel if predicate is not None else ()
     if predicate is not None and (predicate.residual is not None or any(p.column not in names for p in preds)):
         return None
-    for _, call in aggregates:
-        if call.distinct or call.func not in ("count_star", "min", "max"):
+    wanted = []         # (state name, func, stored column or None, arrow type)
+    for f, call in aggregates:
+        if call.distinct or call.func not in ("count_star", "count", "min", "max"):
             return None
-        if call.func != "count_star" and (preds or not isinstance(call.arg, ColumnRef) or call.arg.id not in names):
+        if call.func == "count_star":
+            wanted.append((f"{f.id}|count", "count_star", None, pa.int64()))
+            continue
+        if not isinstance(call.arg, ColumnRef) or call.arg.id not in names:
             return None
+        suffix = "count" if call.func == "count" else call.func
+        wanted.append((f"{f.id}|{suffix}", call.func, names[call.arg.id],
+                       pa.int64() if call.func == "count" else call.type.to_arrow()))
     stores = [ctx.storage.store(scan.table_id, p) for p in ctx.scan_partitions(scan.replicated)]
     if not all(isinstance(s, ColumnstorePartitionStore) for s in stores):
         return None
     snapshots = [s.snapshot() for s in stores]
+    only_count = all(func == "count_star" for _, func, _, _ in wanted)
+    states = _States(wanted)
     try:
-        count = sum(_count_segment(segment, preds, names) for segments, _ in snapshots for segment in segments)
-        count += sum(_count_batch(batch.select([names[c] for c in _columns(preds)]), preds, names)
-                     for _, buffer in snapshots for batch in buffer)
+        for segments, buffer in snapshots:
+            for segment in segments:
+                if only_count:
+                    states.add_count(_count_segment(segment, preds, names))
+                elif not states.add_segment(segment, preds, names):
+                    return None
+            for batch in buffer:
+                if not states.add_rows(batch, preds, names):
+                    return None
     except TypeError:           # a constant or layout the kernels refuse: the ordinary scan answers
         return None
-    columns, out = [], []
-    for f, call in aggregates:
-        if call.func == "count_star":
-            columns.append(pa.array([count], pa.int64()))
-            out.append(f"{f.id}|count")
-            continue
-        value = _extreme(snapshots, names[call.arg.id], call.func)
-        if value is _UNKNOWN:
-            return None
-        columns.append(pa.array([value], call.type.to_arrow()))
-        out.append(f"{f.id}|{call.func}")
-    return pa.table(columns, names=out)
+    return states.table()
+
+
+class _States:
+    """Accumulated partial states of the aggregates asked for."""
+
+    def __init__(self, wanted):
+        self.wanted = wanted
+        self.values: list = [0 if func in ("count_star", "count") else None for _, func, _, _ in wanted]
+
+    def add_count(self, n: int) -> None:
+        for i, (_, func, _, _) in enumerate(self.wanted):
+            self.values[i] += n
+
+    def _add(self, i: int, value) -> None:
+        func = self.wanted[i][1]
+        if func in ("count_star", "count"):
+            self.values[i] += value
+        elif value is not None:
+            old = self.values[i]
+            self.values[i] = value if old is None else min(old, value) if func == "min" else max(old, value)
+
+    def add_segment(self, segment, preds, names) -> bool:
+        """False: a value the metadata path cannot compute exactly (the ordinary scan answers)."""
+        info = segment.info
+        undecided = []
+        for p in preds:
+            verdict = _zone_verdict(info.columns.get(names[p.column]), info.rows, p)
+            if verdict is False:
+                return True
+            if verdict is None:
+                undecided.append(p)
+        if not undecided and not info.deleted:
+            answers = [_from_zone_map(info, func, column) for _, func, column, _ in self.wanted]
+            if all(a is not _UNKNOWN for a in answers):
+                for i, answer in enumerate(answers):
+                    self._add(i, answer)
+                return True
+        stored = list(dict.fromkeys([names[c] for c in _columns(undecided)] +
+                                    [c for _, _, c, _ in self.wanted if c is not None]))
+        for batch in segment.batches(stored, None, encoded=True):
+            if not self._add_batch(batch, tuple(undecided), names):
+                return False
+        return True
+
+    def add_rows(self, batch: pa.RecordBatch, preds, names) -> bool:
+        stored = list(dict.fromkeys([names[c] for c in _columns(preds)] +
+                                    [c for _, _, c, _ in self.wanted if c is not None]))
+        return self._add_batch(batch.select(stored), preds, names)
+
+    def _add_batch(self, batch: pa.RecordBatch, preds, names) -> bool:
+        if not batch.num_rows:
+            return True
+        mask = None
+        for p in preds:
+            result = kernels.selection(p.evaluate(batch.column(names[p.column])))
+            mask = result if mask is None else kernels.and_kleene(mask, result)
+        for i, (_, func, column, _) in enumerate(self.wanted):
+            if func == "count_star":
+                self._add(i, batch.num_rows if mask is None else kernels.count_true(mask))
+                continue
+            array = decode_column(batch.column(column))
+            if mask is not None:
+                array = array.filter(mask)
+            if func == "count":
+                self._add(i, len(array) - array.null_count)
+                continue
+            value = _array_extreme(array, func)
+            if value is _UNKNOWN:
+                return False
+            self._add(i, value)
+        return True
+
+    def table(self) -> pa.Table:
+        return pa.table([pa.array([v], t) for v, (_, _, _, t) in zip(self.values, self.wanted)],
+                        names=[name for name, _, _, _ in self.wanted])
+
+
+def _from_zone_map(info, func: str, column: Optional[str]):
+    """The aggregate of a segment every row of which matches and none deleted, from its entry."""
+    if func == "count_star":
+        return info.rows
+    stats = info.columns.get(column)
+    if stats is None:
+        return _UNKNOWN
+    if func == "count":
+        return info.rows - stats.nulls
+    if stats.nulls == info.rows:
+        return None
+    value = stats.min if func == "min" else stats.max
+    return _UNKNOWN if value is None else value
 
 
 _UNKNOWN = object()
@@ -134,41 +235,6 @@ def _zone_verdict(stats: Optional[ColumnStats], rows: int, p: KernelPredicate) -
     except TypeError:
         return None
     return True if every else None
-
-
-def _extreme(snapshots, column: str, func: str):
-    """MIN or MAX of ``column`` over the snapshots' segments (zone maps; the live rows' column where
-    rows are deleted) and write buffers (read)."""
-    values = []
-    for segments, buffer in snapshots:
-        for segment in segments:
-            stats = segment.info.columns.get(column)
-            if stats is None:
-                return _UNKNOWN
-            if stats.nulls == segment.info.rows:
-                continue
-            value = stats.min if func == "min" else stats.max
-            if value is None:
-                return _UNKNOWN
-            if segment.info.deleted:
-                arrays = [b.column(0) for b in segment.batches([column], None)]
-                if not arrays:
-                    continue
-                value = _array_extreme(pa.chunked_array(arrays), func)
-                if value is _UNKNOWN:
-                    return _UNKNOWN
-                if value is None:
-                    continue
-            values.append(value)
-        for batch in buffer:
-            value = _array_extreme(batch.column(column), func)
-            if value is _UNKNOWN:
-                return _UNKNOWN
-            if value is not None:
-                values.append(value)
-    if not values:
-        return None
-    return min(values) if func == "min" else max(values)
 
 
 def _array_extreme(array, func: str):
