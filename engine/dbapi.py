@@ -117,8 +117,6 @@ def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_p
                           statement_timeout=statement_timeout)
         from engine.pipelines import resume_pipelines
         resume_pipelines(runner)       # a data_dir's pipelines, started again if they were running
-        from engine.pipelines import resume_pipelines
-        resume_pipelines(runner)       # a data_dir's pipelines, started again if they were running
     except BaseException:
         runner.shutdown()
         raise
