@@ -5,6 +5,7 @@ file, and flush / merge / scan throughput of the durable columnstore.
     python -m benchmarks.storage --sf 0.1
     python -m benchmarks.storage --workload d    # workload d on persisted tables, beside DuckDB's file
     python -m benchmarks.storage --workload delete [--rows N]   # DELETE of 1%: delete bitmaps vs rewrite
+    python -m benchmarks.storage --workload reopen [--rows N]   # open + first query after reopening
 
 Workload d (``../shared/bench/WORKLOADS.md``): ``t(i INT)``, 10M rows sorted by ``SORT KEY (i)``,
 ``COUNT(*) WHERE i = 2``, through SQL on a reopened data directory and on a reopened DuckDB database
@@ -143,6 +144,63 @@ def workload_delete(work: Path, rows: int = 10_000_000) -> None:
     print(line)
 
 
+def workload_reopen(work: Path, rows: int = 10_000_000, repeat: int = 7) -> None:
+    """Reopening a data directory: ``engine.connect(data_dir=...)`` then the first query (workload d's
+    ``COUNT(*) WHERE i = 2``), median of ``repeat`` reopen cycles in this process (imports warm), with
+    the column statistics persisted (``statistics.json``, now) and without them (removed before each
+    reopen: what every reopen did before, collecting them in the first query's planning); the warm
+    query and DuckDB's file reopened in the same run as peers."""
+    import numpy as np
+
+    sql = "SELECT COUNT(*) FROM t WHERE i = 2"
+    table = pa.table({"i": pa.array(np.repeat(np.arange(1000, dtype=np.int32), rows // 1000))})
+    canopy_dir = work / "reopen-canopy"
+    shutil.rmtree(canopy_dir, ignore_errors=True)
+    con = engine.connect(data_dir=str(canopy_dir), progress=False)
+    con.execute("CREATE TABLE t (i INT, SORT KEY (i))")
+    con.load_table("t", table)
+    con.execute("OPTIMIZE TABLE t")
+    (answer,) = con.execute(sql).fetchall()          # collects (and persists) the statistics of i
+    con.close()
+    print(f"reopen: connect(data_dir) + first `{sql}` on {rows:,} rows, median of {repeat} reopens")
+    for label, keep_stats in (("statistics persisted", True), ("statistics removed", False)):
+        opens, firsts, warms = [], [], []
+        for _ in range(repeat):
+            if not keep_stats:
+                (canopy_dir / "statistics.json").unlink(missing_ok=True)
+            con, open_s = _timed(lambda: engine.connect(data_dir=str(canopy_dir), progress=False))
+            (got,), first_s = _timed(lambda: con.execute(sql).fetchall())
+            _, warm_s = _timed(lambda: con.execute(sql).fetchall())
+            con.close()
+            assert got == answer
+            opens.append(open_s)
+            firsts.append(first_s)
+            warms.append(warm_s)
+        med = lambda xs: statistics.median(xs) * 1e3  # noqa: E731
+        print(f"  canopy, {label:21}: open {med(opens):6.1f} ms, first query {med(firsts):6.1f} ms"
+              f" (warm {med(warms):5.1f} ms)")
+    try:
+        import duckdb
+
+        duck_file = work / "reopen.duckdb"
+        duck_file.unlink(missing_ok=True)
+        duck = duckdb.connect(str(duck_file))
+        duck.register("src", table)
+        duck.execute("CREATE TABLE t AS SELECT * FROM src ORDER BY i")
+        duck.close()
+        opens, firsts = [], []
+        for _ in range(repeat):
+            duck, open_s = _timed(lambda: duckdb.connect(str(duck_file)))
+            _, first_s = _timed(lambda: duck.execute(sql).fetchall())
+            duck.close()
+            opens.append(open_s)
+            firsts.append(first_s)
+        print(f"  duckdb {duckdb.__version__} file             : open {statistics.median(opens) * 1e3:6.1f} ms,"
+              f" first query {statistics.median(firsts) * 1e3:6.1f} ms")
+    except ImportError:
+        print("  duckdb not installed")
+
+
 def _bytes_of(path: Path, pattern: str) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob(pattern))
 
@@ -151,17 +209,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=1.0)
     parser.add_argument("--workdir", default=None, help="where the data directories go (default: a temp dir)")
-    parser.add_argument("--workload", choices=["d", "delete"], default=None,
-                        help="run only this workload (d of WORKLOADS.md, or DELETE of 1%%) on persisted tables")
-    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the --workload delete table")
+    parser.add_argument("--workload", choices=["d", "delete", "reopen"], default=None,
+                        help="run only this workload (d of WORKLOADS.md, DELETE of 1%%, reopen latency) on "
+                             "persisted tables")
+    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the --workload delete/reopen table")
     args = parser.parse_args()
     if args.workload is not None:
         work = Path(args.workdir or tempfile.mkdtemp(prefix="canopy-storage-"))
         work.mkdir(parents=True, exist_ok=True)
         if args.workload == "d":
             workload_d(work)
-        else:
+        elif args.workload == "delete":
             workload_delete(work, args.rows)
+        else:
+            workload_reopen(work, args.rows)
         return
     data = tpch.generate(args.sf, tpch.default_cache_dir())
     csv = data / "lineitem.csv"

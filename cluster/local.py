@@ -65,6 +65,7 @@ class LocalRunner(Runner):
         # The aggregator's catalog; "canopy" is the database a new session starts in.
         self.catalog = Catalog()
         self.catalog.create_database("canopy")
+        self.statistics_store = None if self._data is None else self._data.statistics    # kept across restarts
         if self._data is not None:
             self.catalog = self._data.catalog
             tables = self._data.catalog.all_tables()

@@ -1,4 +1,5 @@
-"""The catalog persisted in ``data_dir/catalog.json`` (databases, tables, columns, shard and sort keys).
+"""The catalog persisted in ``data_dir/catalog.json`` (databases, tables, columns, shard and sort keys),
+and the optimizer's column statistics in ``data_dir/statistics.json`` (:class:`PersistentStatistics`).
 
 The file carries a format version; :func:`load` migrates older versions (none yet) and refuses newer
 ones. Every catalog change rewrites the file atomically before the change returns, so a crash leaves
@@ -12,9 +13,12 @@ import datetime
 import decimal
 import itertools
 import json
+import logging
 import threading
 from pathlib import Path
 from typing import Optional
+
+import pyarrow as pa
 
 import engine.catalog as catalog_module
 from engine.catalog import Catalog, ColumnDef, TableDef
@@ -24,6 +28,10 @@ from engine.types import SqlType
 
 FORMAT = "canopy-catalog"
 VERSION = 1
+STATISTICS_FORMAT = "canopy-statistics"
+STATISTICS_VERSION = 1
+
+log = logging.getLogger(__name__)
 
 
 class PersistentCatalog(Catalog):
@@ -135,3 +143,70 @@ def open_catalog(path: Path, default_database: Optional[str] = "canopy") -> Pers
     if default_database is not None:
         catalog.create_database(default_database, if_not_exists=True)
     return catalog
+
+
+class PersistentStatistics:
+    """Column statistics (``engine.stats.ColumnStats``: nulls, min, max, NDV, frequent values,
+    histogram, text sample, runs) kept across restarts, so the first query after reopening a data
+    directory plans from them instead of collecting them again (two passes over every partition of
+    each column its estimates ask about: ~150 ms for 10M rows).
+
+    ``engine.statistics.RunnerStatistics`` loads them when it starts and saves them whenever it
+    collects or forgets some; they carry the row count they were collected at, and the 20% staleness
+    rule applies after a reopen as before. Statistics only steer plans, never results: a file that
+    cannot be read is logged and ignored (they are collected again), and an entry of a dropped table
+    or column is skipped."""
+
+    def __init__(self, path: Path, catalog: Catalog):
+        self.path = Path(path)
+        self.catalog = catalog
+        self._lock = threading.Lock()
+
+    def _columns(self) -> dict[tuple[int, str], ColumnDef]:
+        return {(t.table_id, c.name.lower()): c for t in self.catalog.all_tables() for c in t.columns}
+
+    def load(self) -> dict:
+        from engine.stats import ColumnStats
+        from engine.stats.histogram import Bucket
+
+        if not self.path.exists():
+            return {}
+        try:
+            document = json.loads(self.path.read_text())
+            if document.get("format") != STATISTICS_FORMAT or document.get("version", 0) > STATISTICS_VERSION:
+                raise ValueError(f"unknown format or version {document.get('version')}")
+            columns = self._columns()
+            out = {}
+            for entry in document["columns"]:
+                key = (entry["table"], entry["column"])
+                column = columns.get(key)
+                if column is None:
+                    continue
+                value = lambda v, t=column.type: _value_from_json(v, t)  # noqa: E731
+                sample = entry.get("sample")
+                out[key] = ColumnStats(
+                    entry["rows"], entry["nulls"], entry["ndv"], value(entry["min"]), value(entry["max"]),
+                    {value(v): n for v, n in entry["frequent"]},
+                    tuple(Bucket(value(upper), rows, distinct) for upper, rows, distinct in entry["buckets"]),
+                    None if sample is None else pa.array(sample, pa.string()),
+                    runs=entry.get("runs"), descents=entry.get("descents"), partitions=entry.get("partitions", 1))
+            return out
+        except (ValueError, KeyError, TypeError, decimal.InvalidOperation) as error:
+            log.warning("statistics %s ignored (collected again when needed): %s", self.path, error)
+            return {}
+
+    def save(self, stats: dict) -> None:
+        columns = self._columns()
+        entries = []
+        for (table_id, name), st in stats.items():
+            if (table_id, name) not in columns:
+                continue
+            entries.append({"table": table_id, "column": name, "rows": st.rows, "nulls": st.nulls, "ndv": st.ndv,
+                            "min": _value_to_json(st.min), "max": _value_to_json(st.max),
+                            "frequent": [[_value_to_json(v), n] for v, n in st.frequent.items()],
+                            "buckets": [[_value_to_json(b.upper), b.rows, b.distinct] for b in st.buckets],
+                            "sample": None if st.sample is None else st.sample.to_pylist(),
+                            "runs": st.runs, "descents": st.descents, "partitions": st.partitions})
+        data = json.dumps({"format": STATISTICS_FORMAT, "version": STATISTICS_VERSION, "columns": entries}).encode()
+        with self._lock:
+            write_atomic(self.path, data)

@@ -23,6 +23,10 @@ class RunnerStatistics:
         self.runner = runner
         self._columns: dict[tuple[int, str], ColumnStats] = {}     # (table id, column) -> stats
         self._lock = threading.Lock()
+        # a data directory keeps them across restarts (engine.catalog_store.PersistentStatistics)
+        self._persisted = getattr(runner, "statistics_store", None)
+        if self._persisted is not None:
+            self._columns.update(self._persisted.load())
 
     def table_rows(self, table: TableDef) -> int:
         return self.runner.row_count(table)
@@ -52,12 +56,20 @@ class RunnerStatistics:
         with self._lock:
             for key in [k for k in self._columns if k[0] == table.table_id]:
                 del self._columns[key]
+        self._save()
 
     def _collect(self, table: TableDef, column: str) -> ColumnStats:
         stats = collect_column(lambda fn: self.runner.map_column_partitions(table, column, fn))
         with self._lock:
             self._columns[(table.table_id, column.lower())] = stats
+        self._save()
         return stats
+
+    def _save(self) -> None:
+        if self._persisted is not None:
+            with self._lock:
+                columns = dict(self._columns)
+            self._persisted.save(columns)
 
     @staticmethod
     def _stale(stats: ColumnStats, rows: int) -> bool:

@@ -5,6 +5,7 @@ Layout::
     data_dir/
       cluster.json            format version and cluster shape (leaves, partitions per leaf)
       catalog.json            the catalog (engine.catalog_store)
+      statistics.json         the optimizer's column statistics (engine.catalog_store.PersistentStatistics)
       commit.log              commit records of statements (commit.CommitLog)
       LOCK                    flock()ed by the process that has the directory open
       leaf-N/table-ID/part-P  one partition (store.ColumnstorePartitionStore); part-ref: a reference copy
@@ -33,7 +34,7 @@ VERSION = 1
 
 class DataDirectory:
     def __init__(self, path, leaves: int, partitions_per_leaf: int, options: dict):
-        from engine.catalog_store import open_catalog
+        from engine.catalog_store import PersistentStatistics, open_catalog
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.options = StoreOptions.from_options(dict(options))
@@ -48,6 +49,7 @@ class DataDirectory:
             raise ExecutionError(f"data directory {self.path} is open in another process") from None
         self._check_shape(leaves, partitions_per_leaf)
         self.catalog = open_catalog(self.path / "catalog.json")
+        self.statistics = PersistentStatistics(self.path / "statistics.json", self.catalog)
         self.log = CommitLog(self.path / "commit.log")
         self.committer = Committer(self.log, background_merges=True)
 
