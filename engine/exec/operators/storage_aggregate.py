@@ -3,8 +3,7 @@ encoded runs, with or without a WHERE of kernel conjuncts.
 
 ``HashAggregateExec`` asks :func:`storage_states` first when it has no group keys and its input is a
 bare :class:`ScanExec`; ``None`` means "not answerable here" and the aggregate reads the scan as usual
-(in-memory tables, the aggregator, a residual predicate, any other aggregate, a float MIN/MAX that
-needs data).
+(the aggregator, a residual predicate, any other aggregate, a float MIN/MAX that needs data).
 
 Per segment, the zone maps decide a conjunct that every row (min/max inside the range, no NULLs) or
 no row can satisfy; a segment no row of which matches costs nothing. A segment every row of which
@@ -19,7 +18,8 @@ columns the undecided conjuncts and the aggregates need, *encoded*:
 * otherwise the kernels' selection of the undecided conjuncts masks the aggregate columns (decoded
   after filtering), whose valid values are counted or whose min/max is taken.
 
-The write buffer's rows are handled like an undecided segment's.
+The write buffer's rows are handled like an undecided segment's, and so are an in-memory table's
+(no metadata there, but the conjuncts still only select: no matching row is materialized).
 
 Deleted rows (delete bitmaps): a segment's zone maps cover every row written, deleted ones too, so
 they still prove "no row" and "every row" verdicts, but a segment with deletions is read (over its
@@ -40,6 +40,7 @@ from engine.exec.operators.scan import ScanExec
 from engine.plan.expressions import AggCall, ColumnRef, and_all
 from engine.plan.logical import Field
 from engine.storage.columnstore.encoding import ColumnStats, decode_column, may_match
+from engine.storage.memory import MemoryPartitionStore
 
 
 def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec,
@@ -68,10 +69,15 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
         wanted.append((f"{f.id}|{suffix}", call.func, names[call.arg.id],
                        pa.int64() if call.func == "count" else call.type.to_arrow()))
     stores = [ctx.storage.store(scan.table_id, p) for p in ctx.scan_partitions(scan.replicated)]
-    if not all(isinstance(s, ColumnstorePartitionStore) for s in stores):
-        return None
-    snapshots = [s.snapshot() for s in stores]
     only_count = all(func == "count_star" for _, func, _, _ in wanted)
+    if all(isinstance(s, MemoryPartitionStore) for s in stores):
+        # In memory there is no metadata, but the states still come from the kernels' selection
+        # without materializing the matching rows (workload c: COUNT(*) WHERE i IN (...)).
+        snapshots = [((), list(s.scan(_needed_columns(preds, names, wanted)))) for s in stores]
+    elif all(isinstance(s, ColumnstorePartitionStore) for s in stores):
+        snapshots = [s.snapshot() for s in stores]
+    else:
+        return None
     states = _States(wanted)
     try:
         for segments, buffer in snapshots:
@@ -81,7 +87,10 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
                 elif not states.add_segment(segment, preds, names):
                     return None
             for batch in buffer:
-                if not states.add_rows(batch, preds, names):
+                if only_count:
+                    states.add_count(_count_batch(batch.select(_needed_columns(preds, names, ())),
+                                                  preds, names))
+                elif not states.add_rows(batch, preds, names):
                     return None
     except TypeError:           # a constant or layout the kernels refuse: the ordinary scan answers
         return None
@@ -183,6 +192,11 @@ _UNKNOWN = object()
 
 def _columns(preds) -> list[str]:
     return list(dict.fromkeys(p.column for p in preds))
+
+
+def _needed_columns(preds, names: dict[str, str], wanted) -> list[str]:
+    """Stored names of the columns the conjuncts and the aggregates read."""
+    return list(dict.fromkeys([names[c] for c in _columns(preds)] + [c for _, _, c, _ in wanted if c is not None]))
 
 
 def _count_segment(segment, preds: tuple[KernelPredicate, ...], names: dict[str, str]) -> int:
