@@ -22,6 +22,7 @@ module imports without Ray.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import socket
@@ -45,6 +46,7 @@ from engine.storage.columnstore.commit import COMMIT_MAGIC, FLOOR_MAGIC, Committ
 from engine.storage.columnstore.wal import read_records
 
 CANCEL_MEMORY_S = 600.0     # how long a leaf remembers a cancelled query id
+STAGE_CACHE = 128           # decoded stages a leaf keeps
 
 # What a consumer task reads: [(stage id, number of payloads)], the payloads following as arguments.
 Layout = Sequence[tuple[int, int]]
@@ -97,6 +99,7 @@ class LeafActor:
         self.debug_task_delay_s = debug_task_delay_s
         self._pending: dict[str, list] = {}        # write transactions prepared, not yet committed
         self._cancelled: dict[str, float] = {}     # query id -> when its cancel arrived
+        self._stages: "collections.OrderedDict[bytes, object]" = collections.OrderedDict()
         self._lock = threading.Lock()
         # task counters (ping): running now, completed, ended by a cancel or statement_timeout
         self.tasks_running = self.tasks_done = self.tasks_stopped = 0
@@ -272,9 +275,21 @@ class LeafActor:
         finally:
             self.tasks_running -= 1
 
+    def _decode(self, stage_bytes: bytes):
+        """Decoded stages are kept by their bytes (operators are immutable): a query run again decodes
+        nothing."""
+        stage = self._stages.get(stage_bytes)
+        if stage is None:
+            stage = self._stages[stage_bytes] = decode_stage(stage_bytes)
+            while len(self._stages) > STAGE_CACHE:
+                self._stages.popitem(last=False)
+        else:
+            self._stages.move_to_end(stage_bytes)
+        return stage
+
     def _run_task(self, stage_bytes, task, num_partitions, params, output, layout, payloads, deadline,
                   started) -> tuple:
-        stage = decode_stage(stage_bytes)
+        stage = self._decode(stage_bytes)
         inputs: dict[int, list[pa.RecordBatch]] = {}
         position = 0
         for stage_id, count in layout:

@@ -66,7 +66,8 @@ class Sender:
     """The outgoing side of one task: ``send(destination, batch)`` per batch, then ``finish()``.
 
     Contract: one producer thread calls ``send`` and ``finish``; the sender thread alone touches the
-    links' buffers and counters until ``finish`` has joined it.
+    links' buffers and counters until ``finish`` has joined it (before the thread starts, at the second
+    batch, the producer holds the first batch and touches nothing else).
     """
 
     def __init__(self, schema: pa.Schema, destinations: int, *, compression: str = "adaptive",
@@ -86,19 +87,36 @@ class Sender:
         self._error: Optional[BaseException] = None
         self._stop = threading.Event()          # set by abort: cut a throttled frame's wait short
         self._wire_free_at = 0.0                # throttled: when the modelled wire has sent all frames
-        self._thread = threading.Thread(target=self._drain, name="canopy-sender", daemon=True)
-        self._thread.start()
+        # The sender thread starts with the second batch: a task whose output is one batch (a partial
+        # aggregate, a top-N) encodes it in ``finish`` with an empty queue, as the thread would, and
+        # saves starting and joining a thread (most of a small query's task time on a busy leaf).
+        self._first: Optional[tuple[int, pa.RecordBatch]] = None
+        self._thread: Optional[threading.Thread] = None
 
     def send(self, destination: int, batch: pa.RecordBatch) -> None:
         if self._error is not None:
             raise self._error
-        if batch.num_rows:
-            self._queue.put((destination, batch))          # blocks when full: backpressure
+        if not batch.num_rows:
+            return
+        if self._thread is None:
+            if self._first is None:
+                self._first = (destination, batch)
+                return
+            self._thread = threading.Thread(target=self._drain, name="canopy-sender", daemon=True)
+            self._thread.start()
+            self._queue.put(self._first)
+            self._first = None
+        self._queue.put((destination, batch))          # blocks when full: backpressure
 
     def finish(self) -> list[bytes]:
         """Flush the queue and return one payload per destination."""
-        self._queue.put(None)
-        self._thread.join()
+        if self._thread is None:
+            if self._first is not None:
+                self._encode(*self._first)
+                self._first = None
+        else:
+            self._queue.put(None)
+            self._thread.join()
         if self._error is not None:
             raise self._error
         self._stop.wait(max(0.0, self._wire_free_at - time.monotonic()))
@@ -108,6 +126,9 @@ class Sender:
         """Stop the sender thread without waiting for queued batches (the task failed)."""
         self._error = self._error or RuntimeError("sender aborted")
         self._stop.set()
+        self._first = None
+        if self._thread is None:
+            return
         while True:                     # make room for the sentinel, dropping what waits
             try:
                 self._queue.get_nowait()
@@ -123,23 +144,24 @@ class Sender:
                 return
             if self._error is not None:
                 continue
-            destination, batch = item
-            try:
-                compress = (self.compression == "always" or
-                            (self.compression == "adaptive" and self._queue.qsize() > self.compress_after))
-                frame = encode_frame(_plain_batch(batch, self.schema), compress)
-                counters = self.counters[destination]
-                counters.batches += 1
-                counters.rows += batch.num_rows
-                counters.bytes_raw += frame.raw_length
-                counters.bytes_sent += frame.sent_length
-                counters.batches_compressed += frame.compressed
-                self._parts[destination].extend(frame.parts)
-                if self.throttle:
-                    self._transmit(frame.sent_length)
-            except BaseException as error:      # noqa: BLE001 - handed to the producer in send/finish
-                self._error = error
+            self._encode(*item)
 
+    def _encode(self, destination: int, batch: pa.RecordBatch) -> None:
+        try:
+            compress = (self.compression == "always" or
+                        (self.compression == "adaptive" and self._queue.qsize() > self.compress_after))
+            frame = encode_frame(_plain_batch(batch, self.schema), compress)
+            counters = self.counters[destination]
+            counters.batches += 1
+            counters.rows += batch.num_rows
+            counters.bytes_raw += frame.raw_length
+            counters.bytes_sent += frame.sent_length
+            counters.batches_compressed += frame.compressed
+            self._parts[destination].extend(frame.parts)
+            if self.throttle:
+                self._transmit(frame.sent_length)
+        except BaseException as error:      # noqa: BLE001 - handed to the producer in send/finish
+            self._error = error
 
     def _transmit(self, length: int) -> None:
         """Hand a frame to the modelled wire: wait while the previous frame is still on it."""
