@@ -6,6 +6,7 @@ file, and flush / merge / scan throughput of the durable columnstore.
     python -m benchmarks.storage --workload d    # workload d on persisted tables, beside DuckDB's file
     python -m benchmarks.storage --workload delete [--rows N]   # DELETE of 1%: delete bitmaps vs rewrite
     python -m benchmarks.storage --workload reopen [--rows N]   # open + first query after reopening
+    python -m benchmarks.storage --workload f [--rows N]        # workload f on persisted segments
 
 Workload d (``../shared/bench/WORKLOADS.md``): ``t(i INT)``, 10M rows sorted by ``SORT KEY (i)``,
 ``COUNT(*) WHERE i = 2``, through SQL on a reopened data directory and on a reopened DuckDB database
@@ -201,6 +202,57 @@ def workload_reopen(work: Path, rows: int = 10_000_000, repeat: int = 7) -> None
         print("  duckdb not installed")
 
 
+def workload_f(work: Path, rows: int = 20_000_000, repeat: int = 5) -> None:
+    """Workload f (``../shared/bench/WORKLOADS.md``) on persisted data: ``trade(id, stock_symbol,
+    price)``, 5000 Zipf-distributed symbols (``benchmarks.bench_groupby.workload_f``), stored in
+    segments where ``stock_symbol`` is dictionary-encoded; the top-10 GROUP BY on the reopened data
+    directory and on DuckDB's reopened database file in the same run (first query, median of warm).
+    The query runs once before closing: the first query on a new table collects the column
+    statistics its plan estimates from (persisted since, so not again after reopening)."""
+    from benchmarks.bench_groupby import workload_f as trades
+
+    sql = "SELECT stock_symbol, COUNT(*) c FROM trade GROUP BY stock_symbol ORDER BY c DESC LIMIT 10"
+    table = trades(rows)
+    canopy_dir = work / "f-canopy"
+    shutil.rmtree(canopy_dir, ignore_errors=True)
+    con = engine.connect(data_dir=str(canopy_dir), progress=False)
+    con.execute("CREATE TABLE trade (id BIGINT, stock_symbol VARCHAR(8), price DOUBLE, SHARD KEY (id))")
+    _, load_s = _timed(lambda: con.load_table("trade", table))
+    con.execute("OPTIMIZE TABLE trade")
+    stores = [s for leaf in con.session.runner.leaves for s in leaf.storage.all_stores()]
+    encodings = {i.columns["stock_symbol"].encoding for s in stores for i in s.segment_infos()}
+    _, collecting = _timed(lambda: con.execute(sql).fetchall())    # the first query ever collects statistics
+    con.close()
+    con = engine.connect(data_dir=str(canopy_dir), progress=False)
+    got, first = _timed(lambda: con.execute(sql).fetchall())
+    warm = statistics.median([_timed(lambda: con.execute(sql).fetchall())[1] for _ in range(repeat)])
+    con.close()
+    print(f"workload f on persisted data, {rows:,} rows (load {load_s:.1f} s; stock_symbol stored as "
+          f"{'/'.join(sorted(encodings))}): {sql}")
+    line = (f"  canopy data_dir {warm * 1e3:7.1f} ms = {rows / warm / 1e6:6.1f} M rows/s (first after reopen"
+            f" {first * 1e3:7.1f} ms; first on the new table, collecting statistics, {collecting * 1e3:7.1f} ms)")
+    try:
+        import duckdb
+
+        duck_file = work / "f.duckdb"
+        duck_file.unlink(missing_ok=True)
+        duck = duckdb.connect(str(duck_file))
+        duck.register("src", table)
+        duck.execute("CREATE TABLE trade AS SELECT * FROM src")
+        duck.close()
+        duck = duckdb.connect(str(duck_file))
+        duck.execute("SET threads TO 2")
+        want, duck_first = _timed(lambda: duck.execute(sql).fetchall())
+        duck_warm = statistics.median([_timed(lambda: duck.execute(sql).fetchall())[1] for _ in range(repeat)])
+        duck.close()
+        assert [c for _, c in got] == [c for _, c in want], (got, want)
+        line += (f"; duckdb {duckdb.__version__} file {duck_warm * 1e3:7.1f} ms (first {duck_first * 1e3:7.1f} ms);"
+                 f" ratio canopy/duckdb {warm / duck_warm:.2f}")
+    except ImportError:
+        line += "; duckdb not installed"
+    print(line)
+
+
 def _bytes_of(path: Path, pattern: str) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob(pattern))
 
@@ -209,20 +261,23 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=1.0)
     parser.add_argument("--workdir", default=None, help="where the data directories go (default: a temp dir)")
-    parser.add_argument("--workload", choices=["d", "delete", "reopen"], default=None,
-                        help="run only this workload (d of WORKLOADS.md, DELETE of 1%%, reopen latency) on "
+    parser.add_argument("--workload", choices=["d", "f", "delete", "reopen"], default=None,
+                        help="run only this workload (d or f of WORKLOADS.md, DELETE of 1%%, reopen latency) on "
                              "persisted tables")
-    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the --workload delete/reopen table")
+    parser.add_argument("--rows", type=int, default=None,
+                        help="rows of the --workload f/delete/reopen table (default 20M for f, else 10M)")
     args = parser.parse_args()
     if args.workload is not None:
         work = Path(args.workdir or tempfile.mkdtemp(prefix="canopy-storage-"))
         work.mkdir(parents=True, exist_ok=True)
         if args.workload == "d":
             workload_d(work)
+        elif args.workload == "f":
+            workload_f(work, args.rows or 20_000_000)
         elif args.workload == "delete":
-            workload_delete(work, args.rows)
+            workload_delete(work, args.rows or 10_000_000)
         else:
-            workload_reopen(work, args.rows)
+            workload_reopen(work, args.rows or 10_000_000)
         return
     data = tpch.generate(args.sf, tpch.default_cache_dir())
     csv = data / "lineitem.csv"
