@@ -39,6 +39,7 @@ __all__ = [
     "supports_aggregate",
     "HashTable",
     "dense_codes",
+    "count_codes",
     "group_count",
     "group_count_valid",
     "group_sum_int",
@@ -296,6 +297,84 @@ def dense_codes(const code_t[::1] codes, const uint8_t[::1] validity, Py_ssize_t
     return first[:nlocal]
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def count_codes(const code_t[::1] codes, const uint8_t[::1] validity, Py_ssize_t bit_offset,
+                int64_t[::1] counts):
+    """COUNT(*) per dictionary code, no hashing: ``counts[codes[i]] += 1`` (null rows in the last
+    slot, ``counts[num_values]``). A group-by on a dictionary-encoded key is this pass plus a
+    factorize of the (small) dictionary.
+
+    Parameters
+    ----------
+    codes : ndarray of an integer dtype
+        Dictionary indices, in ``[0, num_values)`` where valid.
+    validity : ndarray[uint8] or None
+    bit_offset : int
+    counts : ndarray[int64] of ``num_values + 1`` slots
+        Modified: accumulates (call once per batch).
+
+    Raises
+    ------
+    ValueError
+        If a valid code is outside ``[0, num_values)``.
+    """
+    cdef Py_ssize_t i, n = codes.shape[0], k, bad = -1, lanes = 4
+    cdef Py_ssize_t num_values = counts.shape[0] - 1
+    cdef uint64_t c
+    if num_values < 0:
+        raise ValueError("counts needs num_values + 1 slots (the last one for nulls)")
+    cdef const uint8_t *valid = _validity_ptr(validity, bit_offset, n)
+    # Four interleaved histograms: a run of equal codes (the head of a Zipf distribution) then
+    # increments four counters in turn instead of waiting on one store after another.
+    cdef uint32_t[:, ::1] sub = np.zeros((lanes, num_values + 1), dtype=np.uint32)
+    cdef Py_ssize_t step = 1 << 30       # flush the 32-bit lanes before they can wrap
+    cdef Py_ssize_t start = 0, stop
+    with nogil:
+        while start < n and bad < 0:
+            stop = start + step if start + step < n else n
+            if valid == NULL:
+                i = start
+                while i + 4 <= stop:
+                    if (<uint64_t>codes[i] >= <uint64_t>num_values or <uint64_t>codes[i + 1] >= <uint64_t>num_values
+                            or <uint64_t>codes[i + 2] >= <uint64_t>num_values
+                            or <uint64_t>codes[i + 3] >= <uint64_t>num_values):
+                        break
+                    sub[0, <Py_ssize_t>codes[i]] += 1
+                    sub[1, <Py_ssize_t>codes[i + 1]] += 1
+                    sub[2, <Py_ssize_t>codes[i + 2]] += 1
+                    sub[3, <Py_ssize_t>codes[i + 3]] += 1
+                    i += 4
+                while i < stop:
+                    c = <uint64_t>codes[i]
+                    if c >= <uint64_t>num_values:
+                        bad = i
+                        break
+                    sub[0, c] += 1
+                    i += 1
+            else:
+                for i in range(start, stop):
+                    if _valid(valid, bit_offset + i):
+                        c = <uint64_t>codes[i]
+                        if c >= <uint64_t>num_values:
+                            bad = i
+                            break
+                        sub[i & 3, c] += 1
+                    else:
+                        sub[i & 3, num_values] += 1
+            for k in range(num_values + 1):
+                counts[k] += <int64_t>sub[0, k] + sub[1, k] + sub[2, k] + sub[3, k]
+                sub[0, k] = 0
+                sub[1, k] = 0
+                sub[2, k] = 0
+                sub[3, k] = 0
+            start = stop
+    if bad >= 0:
+        raise ValueError(f"row {bad} has dictionary code {codes[bad]} outside a dictionary of "
+                         f"{num_values} entries")
+    return None
+
+
 _WORD_TYPES = (pa.types.is_integer, pa.types.is_boolean, pa.types.is_date, pa.types.is_time,
                pa.types.is_timestamp, pa.types.is_duration)
 
@@ -377,6 +456,8 @@ class Factorizer:
         self._kinds = kinds
         self._keep = keep_uniques
         self._chunks = [[] for _ in self.types]
+        self._counts = np.zeros(0, dtype=np.int64)      # count_keys: COUNT(*) per group
+        self._pending = None         # count_keys: (dictionary identity, dictionary, code counts)
         if len(kinds) == 1:
             self._table = HashTable(0 if kinds[0] == "bytes" else 2 if kinds[0] == "decimal" else 1)
             self._subs = None
@@ -463,6 +544,66 @@ class Factorizer:
             for chunks, arr in zip(self._chunks, columns):
                 chunks.append(arr.take(taken))
         return ids
+
+    def count_keys(self, column):
+        """Factorize one key column and add each row to its group's COUNT(*) (``key_counts``),
+        without returning ids: the whole of ``SELECT k, COUNT(*) ... GROUP BY k``.
+
+        A dictionary-encoded column is never hashed per row: its codes go into a histogram
+        (``count_codes``) kept for as long as the batches share one dictionary (the batches of one
+        stored segment do); only the dictionary entries that occur are factorized, when the
+        dictionary changes or the counts are read. Their groups are numbered in dictionary order
+        (null last), not by first row. Other columns are factorized and their ids counted.
+        """
+        arr = _as_array(column)
+        if self._subs is not None:
+            raise TypeError("count_keys needs a Factorizer of one key column")
+        if not pa.types.is_dictionary(arr.type):
+            self._add_counts(np.bincount(self.factorize([arr]), minlength=self.num_groups), None)
+            return
+        dictionary = arr.dictionary
+        identity = (arr.type, tuple((b.address, b.size) if b is not None else None
+                                    for b in dictionary.buffers()))
+        if self._pending is None or self._pending[0] != identity:
+            self._flush_dictionary()
+            self._pending = (identity, dictionary, np.zeros(len(dictionary) + 1, dtype=np.int64))
+        indices = arr.indices
+        if len(indices):
+            codes = np.frombuffer(indices.buffers()[1], dtype=indices.type.to_pandas_dtype(),
+                                  count=len(indices), offset=indices.offset * (indices.type.bit_width // 8))
+            count_codes(codes, _validity(indices), indices.offset, self._pending[2])
+
+    def _flush_dictionary(self):
+        if self._pending is None:
+            return
+        _, dictionary, counts = self._pending
+        self._pending = None
+        used = np.flatnonzero(counts)
+        if not len(used):
+            return
+        nvalues = len(dictionary)
+        taken = pa.array(used, pa.int64(), mask=used == nvalues) if used[-1] == nvalues else pa.array(used)
+        ids = self._factorize_one(dictionary.take(taken))
+        self._add_counts(counts[used], ids)
+
+    def _add_counts(self, counts, ids):
+        groups = self.num_groups
+        if len(self._counts) < groups:
+            grown = np.zeros(max(groups, 2 * len(self._counts)), dtype=np.int64)
+            grown[:len(self._counts)] = self._counts
+            self._counts = grown
+        if ids is None:
+            self._counts[:len(counts)] += counts
+        else:
+            np.add.at(self._counts, ids, counts)
+
+    def key_counts(self):
+        """COUNT(*) of each group 0..num_groups-1 from ``count_keys`` (ndarray[int64])."""
+        self._flush_dictionary()
+        groups = self.num_groups
+        out = np.zeros(groups, dtype=np.int64)
+        out[:min(groups, len(self._counts))] = self._counts[:groups]
+        return out
 
     def uniques(self):
         """The distinct keys, one Array per key column, row g being group g's key."""

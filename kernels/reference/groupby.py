@@ -49,6 +49,7 @@ class Factorizer:
                 raise TypeError(f"cannot group by a column of type {t}")
         self._keep = keep_uniques
         self._uniques = [pa.array([], type=t) for t in self.types]
+        self._key_counts = np.zeros(0, dtype=np.int64)
 
     @property
     def num_groups(self) -> int:
@@ -78,6 +79,34 @@ class Factorizer:
         self._uniques = [pa.concat_arrays([u, _decoded(c, t).take(pa.array(new_rows, pa.int64()))])
                          for u, c, t in zip(self._uniques, columns, self.types)]
         return labels[known:].astype(np.int64)
+
+    def count_keys(self, column) -> None:
+        """See ``kernels.groupby.Factorizer.count_keys`` (same counts; groups of a dictionary column
+        numbered in dictionary order, null last, as there)."""
+        arr = _as_array(column)
+        if len(self.types) != 1:
+            raise TypeError("count_keys needs a Factorizer of one key column")
+        if pa.types.is_dictionary(arr.type):
+            nvalues = len(arr.dictionary)
+            codes = np.where(np.asarray(arr.indices.is_valid()),
+                             arr.indices.fill_null(0).to_numpy(zero_copy_only=False), nvalues)
+            per_code = np.bincount(codes.astype(np.int64), minlength=nvalues + 1)
+            used = np.flatnonzero(per_code)
+            taken = pa.array(used, pa.int64(), mask=used == nvalues)
+            ids = self.factorize([arr.dictionary.take(taken)])
+            weights = per_code[used]
+        else:
+            ids = self.factorize([arr])
+            weights = np.ones(len(ids), dtype=np.int64)
+        counts = np.zeros(self.num_groups, dtype=np.int64)
+        counts[:len(self._key_counts)] = self._key_counts
+        np.add.at(counts, ids, weights)
+        self._key_counts = counts
+
+    def key_counts(self) -> np.ndarray:
+        out = np.zeros(self.num_groups, dtype=np.int64)
+        out[:len(self._key_counts)] = self._key_counts
+        return out
 
     def uniques(self) -> list[pa.Array]:
         if not self._keep:

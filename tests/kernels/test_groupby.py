@@ -260,3 +260,52 @@ def test_keyless_sum_exact_and_null_rules(impl):
     assert small.result(1).to_pylist() == [-32768 * 9997]
     with pytest.raises(ValueError, match="one group"):
         agg.update(None, 2, pa.array([1]))
+
+
+@st.composite
+def dictionary_batches(draw):
+    values = draw(st.lists(st.text(alphabet="abcé", max_size=3), min_size=1, max_size=8))
+    shared = pa.array(values + [None] if draw(st.booleans()) else values)
+    batches = []
+    for _ in range(draw(st.integers(1, 4))):
+        # batches of one segment share a dictionary object; some batches bring their own
+        dictionary = shared if draw(st.booleans()) else pa.array(draw(st.permutations(values)))
+        n = draw(st.integers(0, 60))
+        codes = draw(st.lists(st.none() | st.integers(0, len(dictionary) - 1), min_size=n, max_size=n))
+        arr = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), dictionary)
+        if n > 2 and draw(st.booleans()):
+            arr = arr.slice(1, n - 2)
+        batches.append(arr if draw(st.booleans()) else arr.dictionary_decode())
+    return batches
+
+
+@SETTINGS
+@given(dictionary_batches())
+def test_count_keys_counts_every_row_once(batches):
+    rows = [v for b in batches for v in b.to_pylist()]
+    expected = {}
+    for v in rows:
+        expected[v] = expected.get(v, 0) + 1
+    for impl in IMPLEMENTATIONS:
+        f = impl.Factorizer([pa.string()])
+        for b in batches:
+            f.count_keys(b)
+        counts = f.key_counts()
+        keys = f.uniques()[0].to_pylist()
+        assert len(keys) == len(set(keys)) == f.num_groups, impl.__name__
+        assert dict(zip(keys, counts.tolist())) == expected, impl.__name__
+
+
+@needs_compiled
+def test_count_codes_lanes_nulls_and_bad_codes():
+    codes = np.array([0, 0, 0, 0, 0, 1, 2, 2, 0], dtype=np.int16)
+    counts = np.zeros(4, dtype=np.int64)
+    compiled.count_codes(codes, None, 0, counts)
+    compiled.count_codes(codes[:5], None, 0, counts)
+    assert counts.tolist() == [11, 1, 2, 0]
+    arr = pa.array([1, None, 2, None], pa.int32())
+    counts = np.zeros(4, dtype=np.int64)
+    compiled.count_codes(np.array([1, 0, 2, 0], dtype=np.int32), np.frombuffer(arr.buffers()[0], np.uint8), 0, counts)
+    assert counts.tolist() == [0, 1, 1, 2]
+    with pytest.raises(ValueError, match="row 6 has dictionary code 3"):
+        compiled.count_codes(np.array([0, 1, 2, 0, 1, 2, 3], dtype=np.int64), None, 0, np.zeros(4, dtype=np.int64))

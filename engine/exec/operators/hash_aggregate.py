@@ -196,6 +196,12 @@ class HashAggregateExec(PhysicalOperator):
                 yield from table_to_batches(result.cast(self.schema) if self.mode == "partial"
                                             else self._finish(result))
                 return
+        column = self._counted_scan_column(ctx)
+        if column is not None:
+            result = self._count_stored_keys(partition, ctx, column)
+            yield from table_to_batches(result.cast(self.schema) if self.mode == "partial"
+                                        else self._finish(result))
+            return
         states = self._kernel_states(final=False)
         if states is not None:
             def key_columns(batch):
@@ -292,6 +298,44 @@ class HashAggregateExec(PhysicalOperator):
             yield from table_to_batches(result.cast(self.schema))
         else:
             yield from table_to_batches(self._finish(result))
+
+    def _counted_scan_column(self, ctx: TaskContext):
+        """The stored column name when this is ``SELECT k, COUNT(*) ... GROUP BY k`` straight over a
+        scan (one column key, only COUNT(*), no filter, no runtime join filter), else None."""
+        scan = self.input
+        if not isinstance(scan, ScanExec) or scan.filters or len(self.keys) != 1:
+            return None
+        (key_field, key), = self.keys
+        if not isinstance(key, ColumnRef) or not self.aggregates:
+            return None
+        if any(call.func != "count_star" or call.distinct for _, call in self.aggregates):
+            return None
+        if ctx.runtime_filters.get(id(scan)) or not kernels.supports_group_key(key_field.type.to_arrow()):
+            return None
+        names = dict(zip((f.id for f in scan.fields), scan.column_names))
+        return names.get(key.id)
+
+    def _count_stored_keys(self, partition: int, ctx: TaskContext, column: str) -> pa.Table:
+        """COUNT(*) per key reading only the key column, as stored: a dictionary-encoded column is
+        counted on its codes (``Factorizer.count_keys``: a histogram of the codes per dictionary,
+        then only the dictionary entries that occur are factorized), never decoded or hashed per
+        row; a column stored otherwise is decoded and factorized."""
+        from engine.storage.columnstore.encoding import decode_column
+
+        (key_field, _), = self.keys
+        scan = self.input
+        factorizer = kernels.Factorizer([key_field.type.to_arrow()])
+        batches = ctx.scan(scan.table_id, partition, [column], scan.replicated, scan.batch_rows, None,
+                           encoded=True)
+        if ctx.profile is not None:      # EXPLAIN ANALYZE credits the scan with the rows read
+            batches = ctx.profile.measure(scan, iter(batches))
+        for batch in batches:
+            keys = batch.column(0)
+            if len(keys):
+                factorizer.count_keys(keys if pa.types.is_dictionary(keys.type) else decode_column(keys))
+        counts = pa.array(factorizer.key_counts())
+        return pa.table(factorizer.uniques() + [counts] * len(self.aggregates),
+                        names=[key_field.id] + [f"{f.id}|count" for f, _ in self.aggregates])
 
     def _empty_input(self, key_names, arg_names) -> pa.Table:
         arrays, names = [], []
