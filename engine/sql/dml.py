@@ -18,7 +18,7 @@ from engine import types as T
 from engine.catalog import ColumnDef, TableDef
 from engine.errors import BadDataError, BindError, ConstraintError, unknown_name_error
 from engine.exec.evaluate import evaluate_array
-from engine.plan.expressions import Call, ColumnRef, Expr
+from engine.plan.expressions import Call, ColumnRef, Expr, Literal
 
 
 def target_columns(table: TableDef, names: Optional[Sequence[str]]) -> list[ColumnDef]:
@@ -158,14 +158,18 @@ def row_change(catalog, database: Optional[str], table: TableDef, select) -> Opt
     except UnsupportedError:
         return None
     plan = query.root
-    if query.subqueries or not isinstance(plan, Project) or not isinstance(plan.input, Filter):
+    if query.subqueries or not isinstance(plan, Project):
         return None
-    scan = plan.input.input
+    scan, predicate = plan.input, None
+    if isinstance(scan, Filter):
+        scan, predicate = scan.input, scan.predicate
     if not isinstance(scan, Scan) or scan.filters or scan.table.table_id != table.table_id:
         return None
-    predicate = plan.input.predicate
+    if predicate is None:                   # a WHERE the binder folded to TRUE
+        predicate = Literal(True, T.BOOLEAN)
     name_of = {f.id: name for f, name in zip(scan.fields, scan.column_names)}
-    used = [f.id for f in scan.fields if f.id in predicate.column_ids()]
+    # a predicate of constants still reads one column: batches carry their row count in columns
+    used = [f.id for f in scan.fields if f.id in predicate.column_ids()] or [scan.fields[0].id]
     bounds = tuple(_storage_bounds(KernelFilter.of(predicate), name_of))
     matcher = RowMatcher(predicate, tuple(name_of[i] for i in used), tuple(used), bounds)
     exprs = tuple(e for _, e in plan.exprs)

@@ -162,3 +162,16 @@ def test_in_memory_delete_and_update_in_place():
     for sql in CHECKS:
         _same(con, duck, sql)
     con.close()
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_constant_predicates(tmp_path, durable):
+    con = _open(tmp_path) if durable else engine.connect()
+    con.execute("CREATE TABLE c (a INT, b INT, SHARD KEY (a))")
+    con.executemany("INSERT INTO c VALUES (%s, %s)", [(i, i % 3) for i in range(50)])
+    assert con.execute("DELETE FROM c WHERE 1 = 0").rowcount == 0
+    assert con.execute("UPDATE c SET b = 7 WHERE 2 > 1").rowcount == 50
+    assert con.execute("SELECT COUNT(*), SUM(b) FROM c").fetchall() == [(50, 350)]
+    assert con.execute("DELETE FROM c WHERE b = 7 AND 1 = 1").rowcount == 50
+    assert con.execute("SELECT COUNT(*) FROM c").fetchall() == [(0,)]
+    con.close()
