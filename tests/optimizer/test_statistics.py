@@ -174,3 +174,30 @@ def test_like_inside_the_text_comes_from_the_sample(con):
     scan = next(l for l in lines if l.lstrip().startswith("Scan t"))
     estimated = int(scan.rsplit("(est. ", 1)[1].split(" rows")[0].replace(",", ""))
     assert scan.endswith("rows: histogram)") and 1000 <= estimated <= 3000, scan       # true: 2,000
+
+
+def test_sampled_buckets_of_a_column_with_many_values(monkeypatch):
+    """Above FULL_COUNT_NDV distinct values the buckets come from each partition's row sample (here
+    2,048 of 50,000 rows) while the frequent values stay exact and the rows add up."""
+    from engine.stats import collect
+    monkeypatch.setattr(collect, "SAMPLE_ROWS", 2048)
+    monkeypatch.setattr(collect, "FULL_COUNT_NDV", 1000)
+    rng = np.random.default_rng(11)
+    # 40% of rows on 20 heavy values, the rest spread thinly over 0..60,000 with a dense block at the low end
+    values = np.concatenate([np.repeat(np.arange(20) * 1000, 4000), rng.integers(0, 60_000, 90_000),
+                             rng.integers(0, 500, 30_000) + 100_000])
+    rng.shuffle(values)
+    s = collect_column(_on(_split(pa.array(values), 4)))
+    true = dict(zip(*np.unique(values, return_counts=True)))
+    assert all(true[v] == n for v, n in s.frequent.items()) and {k * 1000 for k in range(20)} <= set(s.frequent)
+    assert s.valid == len(values) == sum(s.frequent.values()) + sum(b.rows for b in s.buckets)
+    assert s.ndv == pytest.approx(len(true), rel=0.03)
+    for lo, hi in [(0, 30_000), (10_500, 11_500), (100_000, 100_250)]:
+        actual = ((values >= lo) & (values <= hi)).sum()
+        assert s.range_rows(lo, True, hi, True) == pytest.approx(actual, rel=0.3), (lo, hi)
+    # values that are not frequent: rows per distinct value of their bucket; the dense block's values
+    # hold ~60 rows each, the thin range's ~1.5: the buckets' distinct counts keep them apart
+    dense = int(np.setdiff1d(np.arange(100_000, 100_500), list(s.frequent))[-1])
+    assert s.eq_rows(dense) == pytest.approx(60, rel=0.3)
+    thin = int(np.setdiff1d(np.arange(30_001, 30_100), list(s.frequent))[0])
+    assert s.eq_rows(thin) == pytest.approx(90_000 / 60_000, rel=0.5)
