@@ -47,6 +47,7 @@ from engine.storage.columnstore.wal import read_records
 
 CANCEL_MEMORY_S = 600.0     # how long a leaf remembers a cancelled query id
 STAGE_CACHE = 128           # decoded stages a leaf keeps
+COALESCE_ROWS = 32768       # rows of repartitioned pieces gathered into one batch per link
 
 # What a consumer task reads: [(stage id, number of payloads)], the payloads following as arguments.
 Layout = Sequence[tuple[int, int]]
@@ -304,7 +305,8 @@ class LeafActor:
         except CanopyInternalError as error:
             raise self._lost(error) from None
         meta = {"leaf": self.leaf.leaf_id, "stage": stage.stage_id, "task": task, "kind": output["kind"],
-                "seconds": time.perf_counter() - started, "links": counters}
+                "seconds": time.perf_counter() - started, "links": counters,
+                "wall": (time.time() - (time.perf_counter() - started), time.time())}
         if profile is not None:             # EXPLAIN ANALYZE: each operator's counters, by path
             meta["operators"] = {path: dataclasses.asdict(c) for path, c in profile.counters.items()}
         self.tasks_done += 1
@@ -319,6 +321,18 @@ def route(batches, schema: pa.Schema, output: dict, check=None) -> tuple[list[by
     sender = transport.Sender(schema, destinations, compression=output.get("compression", "adaptive"),
                               compress_after=output.get("compress_after", transport.COMPRESS_AFTER),
                               throttle_bytes_per_s=output.get("throttle_bytes_per_s"))
+    # A repartition cuts each batch into a piece per partition: pieces for one leaf wait here until they
+    # make a batch of COALESCE_ROWS, so a link sends few full frames, not a tiny one per piece.
+    held: list[list[pa.RecordBatch]] = [[] for _ in range(destinations)]
+    held_rows = [0] * destinations
+
+    def flush(destination: int) -> None:
+        pieces = held[destination]
+        if pieces:
+            sender.send(destination, pieces[0] if len(pieces) == 1 else
+                        pa.Table.from_batches(pieces).combine_chunks().to_batches()[0])
+        held[destination], held_rows[destination] = [], 0
+
     try:
         for batch in batches:
             if check is not None:
@@ -327,9 +341,16 @@ def route(batches, schema: pa.Schema, output: dict, check=None) -> tuple[list[by
                 ppl = output["partitions_per_leaf"]
                 pieces = kernels.split_batch(batch, list(output["keys"]), destinations * ppl)
                 for partition, piece in enumerate(pieces):
-                    sender.send(partition // ppl, piece)
+                    if piece.num_rows:
+                        destination = partition // ppl
+                        held[destination].append(piece)
+                        held_rows[destination] += piece.num_rows
+                        if held_rows[destination] >= COALESCE_ROWS:
+                            flush(destination)
             else:                           # gather, broadcast, a final stage: one destination
                 sender.send(0, batch)
+        for destination in range(destinations):
+            flush(destination)
         sent = sender.finish()
     except BaseException:
         sender.abort()

@@ -424,6 +424,15 @@ class RayRunner(Runner):
         query.metas = values[len(refs):]
         return values[:len(refs)]
 
+    def _submission_order(self, stages: Sequence[StageSpec]) -> list[StageSpec]:
+        """Stages by their depth (longest chain of exchanges below them), keeping the plan's order among
+        equals. A leaf runs its tasks in the order they were submitted, so a stage that reads only
+        tables (a broadcast's build side) must not queue behind one waiting for another stage's output."""
+        depth: dict[int, int] = {}
+        for spec in stages:                     # producers come before their consumers
+            depth[spec.stage_id] = 1 + max((depth[i] for i in self._consumed(spec)), default=-1)
+        return sorted(stages, key=lambda spec: depth[spec.stage_id])
+
     def _stage_payload(self, spec: StageSpec):
         """The encoded stage a task receives: bytes inline in the task (small) or one object in the
         store (large); cached per StageSpec object, which a plan-cache hit hands over again."""
@@ -502,7 +511,7 @@ class RayRunner(Runner):
                 refs.extend(chosen)
             return layout, refs
 
-        for spec in stages:
+        for spec in self._submission_order(stages):
             kind = spec.output_kind
             destinations = self.num_leaves if kind == "repartition" else 1
             output = {"kind": kind, "keys": spec.output_keys, "destinations": destinations,
