@@ -10,7 +10,9 @@ file, and flush / merge / scan throughput of the durable columnstore.
 
 Workload d (``../shared/bench/WORKLOADS.md``): ``t(i INT)``, 10M rows sorted by ``SORT KEY (i)``,
 ``COUNT(*) WHERE i = 2``, through SQL on a reopened data directory and on a reopened DuckDB database
-file, in the same run: the first query after opening and the median of the warm ones. The same 10M
+file, in the same run: the first query after opening and the median of the warm ones. The query runs
+once before the data directory is closed (the first query on a new table collects the statistics its
+plan estimates from; they are persisted, so reopening does not collect them again). The same 10M
 rows with 100x more runs (100,000 values) shows the cost growing with the runs, not the rows.
 
 Canopy: ``engine.connect(data_dir=...)`` (2 leaves x 4 partitions), ``LOAD DATA`` of lineitem.csv, then
@@ -68,6 +70,7 @@ def workload_d(work: Path, rows: int = 10_000_000) -> None:
         con.execute("CREATE TABLE t (i INT, SORT KEY (i))")
         con.load_table("t", table)
         con.execute("OPTIMIZE TABLE t")
+        _, ever = _timed(lambda: con.execute(sql).fetchall())      # collects (and persists) statistics of i
         con.close()
         con = engine.connect(data_dir=str(canopy_dir), progress=False)
         (answer,), first = _timed(lambda: con.execute(sql).fetchall())
@@ -75,8 +78,9 @@ def workload_d(work: Path, rows: int = 10_000_000) -> None:
         floor = _median_ms(lambda: con.execute("SELECT COUNT(*) FROM t WHERE i = -1").fetchall())
         segments = len(list(canopy_dir.rglob("seg-*.arrow")))
         con.close()
-        line = (f"  {values:>7,} values: canopy {warm:6.2f} ms (first {first * 1e3:6.1f} ms; {segments} segments,"
-                f" count {answer[0]:,}; every segment eliminated: {floor:.2f} ms)")
+        line = (f"  {values:>7,} values: canopy {warm:6.2f} ms (first after reopening {first * 1e3:6.1f} ms, first on"
+                f" the new table {ever * 1e3:6.1f} ms; {segments} segments, count {answer[0]:,}; every segment"
+                f" eliminated: {floor:.2f} ms)")
         try:
             import duckdb
 
