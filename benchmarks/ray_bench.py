@@ -3,6 +3,7 @@
     python -m benchmarks.ray_bench tpch --sf 0.1             # TPC-H total, Ray vs embedded (goal <= 1.3x)
     python -m benchmarks.ray_bench link --sf 0.1             # workload i: LZ4 on/off, throttled and loopback
     python -m benchmarks.ray_bench choice --sf 0.1           # payload bytes vs Ray-pickled batches
+    python -m benchmarks.ray_bench overhead --sf 0.01        # where a small query's time goes on Ray
 
 ``tpch``: both runners load the same CSV files (2 leaves x 4 partitions each); every query runs once as a
 warm-up on each, then ``--repeat`` times alternating; totals are sums of medians.
@@ -15,6 +16,12 @@ when more than 4 wait in the send queue).
 
 ``choice``: the same batches to an actor as our framed IPC payload vs as a list of RecordBatches that
 Ray pickles itself, to justify the payload format.
+
+``overhead``: small queries (a reference-table count, a sharded count, TPC-H q06, q14, q03, q05) on both
+runners; for Ray each median is split into the driver before the runner (parse, plan cache), the
+runner's wall time, and the leaf tasks' own time on the critical path (the slowest task of each stage,
+summed), the rest being Ray's scheduling and transfer between stages. A bare actor round trip (ping of
+both leaves) is the floor per stage boundary.
 """
 from __future__ import annotations
 
@@ -59,6 +66,67 @@ def bench_tpch(args) -> int:
         sys.stdout.flush()
     print(f"{'total':<6} {totals['embedded']:>11.4f} {totals['ray']:>9.4f} "
           f"{totals['ray'] / totals['embedded']:>7.2f}")
+    for con in cons.values():
+        con.close()
+    return 0
+
+
+def bench_overhead(args) -> int:
+    import ray
+
+    import engine
+    from engine.workloads import tpch
+
+    data_dir = tpch.generate(args.sf, tpch.default_cache_dir())
+    cons = {}
+    for kind, options in (("embedded", {"cluster": "local"}), ("ray", {"cluster": "ray", "leaf_cpus": args.leaf_cpus})):
+        con = engine.connect(leaves=args.leaves, **options)
+        tpch.create_schema(con)
+        tpch.load(con, data_dir)
+        cons[kind] = con
+    runner = cons["ray"].session.runner
+    repeat = max(args.repeat, 10)
+    ping = median_seconds(lambda: ray.get([leaf.ping.remote() for leaf in runner.leaves]), repeat)
+    print(f"TPC-H SF {args.sf:g}, {args.leaves} leaves, {os.cpu_count()} CPUs, median of {repeat}; "
+          f"actor round trip (ping every leaf) {ping * 1000:.2f} ms\n")
+    queries = [("count reference", "SELECT COUNT(*) FROM nation"), ("count sharded", "SELECT COUNT(*) FROM orders")]
+    queries += [(q, tpch.query(q)) for q in ("q06", "q14", "q03", "q05")]
+    print(f"{'query':<16} {'embedded ms':>11} {'ray ms':>8} {'ratio':>6} {'driver':>7} {'runner':>7} "
+          f"{'leaf path':>9} {'stages':>6}")
+    run = runner.run
+    for name, sql in queries:
+        embedded = median_seconds(lambda: cons["embedded"].execute(sql).fetch_arrow_table(), repeat)
+        samples = []
+
+        def timed_run(*a, **k):
+            start = time.perf_counter()
+            try:
+                return run(*a, **k)
+            finally:
+                samples[-1]["runner"] += time.perf_counter() - start
+
+        runner.run = timed_run
+        try:
+            def one():
+                samples.append({"runner": 0.0})
+                start = time.perf_counter()
+                cons["ray"].execute(sql).fetch_arrow_table()
+                samples[-1]["total"] = time.perf_counter() - start
+                slowest: dict[int, float] = {}
+                for meta in runner.last_profile:
+                    slowest[meta["stage"]] = max(slowest.get(meta["stage"], 0.0), meta["seconds"])
+                samples[-1]["leaf"] = sum(slowest.values())
+                samples[-1]["stages"] = len(slowest)
+
+            median_seconds(one, repeat)
+        finally:
+            runner.run = run
+        samples = samples[1:]                   # without the warm-up
+        med = {k: statistics.median(s[k] for s in samples) for k in ("total", "runner", "leaf", "stages")}
+        print(f"{name:<16} {embedded * 1000:>11.2f} {med['total'] * 1000:>8.2f} {med['total'] / embedded:>6.2f} "
+              f"{(med['total'] - med['runner']) * 1000:>7.2f} {med['runner'] * 1000:>7.2f} "
+              f"{med['leaf'] * 1000:>9.2f} {med['stages']:>6.0f}")
+        sys.stdout.flush()
     for con in cons.values():
         con.close()
     return 0
@@ -163,14 +231,15 @@ def bench_choice(args) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ray_bench", description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["tpch", "link", "choice"])
+    parser.add_argument("what", choices=["tpch", "link", "choice", "overhead"])
     parser.add_argument("--sf", type=float, default=0.1)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--queries", default="", help="comma-separated subset of TPC-H queries")
     parser.add_argument("--leaves", type=int, default=2)
     parser.add_argument("--leaf-cpus", type=float, default=0.5)
     args = parser.parse_args(argv)
-    return {"tpch": bench_tpch, "link": bench_link, "choice": bench_choice}[args.what](args)
+    return {"tpch": bench_tpch, "link": bench_link, "choice": bench_choice,
+            "overhead": bench_overhead}[args.what](args)
 
 
 if __name__ == "__main__":

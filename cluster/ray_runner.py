@@ -19,11 +19,13 @@ processes: the csn comes from the driver's commit log, the leaves prepare and sy
 the commit record, the leaves apply. Driver and leaves must see the same filesystem (one node, or a
 shared mount).
 
-Failures: Ray errors become :mod:`engine.errors` types here. A leaf that dies fails the query with an
-``ExecutionError`` (an ``OperationalError``) naming the leaf; Ray restarts the actor (``max_restarts``).
-With a ``data_dir`` the restarted leaf reopens its partitions from disk, keeping the statements whose
-commit record is in the log; in memory it has lost them, and queries over them fail with an error saying
-so until the tables are dropped and reloaded.
+Failures: Ray errors become :mod:`engine.errors` types here. Ray restarts a leaf that dies
+(``max_restarts``). With a ``data_dir`` the restarted leaf reopens its partitions from disk, keeping the
+statements whose commit record is in the log, and a query it died under is retried once (see ``run``);
+in memory it has lost them: the query fails with an ``ExecutionError`` (an ``OperationalError``) naming
+the leaf, and queries over its tables fail with an error saying so until they are dropped and reloaded.
+A query that fails for any reason, runs past ``statement_timeout`` or is interrupted (Ctrl-C) is
+cancelled on every leaf: queued tasks are cancelled, running ones stop at their next batch.
 """
 from __future__ import annotations
 
