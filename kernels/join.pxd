@@ -14,5 +14,7 @@ cdef extern from "canopy_join.h" nogil:
     void canopy_join_lookup_bytes64(const canopy_gb_table *t, const int64_t *offsets, const uint8_t *data,
                                     const uint8_t *validity, int64_t bit_offset, int64_t n, int64_t *ids)
     int64_t canopy_join_emit(const int64_t *ids, int64_t n, const int64_t *starts, int64_t num_ids,
-                             const int64_t *rows, int outer, int64_t *row, int64_t *offset, int64_t cap,
-                             int64_t *out_probe, int64_t *out_build)
+                             const int64_t *rows, int unique, int outer, int64_t *row, int64_t *offset,
+                             int64_t cap, int64_t *out_probe, int64_t *out_build)
+    int64_t canopy_join_count(const int64_t *ids, int64_t n, const int64_t *starts, int64_t num_ids,
+                              int unique, int outer)

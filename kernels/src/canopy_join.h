@@ -129,11 +129,12 @@ CANOPY_JOIN_DEFINE_LOOKUP_BYTES(canopy_join_lookup_bytes64, int64_t)
  * build rows in ascending order from the *offset-th. A probe row whose id is negative emits
  * (row, -1) when `outer` (left outer join) and nothing otherwise. Stops when `cap` pairs are written
  * or the probe rows run out; *row / *offset are left where the next call resumes. Returns the pairs
- * written. `cap` >= 1. An id of num_ids or more stops the loop with *row at that probe row and returns
+ * written. `cap` >= 1. `unique`: every id has exactly one build row (starts[g] == g), so rows[g] is
+ it. An id of num_ids or more stops the loop with *row at that probe row and returns
  * -1 (the pairs before it are written).
  */
 static inline int64_t canopy_join_emit(const int64_t *ids, int64_t n, const int64_t *starts,
-                                       int64_t num_ids, const int64_t *rows, int outer, int64_t *row,
+                                       int64_t num_ids, const int64_t *rows, int unique, int outer, int64_t *row,
                                        int64_t *offset, int64_t cap, int64_t *out_probe,
                                        int64_t *out_build) {
     int64_t k = 0, i = *row, off = *offset;
@@ -150,6 +151,14 @@ static inline int64_t canopy_join_emit(const int64_t *ids, int64_t n, const int6
                 out_build[k] = -1;
                 k++;
             }
+            i++;
+            continue;
+        }
+        if (unique) {
+            /* one build row per key: rows[g], no walk over starts */
+            out_probe[k] = i;
+            out_build[k] = rows[g];
+            k++;
             i++;
             continue;
         }
@@ -171,6 +180,18 @@ static inline int64_t canopy_join_emit(const int64_t *ids, int64_t n, const int6
     *row = i;
     *offset = off;
     return k;
+}
+
+/* The number of pairs canopy_join_emit writes for all n probe rows. */
+static inline int64_t canopy_join_count(const int64_t *ids, int64_t n, const int64_t *starts,
+                                        int64_t num_ids, int unique, int outer) {
+    int64_t total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t g = ids[i];
+        if (g < 0 || g >= num_ids) total += outer ? 1 : 0;
+        else total += unique ? 1 : starts[g + 1] - starts[g];
+    }
+    return total;
 }
 
 #endif /* CANOPY_JOIN_H */

@@ -17,8 +17,8 @@ from engine.plan.logical import Field
 # exactly once collected): EXISTS over a big subquery (TPC-H Q4: 57k orders against 3.8M lineitems)
 # then builds on the orders.
 _SWAP_RATIO = 2
-# Runtime Bloom filter: built from the build side's distinct keys when there are at most this many
-# (16 bits a key: 8 MiB, beyond which a probe is a cache miss like the hash table's own).
+# Runtime Bloom filter: built from the build side's keys when there are at most this many rows
+# (16 bits a row: 8 MiB, beyond which a probe is a cache miss like the hash table's own).
 BLOOM_MAX_KEYS = 1 << 22
 
 
@@ -34,7 +34,7 @@ class HashJoinExec(PhysicalOperator):
 
     Runtime join filter: for an inner or semi join whose probe key is a column of a scan in the same
     stage (through filters, projections and the probe side of inner joins), a Bloom filter over the
-    build side's distinct keys is handed to that scan through ``TaskContext.runtime_filters`` before
+    build side's keys is handed to that scan through ``TaskContext.runtime_filters`` before
     the probe side runs, so the scan drops rows that cannot match before decoding their other
     columns (the scan stops applying it when it does not drop enough: see ``ScanExec``).
     """
@@ -76,14 +76,12 @@ class HashJoinExec(PhysicalOperator):
         if right.num_rows == 0 and self.kind in ("inner", "semi"):
             return
         right, right_names = _with_keys(right, self.right_keys, "__rk", ctx)
-        table = self._push_bloom_filter(right, right_names, ctx)
+        self._push_bloom_filter(right, right_names, ctx)
         left = collect(self.left, partition, ctx)
         if left.num_rows == 0:
             return
         left, left_names = _with_keys(left, self.left_keys, "__lk", ctx)
-        left_keys, right_keys, cast = _comparable(left, left_names, right, right_names)
-        if cast:
-            table = None       # built before the keys were cast to one type
+        left_keys, right_keys = _comparable(left, left_names, right, right_names)
         out_names = [f.id for f in self.fields]
         kind = self.kind
 
@@ -98,8 +96,7 @@ class HashJoinExec(PhysicalOperator):
         if swap:
             yield from self._build_left(left, right, left_keys, right_keys, out_names)
             return
-        if table is None:
-            table = kernels.JoinTable(right_keys)
+        table = kernels.JoinTable(right_keys)
         ids = table.lookup(left_keys)
         if kind == "anti_null_aware":
             yield from _batches(left.take(table.anti(ids, null_aware=True)).select(out_names))
@@ -115,20 +112,15 @@ class HashJoinExec(PhysicalOperator):
             return
         yield from self._with_residual(left, right, table, ids, out_names, ctx)
 
-    def _push_bloom_filter(self, right: pa.Table, right_names, ctx: TaskContext):
-        """Build the join table now and hand its Bloom filter to the probe side's scan, when that
-        can drop rows; returns the table (None when nothing was built)."""
+    def _push_bloom_filter(self, right: pa.Table, right_names, ctx: TaskContext) -> None:
+        """Hand a Bloom filter over the build keys to the probe side's scan, when it may drop rows.
+        Built from the build rows as they are (a key repeated sets the same bits), before the probe
+        side runs; the hash table itself is built later, on whichever side is smaller."""
         target = self._bloom_target()
-        if target is None or right.num_rows == 0:
-            return None
-        table = kernels.JoinTable([right.column(n) for n in right_names])
-        if table.num_keys > BLOOM_MAX_KEYS:
-            return table
-        bloom = table.bloom()
-        if bloom is not None:
-            scan, column = target
-            ctx.runtime_filters.setdefault(id(scan), {})[id(self)] = (column, bloom)
-        return table
+        if target is None or not 0 < right.num_rows <= BLOOM_MAX_KEYS:
+            return
+        scan, column = target
+        ctx.runtime_filters.setdefault(id(scan), {})[id(self)] = (column, kernels.JoinBloom(right.column(right_names[0])))
 
     def _build_left(self, left, right, left_keys, right_keys, out_names) -> Iterator[pa.RecordBatch]:
         """No residual, the left input much smaller: hash the left keys, probe with the right."""
@@ -247,9 +239,8 @@ def _with_keys(table: pa.Table, keys: tuple[Expr, ...], prefix: str, ctx: TaskCo
 def _comparable(left: pa.Table, left_names, right: pa.Table, right_names):
     """The key columns of both sides, cast where their types differ beyond what the kernel compares
     (decimals of different scales, an integer against a decimal, ...): to the type Arrow unifies
-    them to; and whether any was cast."""
+    them to."""
     lk, rk = [left.column(n) for n in left_names], [right.column(n) for n in right_names]
-    cast = False
     for i, (a, b) in enumerate(zip(lk, rk)):
         ta, tb = a.type, b.type
         if ta == tb or (pa.types.is_integer(ta) and pa.types.is_integer(tb)):
@@ -258,8 +249,7 @@ def _comparable(left: pa.Table, left_names, right: pa.Table, right_names):
             continue
         common = _common_type(ta, tb)
         lk[i], rk[i] = a.cast(common), b.cast(common)
-        cast = True
-    return lk, rk, cast
+    return lk, rk
 
 
 def _string_like(t) -> bool:
