@@ -10,7 +10,7 @@ INSTALL_STAMP := $(VENV)/.canopy-installed
 KERNEL_STAMP  := build/.canopy-kernels
 KERNEL_SOURCES := $(wildcard kernels/*.pyx kernels/*.pxd kernels/src/*.h kernels/src/*.c) setup.py
 
-.PHONY: venv kernels demo test test-slow bench bench-peers clean distclean
+.PHONY: venv kernels demo test test-ray test-slow bench bench-peers clean distclean
 
 venv: $(INSTALL_STAMP) $(KERNEL_STAMP)
 
@@ -36,8 +36,14 @@ kernels: $(KERNEL_STAMP)
 demo: venv
 	$(PY) -m engine.demo --sf $(SF)
 
+# The default suite on the embedded runner, then the SQL, DB-API and TPC-H suites again with every
+# leaf a Ray actor on a local Ray (same answers expected from both runners).
 test: venv
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory test-ray
+
+test-ray: venv
+	CANOPY_RUNNER=ray $(PY) -m pytest -q tests/sql tests/tpch tests/dbapi tests/test_semantics.py
 
 test-slow: venv
 	$(PY) -m pytest -q -m slow
