@@ -76,6 +76,9 @@ class PhysicalPlanner:
         self._own: dict[int, float] = {}          # id(operator) -> its own cost, where the planner priced it
         self._out_rows: dict[int, float] = {}     # id(operator) -> rows out, where not its node's estimate
         self._keep: list[PhysicalOperator] = []   # operators priced but replaced: their ids stay unique
+        # id(operator) -> the choices made for it by cost: (what was chosen, {alternative: seconds}),
+        # each alternative priced the same way (for EXPLAIN: "hash 3 ms vs nested loop 40 ms")
+        self.choices: dict[int, list[tuple[str, dict[str, float]]]] = {}
 
     def plan(self, root: LogicalPlan) -> PhysicalOperator:
         op, dist = self.build(root)
@@ -111,6 +114,23 @@ class PhysicalPlanner:
             self._out_rows[id(op)] = rows
         self._keep.append(op)
         return op
+
+    def _chose(self, op: PhysicalOperator, chosen: str, options: dict[str, float]) -> None:
+        if len(options) > 1:
+            self.choices.setdefault(id(op), []).append((chosen, dict(options)))
+
+    def cost_text(self, op_id: int) -> Optional[str]:
+        """EXPLAIN's cost note: the operator's cost with its inputs', then for each choice made by cost
+        the chosen alternative's cost beside the rejected ones' (``cost 12.40 ms; hash join 3.10 ms vs
+        nested loop 40.00 ms, batched key 12.00 ms``)."""
+        total = self.costs.get(op_id)
+        if total is None:
+            return None
+        notes = [f"{chosen} {cost.ms(options[chosen])} vs "
+                 + ", ".join(f"{name} {cost.ms(seconds)}" for name, seconds in
+                             sorted(options.items(), key=lambda kv: kv[1]) if name != chosen)
+                 for chosen, options in self.choices.get(op_id, ())]
+        return "; ".join([f"cost {cost.ms(total)}"] + notes)
 
     @property
     def tasks(self) -> int:
@@ -277,6 +297,7 @@ class PhysicalPlanner:
             moved = self.repartition(op, dist, key_ids)
             final = self._priced(HashAggregateExec(moved, "single", node.keys, node.aggregates),
                                  cost.hash_aggregate(rows, groups))
+            self._chose(final, choice, options)
             return final, Distribution("hashed", out_keys)
         if choice == "streaming partial":
             partial = self._priced(StreamingAggregateExec(op, "partial", node.keys, node.aggregates),
@@ -294,19 +315,24 @@ class PhysicalPlanner:
             out = Distribution("hashed", out_keys)
         final = self._priced(HashAggregateExec(moved, "final", node.keys, node.aggregates),
                              cost.final_aggregate(state_rows, groups))
+        self._chose(final, choice, options)
         return final, out
 
     def _one_step(self, node: Aggregate, op, key_ids, has_distinct) -> PhysicalOperator:
         """The whole aggregate in one operator (input already together or hashed on the keys):
         streaming when the input is a sort on the group keys, else hashing."""
         groups, rows = self.est.rows(node), self.est.rows(node.input)
-        hashing = cost.hash_aggregate(rows, groups)
+        options = {"hash": cost.hash_aggregate(rows, groups)}
         if not has_distinct and node.keys and len(key_ids) == len(node.keys) and _sorted_on(op, key_ids) \
-                and streaming_aggregate.supports(node.keys, node.aggregates) \
-                and cost.streaming_aggregate(rows) < hashing:
-            return self._priced(StreamingAggregateExec(op, "single", node.keys, node.aggregates),
-                                cost.streaming_aggregate(rows))
-        return self._priced(HashAggregateExec(op, "single", node.keys, node.aggregates), hashing)
+                and streaming_aggregate.supports(node.keys, node.aggregates):
+            options["streaming"] = cost.streaming_aggregate(rows)
+        choice = min(options, key=options.__getitem__)
+        if choice == "streaming":
+            aggregate = StreamingAggregateExec(op, "single", node.keys, node.aggregates)
+        else:
+            aggregate = HashAggregateExec(op, "single", node.keys, node.aggregates)
+        self._chose(aggregate, choice, options)
+        return self._priced(aggregate, options[choice])
 
     def _runs(self, node: Aggregate, key_ids, groups: float, rows: float) -> Optional[float]:
         """State rows a streaming partial would emit: runs of equal keys in scan order, from ANALYZE's
@@ -359,6 +385,7 @@ class PhysicalPlanner:
         preserve_left = kind != "inner"
         strategy = ""
         out_dist: Distribution
+        distribution = None        # (chosen, {alternative: seconds}) where broadcast vs repartition was costed
         if rdist.kind == "replicated" and ldist.kind != "single":
             strategy, out_dist = "local (replicated build)", ldist
         elif ldist.kind == "single" and rdist.kind == "single":
@@ -378,6 +405,7 @@ class PhysicalPlanner:
                 (0 if self._hashed_on(rdist, rkey_ids) else right_rows)
             repartition_cost = cost.exchange(moved, "repartition") + \
                 cost.hash_join(right_rows / tasks, left_rows / tasks, tasks)
+            costed = {"broadcast": broadcast_cost, "repartition": repartition_cost}
             if kind == "anti_null_aware" or rdist.kind == "single" or (
                     right_rows <= limit and broadcast_cost <= repartition_cost and ldist.kind != "single"):
                 if ldist.kind == "replicated":
@@ -391,6 +419,8 @@ class PhysicalPlanner:
                 else:
                     right = self.broadcast(right, rdist)
                     strategy, out_dist = "broadcast", ldist
+                    if kind != "anti_null_aware" and rdist.kind != "single":
+                        distribution = ("broadcast", costed)
             elif ldist.kind == "single" and not preserve_left and left_rows <= limit:
                 left = self.broadcast(left, ldist)
                 strategy, out_dist = "broadcast probe", rdist
@@ -416,13 +446,17 @@ class PhysicalPlanner:
                     right = self.repartition(right, rdist, rkey_ids)
                     out_keys = lkey_ids
                 strategy, out_dist = "repartition", Distribution("hashed", out_keys)
-        return self._join_algorithm(node, left, right, left_keys, right_keys, strategy, out_dist), out_dist
+                if right_rows <= limit and ldist.kind != "single":     # broadcast was possible: costed
+                    distribution = ("repartition", costed)
+        return self._join_algorithm(node, left, right, left_keys, right_keys, strategy, out_dist,
+                                    distribution), out_dist
 
     def _join_algorithm(self, node: Join, left, right, left_keys, right_keys, strategy: str,
-                        out_dist: Distribution) -> PhysicalOperator:
+                        out_dist: Distribution, distribution=None) -> PhysicalOperator:
         """Within each task, the cheapest of a hash join, a nested loop over the key equalities (tiny
         inputs: no hash table to set up) and a batched key access join (an ordered build side, probed
-        by sorted batches of keys: nothing hashed). ``ctx.join_algorithm`` forces one where it applies."""
+        by sorted batches of keys: nothing hashed). ``ctx.join_algorithm`` forces one where it applies.
+        ``distribution``: (chosen, {alternative: seconds}) of the broadcast / repartition choice, for EXPLAIN."""
         kind = node.kind
         left_rows, right_rows = self.est.rows(node.left), self.est.rows(node.right)
         tasks = 1 if out_dist.kind in ("single", "replicated") else self.tasks
@@ -455,6 +489,9 @@ class PhysicalPlanner:
             join = BatchedKeyJoinExec(probe, build, kind, probe_key, build_key, node.fields, strategy)
         else:
             join = HashJoinExec(left, right, kind, left_keys, right_keys, node.residual, node.fields, strategy)
+        if distribution is not None:
+            self._chose(join, *distribution)
+        self._chose(join, choice, options)
         return self._priced(join, options[choice])
 
     def _ordered_runs(self, side: LogicalPlan, key, rows_per_task: float, tasks: int) -> float:

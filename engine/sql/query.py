@@ -54,7 +54,7 @@ def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], 
         init_plans.append((root, tuple(split_stages(root))))
     logical = optimize_logical(query.root, ctx)
     root = planner.plan(logical)
-    estimates = {op_id: (ctx.estimator.rows(node), ctx.estimator.source(node), planner.costs.get(op_id))
+    estimates = {op_id: (ctx.estimator.rows(node), ctx.estimator.source(node), planner.cost_text(op_id))
                  for op_id, node in planner.logical_of.items()}
     return PlannedQuery(tuple(init_plans), root, tuple(split_stages(root)), query.root.fields,
                         query.names, logical, estimates)
@@ -113,8 +113,9 @@ def explain_text(planned: PlannedQuery, profiles: Optional[list[QueryProfile]] =
     def estimate(op) -> str:
         rows, source, _ = planned.estimates.get(id(op.input if isinstance(op, ExchangeExec) else op),
                                                 (None, None, None))
-        own = planned.estimates.get(id(op), (None, None, None))[2]      # an exchange's includes its move
-        spent = f"(cost {own * 1e3:,.2f} ms) " if own is not None else ""
+        # "cost X ms" with its inputs' (an exchange's includes its move), then alternatives rejected by cost
+        costed = planned.estimates.get(id(op), (None, None, None))[2]
+        spent = f"({costed}) " if costed is not None else ""
         return spent + f"(est. {rows:,.0f} rows: {source})" if rows is not None else spent.strip()
 
     def annotated(root, profile: Optional[QueryProfile]):

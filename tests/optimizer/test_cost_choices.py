@@ -1,5 +1,6 @@
 """Cost-based operator choices (engine/optimizer/cost.py): streaming vs hash GROUP BY by input order,
 hash vs nested-loop vs batched-key joins by input sizes and order; results checked against DuckDB."""
+import re
 from collections import Counter
 
 import duckdb
@@ -100,3 +101,48 @@ def test_batched_key_join_kinds_match_duckdb(both, kind):
            "anti": "SELECT pid FROM probe WHERE NOT EXISTS (SELECT 1 FROM ordered_ref WHERE k = pk + 1000)",
            "left": "SELECT pid, id FROM probe LEFT JOIN ordered_ref ON k = pk + 995"}[kind]
     assert Counter(con.execute(sql).fetchall()) == Counter(duck.execute(sql).fetchall())
+
+
+def _choices(line: str) -> list[tuple[str, dict[str, float]]]:
+    """The choices an EXPLAIN line's cost note lists: [(chosen, {alternative: ms})], chosen included."""
+    note = re.search(r"\(cost [\d,.]+ ms((?:; [^()]*)?)\)", line).group(1)
+    found = []
+    for part in filter(None, note.split("; ")):
+        chosen, rejected = part.split(" vs ")
+        costs = dict(_named_ms(p) for p in [chosen] + rejected.split(", "))
+        found.append((_named_ms(chosen)[0], costs))
+    return found
+
+
+def _named_ms(text: str) -> tuple[str, float]:
+    name, number = re.fullmatch(r"(.+) ([\d,.]+) ms", text.strip()).groups()
+    return name, float(number.replace(",", ""))
+
+
+@pytest.mark.parametrize("sql, operator, chosen, rejected", [
+    ("SELECT k, SUM(v) FROM ordered GROUP BY k", "HashAggregate final", "streaming partial",
+     {"hash partial", "shuffle rows"}),
+    ("SELECT k, SUM(v) FROM shuffled GROUP BY k", "HashAggregate final", "hash partial",
+     {"streaming partial", "shuffle rows"}),
+    ("SELECT a, x, y FROM tiny_a JOIN tiny_b ON a = b", "NestedLoopJoin", "nested loop", {"hash"}),   # string keys: no batched key
+    ("SELECT pid, id, v FROM probe JOIN ordered_ref ON pk = k", "HashJoin", "hash", {"batched key"}),
+    ("SELECT k, SUM(v) FROM (SELECT k, v FROM shuffled ORDER BY k LIMIT 5000) s GROUP BY k",
+     "StreamingAggregate single", "streaming", {"hash"}),
+])
+def test_explain_shows_the_rejected_alternatives_costs(both, sql, operator, chosen, rejected):
+    con, _ = both
+    line = next(l for l in explain(con, sql).splitlines() if l.lstrip().startswith(operator))
+    choices = _choices(line)
+    picked, costs = next((c, o) for c, o in choices if c == chosen)
+    assert set(costs) == rejected | {chosen}, line
+    assert all(costs[chosen] <= costs[r] for r in rejected), line
+
+
+def test_explain_shows_broadcast_against_repartition(both):
+    con, _ = both
+    plan = explain(con, "SELECT COUNT(*) FROM probe JOIN shuffled ON pk = id + 1")
+    line = next(l for l in plan.splitlines() if l.lstrip().startswith("HashJoin"))
+    distribution = next(o for c, o in _choices(line) if c in ("broadcast", "repartition"))
+    assert set(distribution) == {"broadcast", "repartition"}
+    chosen = "broadcast" if "[broadcast]" in line else "repartition"
+    assert distribution[chosen] == min(distribution.values()), line
