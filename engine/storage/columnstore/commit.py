@@ -20,6 +20,7 @@ which must not happen under a statement that is between prepare and apply).
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional
@@ -186,11 +187,12 @@ class Transaction:
         """Run the deletes (``prepare(store, matcher)`` -> a part with ``deleted`` and
         ``deleted_rows``, collected into ``parts`` as they come, for an abort), then queue the
         re-inserted rows as appends."""
-        done = []
-        for store, matcher in self._deletes.values():
-            part = prepare(store, matcher)
-            parts.append(part)
-            done.append((store, part))
+        items = list(self._deletes.values())
+        results, error = _on_threads(lambda item: prepare(*item), items)
+        parts.extend(r for r in results if r is not None)
+        if error is not None:
+            raise error
+        done = list(zip([store for store, _ in items], results))
         self.deleted = {id(store): part.deleted for store, part in done}
         if self._reinsert is not None:
             for store, batch in self._reinsert([(store, part.deleted_rows) for store, part in done]):
@@ -233,9 +235,36 @@ class Transaction:
                 for p in prepared:
                     p.abort()
                 raise
-            for p in prepared:
+            # a DELETE's parts first (their stores may start a new WAL the appends then fill), on
+            # threads: each installs a manifest (two fsyncs), partitions are independent
+            deletes = len(self._deletes)
+            _, error = _on_threads(lambda p: p.apply(), prepared[:deletes])
+            if error is not None:
+                raise error
+            for p in prepared[deletes:]:
                 p.apply()
             if on_commit is not None:
                 on_commit()
         committer.maintain([store for store, _ in self._appends.values()] +
                            [store for store, _ in self._deletes.values()])
+
+
+def _on_threads(fn: Callable, items: list) -> tuple[list, Optional[BaseException]]:
+    """``fn`` over ``items``, on threads when there are several (a DELETE evaluates its predicate and
+    fsyncs its files in every partition: the kernels and fsync release the GIL); the results in
+    order (None where ``fn`` raised) and the first error, raised by the caller once all finished."""
+    if len(items) <= 1:
+        try:
+            return [fn(item) for item in items], None
+        except BaseException as error:    # noqa: BLE001 - returned to the caller, which raises it
+            return [None] * len(items), error
+    with ThreadPoolExecutor(max_workers=min(len(items), 8), thread_name_prefix="canopy-commit") as pool:
+        futures = [pool.submit(fn, item) for item in items]
+    results, first = [], None
+    for future in futures:
+        try:
+            results.append(future.result())
+        except BaseException as error:    # noqa: BLE001 - returned to the caller, which raises it
+            results.append(None)
+            first = first or error
+    return results, first
