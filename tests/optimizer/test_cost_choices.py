@@ -146,3 +146,16 @@ def test_explain_shows_broadcast_against_repartition(both):
     assert set(distribution) == {"broadcast", "repartition"}
     chosen = "broadcast" if "[broadcast]" in line else "repartition"
     assert distribution[chosen] == min(distribution.values()), line
+
+
+def test_nested_loop_only_where_its_worst_case_is_cheap(both):
+    """A filter estimated to keep a handful of rows of a big table may keep thousands: the nested loop
+    (the product of the sides) is not an option there, while two tiny tables still get one."""
+    con, duck = both
+    sql = ("SELECT COUNT(*) FROM shuffled s JOIN ordered o ON s.id = o.id "
+           "WHERE s.v = 3 AND s.k = 7 AND o.v = 3 AND o.k = 7")
+    line = next(l for l in explain(con, sql).splitlines() if "Join" in l)
+    assert "NestedLoopJoin" not in line and "nested loop" not in line, line
+    assert con.execute(sql).fetchall() == duck.execute(sql).fetchall()
+    tiny = next(l for l in explain(con, "SELECT a, y FROM tiny_a JOIN tiny_b ON a = b").splitlines() if "Join" in l)
+    assert "nested loop" in tiny
