@@ -175,3 +175,16 @@ def test_constant_predicates(tmp_path, durable):
     assert con.execute("DELETE FROM c WHERE b = 7 AND 1 = 1").rowcount == 50
     assert con.execute("SELECT COUNT(*) FROM c").fetchall() == [(0,)]
     con.close()
+
+
+def test_reference_table_counts_rows_once(tmp_path):
+    con = _open(tmp_path)
+    con.execute("CREATE REFERENCE TABLE r (a INT, b VARCHAR(5))")
+    con.executemany("INSERT INTO r VALUES (%s, %s)", [(i, f"v{i % 4}") for i in range(40)])
+    assert con.execute("DELETE FROM r WHERE b = 'v1'").rowcount == 10
+    assert con.execute("UPDATE r SET a = a + 100 WHERE b = 'v2'").rowcount == 10
+    copies = [s for s in _stores(con)]
+    assert len(copies) == 2 and all(s.row_count() == 30 for s in copies)      # every leaf's copy
+    assert con.execute("SELECT COUNT(*), SUM(a) FROM r").fetchall() == [(30, sum(range(40)) - sum(range(1, 40, 4))
+                                                                          + 100 * 10)]
+    con.close()
