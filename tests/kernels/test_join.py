@@ -197,3 +197,16 @@ def test_bloom_from_table_skips_multi_column_and_decimal_keys():
     bloom = impl.JoinTable([pa.array([datetime.date(2024, 1, 2), None])]).bloom()
     got = bloom.might_contain(pa.array([datetime.date(2024, 1, 2), None]))
     assert got.to_pylist() == [True, None]
+
+
+@needs_compiled
+@pytest.mark.parametrize("build", [[5, 6, 7, None, 6], [5, 6, 7, None, 6, 10**12], [-2**63, 2**63 - 1, 0]])
+@pytest.mark.parametrize("probe_type", [pa.int8(), pa.int32(), pa.int64(), pa.uint64()])
+def test_direct_address_and_hashed_lookups_agree(build, probe_type):
+    """A dense range of integer keys is looked up by address, a sparse one by hash: same ids."""
+    table = compiled.JoinTable([pa.array(build, pa.int64())])
+    assert (table._dense is not None) == (len(build) == 5)
+    values = [0, 5, 6, 7, 8, 127, None, 4]
+    probe = pa.array(values, pa.int64()).cast(probe_type, safe=False) if probe_type != pa.uint64() else \
+        pa.array([v if v is None else v % 2**64 for v in values], pa.uint64())
+    assert table.lookup([probe]).tolist() == reference.JoinTable([pa.array(build, pa.int64())]).lookup([probe]).tolist()
