@@ -304,9 +304,9 @@ class LeafActor:
             sent, counters = route(batches, stage.root.schema, output, deadline.check)
         except CanopyInternalError as error:
             raise self._lost(error) from None
+        seconds, now = time.perf_counter() - started, time.time()
         meta = {"leaf": self.leaf.leaf_id, "stage": stage.stage_id, "task": task, "kind": output["kind"],
-                "seconds": time.perf_counter() - started, "links": counters,
-                "wall": (time.time() - (time.perf_counter() - started), time.time())}
+                "seconds": seconds, "links": counters, "wall": (now - seconds, now)}
         if profile is not None:             # EXPLAIN ANALYZE: each operator's counters, by path
             meta["operators"] = {path: dataclasses.asdict(c) for path, c in profile.counters.items()}
         self.tasks_done += 1
@@ -321,8 +321,9 @@ def route(batches, schema: pa.Schema, output: dict, check=None) -> tuple[list[by
     sender = transport.Sender(schema, destinations, compression=output.get("compression", "adaptive"),
                               compress_after=output.get("compress_after", transport.COMPRESS_AFTER),
                               throttle_bytes_per_s=output.get("throttle_bytes_per_s"))
-    # A repartition cuts each batch into a piece per partition: pieces for one leaf wait here until they
-    # make a batch of COALESCE_ROWS, so a link sends few full frames, not a tiny one per piece.
+    # A repartition cuts each batch into a piece per partition: pieces for one leaf wait here (in the
+    # sender's schema, so they concatenate) until they make a batch of COALESCE_ROWS, so a link sends
+    # few full frames, not a tiny one per piece.
     held: list[list[pa.RecordBatch]] = [[] for _ in range(destinations)]
     held_rows = [0] * destinations
 
@@ -343,7 +344,7 @@ def route(batches, schema: pa.Schema, output: dict, check=None) -> tuple[list[by
                 for partition, piece in enumerate(pieces):
                     if piece.num_rows:
                         destination = partition // ppl
-                        held[destination].append(piece)
+                        held[destination].append(sender.conform(piece))
                         held_rows[destination] += piece.num_rows
                         if held_rows[destination] >= COALESCE_ROWS:
                             flush(destination)

@@ -108,6 +108,10 @@ class Sender:
             self._first = None
         self._queue.put((destination, batch))          # blocks when full: backpressure
 
+    def conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` in the schema the links carry (dictionaries decoded, types as the plan's)."""
+        return _plain_batch(batch, self.schema)
+
     def finish(self) -> list[bytes]:
         """Flush the queue and return one payload per destination."""
         if self._thread is None:
