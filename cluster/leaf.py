@@ -66,8 +66,9 @@ class LeafStorage:
         return [(k[1], s) for k, s in self._stores.items() if k[0] == table_id]
 
     def scan(self, table_id: int, partition: Optional[int], columns: Sequence[str],
-             batch_rows: Optional[int] = None, bounds=None, encoded: bool = False) -> Iterator[pa.RecordBatch]:
-        return self.store(table_id, partition).scan(columns, batch_rows, bounds, encoded)
+             batch_rows: Optional[int] = None, bounds=None, encoded: bool = False,
+             snapshot=None) -> Iterator[pa.RecordBatch]:
+        return self.store(table_id, partition).scan(columns, batch_rows, bounds, encoded, snapshot)
 
 
 class Leaf:
@@ -78,16 +79,19 @@ class Leaf:
 
     def run_task(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
                  exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None,
-                 deadline: Optional[Deadline] = None) -> list[pa.RecordBatch]:
+                 deadline: Optional[Deadline] = None, snapshots: Optional[dict] = None) -> list[pa.RecordBatch]:
         """Run one task of a stage to completion over all of this leaf's partitions (the stage's
         output, not yet routed). ``profile``: a TaskProfile that counts each operator's output;
         ``deadline``: checked at every operator's batch boundaries (statement_timeout, cancel)."""
-        return list(self.task_batches(stage, task, num_partitions, params, exchange_inputs, profile, deadline))
+        return list(self.task_batches(stage, task, num_partitions, params, exchange_inputs, profile, deadline,
+                                      snapshots))
 
     def task_batches(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
                      exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None,
-                     deadline: Optional[Deadline] = None) -> Iterator[pa.RecordBatch]:
-        """The same task as a stream of its non-empty output batches (a Ray leaf sends them as they come)."""
+                     deadline: Optional[Deadline] = None, snapshots: Optional[dict] = None) -> Iterator[pa.RecordBatch]:
+        """The same task as a stream of its non-empty output batches (a Ray leaf sends them as they come).
+        ``snapshots``: (table id, partition) -> this leaf's stores' snapshots pinned for the query."""
         ctx = TaskContext(task, num_partitions, params, self.storage, exchange_inputs, self.partitions,
                           profile, deadline)
+        ctx.snapshots = snapshots or {}
         return (b for b in stage.root.execute(task, ctx) if b.num_rows)

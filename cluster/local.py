@@ -211,6 +211,7 @@ class LocalRunner(Runner):
         # routed[stage_id][task] = the batches that task of the consuming stage reads
         routed: dict[int, dict[int, list[pa.RecordBatch]]] = {}
         deadline = statement_deadline.get()     # statement_timeout: every task checks it per batch
+        snapshots = self._pin(stages)
         for spec in stages:
             if deadline is not None:
                 deadline.check()
@@ -219,7 +220,7 @@ class LocalRunner(Runner):
             stage = decode_stage(encode_stage(spec)) if _CHECK_STAGE_CODEC else spec
             tasks = range(self.num_leaves) if stage.parallel else [0]
             inputs_for = lambda t: {sid: parts.get(t, []) for sid, parts in routed.items()}  # noqa: E731
-            outputs = self._run_tasks(stage, tasks, params, inputs_for, profile, deadline)
+            outputs = self._run_tasks(stage, tasks, params, inputs_for, profile, deadline, snapshots)
             if stage.output_kind is None:
                 schema = stage.root.schema
                 result = [b for out in outputs for b in out]
@@ -229,8 +230,20 @@ class LocalRunner(Runner):
                 profile.add_exchange(stage.stage_id, routed[stage.stage_id])
         raise CanopyInternalError("a plan without a final stage")
 
+    def _pin(self, stages: Sequence[StageSpec]) -> dict[int, dict]:
+        """leaf id -> {(table id, partition): snapshot} of every store the stages scan, taken while no
+        statement is making its rows visible: the query sees each statement in every partition or in
+        none (a half-applied INSERT ... SELECT, LOAD DATA or DELETE is never read)."""
+        tables = {table_id for stage in stages for table_id, _ in _scanned_tables(stage.root)}
+        if not tables:
+            return {}
+        with self._committer.published:
+            return {leaf.leaf_id: {(table_id, partition): store.snapshot()
+                                   for table_id in tables for partition, store in leaf.storage.stores_of(table_id)}
+                    for leaf in self.leaves}
+
     def _run_tasks(self, stage: StageSpec, tasks, params, inputs_for, profile=None,
-                   deadline=None) -> list[list[pa.RecordBatch]]:
+                   deadline=None, snapshots=None) -> list[list[pa.RecordBatch]]:
         """One task per leaf for a parallel stage; one task for a once-only stage (on the aggregator,
         or on leaf 0's copy when it reads reference tables)."""
         task_profiles = {t: TaskProfile(stage.stage_id, stage.root) for t in tasks} if profile is not None else {}
@@ -238,7 +251,7 @@ class LocalRunner(Runner):
         def task(t: int) -> list[pa.RecordBatch]:
             leaf = self.leaves[t] if stage.parallel else self.leaves[0] if stage.scans_tables else self.aggregator
             return leaf.run_task(stage, t, self.num_partitions, params, inputs_for(t), task_profiles.get(t),
-                                 deadline)
+                                 deadline, (snapshots or {}).get(leaf.leaf_id))
 
         if len(tasks) == 1 or self._stage_input_rows(stage, inputs_for, tasks) < INLINE_STAGE_ROWS:
             outputs = [task(t) for t in tasks]

@@ -21,10 +21,17 @@ class PartitionStore(ABC):
         """Add rows (already of this table's schema)."""
 
     @abstractmethod
+    def snapshot(self):
+        """An immutable view of the rows as of now, for :meth:`scan` (``snapshot=``): the runner pins
+        every partition a query reads at its start, so the query sees each statement everywhere or
+        nowhere (see ``Committer.published``)."""
+
+    @abstractmethod
     def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
              bounds: Optional[Sequence[tuple[str, str, object]]] = None,
-             encoded: bool = False) -> Iterator[pa.RecordBatch]:
-        """Yield the partition's rows, only ``columns`` (all when None), at most ``batch_rows`` a batch.
+             encoded: bool = False, snapshot=None) -> Iterator[pa.RecordBatch]:
+        """Yield the partition's rows, only ``columns`` (all when None), at most ``batch_rows`` a batch;
+        those of ``snapshot`` (from :meth:`snapshot`) when given, else the rows as of now.
 
         ``encoded``: the caller takes columns as stored (run-end or dictionary encoded arrays of the
         column's value type) and decodes them itself; a store may still return plain arrays.

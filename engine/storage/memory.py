@@ -42,11 +42,14 @@ class MemoryPartitionStore(PartitionStore):
                 self._tail = tail
             self._rows += batch.num_rows
 
-    def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
-             bounds=None, encoded: bool = False) -> Iterator[pa.RecordBatch]:
+    def snapshot(self) -> tuple[pa.RecordBatch, ...]:
+        """The batches a scan starting now reads (immutable)."""
         with self._lock:
-            snapshot = self._sealed + self._tail
-        for batch in snapshot:
+            return self._sealed + self._tail
+
+    def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
+             bounds=None, encoded: bool = False, snapshot=None) -> Iterator[pa.RecordBatch]:
+        for batch in snapshot if snapshot is not None else self.snapshot():
             if columns is not None:
                 batch = batch.select(list(columns))
             if batch_rows and batch.num_rows > batch_rows:

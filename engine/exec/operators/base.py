@@ -96,12 +96,16 @@ class TaskContext:
         # a hash join built for a scan of its probe side (same task, registered before that side runs)
         self.runtime_filters: dict[int, dict] = {}
         self.deadline = deadline                    # statement_timeout / cancel, checked per batch
+        # (table id, partition) -> the store's snapshot pinned when the query started (embedded
+        # runner): every scan of the query reads the same cut of committed statements
+        self.snapshots: dict = {}
 
     def scan(self, table_id: int, task: int, columns: Sequence[str], replicated: bool,
              batch_rows: Optional[int] = None, bounds=None, encoded: bool = False) -> Iterator[pa.RecordBatch]:
         """``bounds``, ``encoded``: see :meth:`engine.storage.PartitionStore.scan`."""
         for partition in self.scan_partitions(replicated):
-            yield from self.storage.scan(table_id, partition, columns, batch_rows, bounds, encoded)
+            yield from self.storage.scan(table_id, partition, columns, batch_rows, bounds, encoded,
+                                         self.snapshots.get((table_id, partition)))
 
     def scan_partitions(self, replicated: bool) -> tuple[Optional[int], ...]:
         """The storage partitions a scan of this task reads (None: the leaf's reference copy)."""

@@ -68,14 +68,17 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
         suffix = "count" if call.func == "count" else call.func
         wanted.append((f"{f.id}|{suffix}", call.func, names[call.arg.id],
                        pa.int64() if call.func == "count" else call.type.to_arrow()))
-    stores = [ctx.storage.store(scan.table_id, p) for p in ctx.scan_partitions(scan.replicated)]
+    partitions = ctx.scan_partitions(scan.replicated)
+    stores = [ctx.storage.store(scan.table_id, p) for p in partitions]
+    pinned = [ctx.snapshots.get((scan.table_id, p)) for p in partitions]      # the query's snapshot
     only_count = all(func == "count_star" for _, func, _, _ in wanted)
     if all(isinstance(s, MemoryPartitionStore) for s in stores):
         # In memory there is no metadata, but the states still come from the kernels' selection
         # without materializing the matching rows (workload c: COUNT(*) WHERE i IN (...)).
-        snapshots = [((), list(s.scan(_needed_columns(preds, names, wanted)))) for s in stores]
+        snapshots = [((), list(s.scan(_needed_columns(preds, names, wanted), snapshot=pin)))
+                     for s, pin in zip(stores, pinned)]
     elif all(isinstance(s, ColumnstorePartitionStore) for s in stores):
-        snapshots = [s.snapshot() for s in stores]
+        snapshots = [pin if pin is not None else s.snapshot() for s, pin in zip(stores, pinned)]
     else:
         return None
     states = _States(wanted)

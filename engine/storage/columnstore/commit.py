@@ -122,6 +122,9 @@ class Committer:
     def __init__(self, log: Optional[CommitLog] = None, background_merges: bool = False):
         self.log = log
         self.lock = SharedExclusiveLock()
+        # Held while a statement makes its rows visible in the partitions it touched (apply), and while
+        # a query pins the snapshots it will read: a query sees a statement everywhere or nowhere.
+        self.published = threading.Lock()
         self.merger = None
         if background_merges:
             from engine.storage.columnstore.merger import BackgroundMerger
@@ -205,15 +208,16 @@ class Transaction:
                 parts: list = []         # computed first, applied once nothing can fail any more
                 self._deletes_then_reinserts(
                     lambda store, matcher: store.delete_rows(matcher, collect=self._reinsert is not None), parts)
-                for part in parts:
-                    part.apply()
-                for store, batches in self._appends.values():
-                    for batch in batches:
-                        store.append(batch)
-                for store, batches in self._replaces.values():
-                    store.replace(batches)
-                if on_commit is not None:
-                    on_commit()
+                with committer.published:
+                    for part in parts:
+                        part.apply()
+                    for store, batches in self._appends.values():
+                        for batch in batches:
+                            store.append(batch)
+                    for store, batches in self._replaces.values():
+                        store.replace(batches)
+                    if on_commit is not None:
+                        on_commit()
             return
         hold = committer.lock.exclusive if self._replaces or self._deletes else committer.lock.shared
         with hold():
@@ -238,13 +242,14 @@ class Transaction:
             # a DELETE's parts first (their stores may start a new WAL the appends then fill), on
             # threads: each installs a manifest (two fsyncs), partitions are independent
             deletes = len(self._deletes)
-            _, error = _on_threads(lambda p: p.apply(), prepared[:deletes])
-            if error is not None:
-                raise error
-            for p in prepared[deletes:]:
-                p.apply()
-            if on_commit is not None:
-                on_commit()
+            with committer.published:
+                _, error = _on_threads(lambda p: p.apply(), prepared[:deletes])
+                if error is not None:
+                    raise error
+                for p in prepared[deletes:]:
+                    p.apply()
+                if on_commit is not None:
+                    on_commit()
         committer.maintain([store for store, _ in self._appends.values()] +
                            [store for store, _ in self._deletes.values()])
 

@@ -143,8 +143,8 @@ class ColumnstorePartitionStore(PartitionStore):
 
     def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
              bounds: Optional[Sequence[tuple[str, str, object]]] = None,
-             encoded: bool = False) -> Iterator[pa.RecordBatch]:
-        segments, buffer = self.snapshot()
+             encoded: bool = False, snapshot=None) -> Iterator[pa.RecordBatch]:
+        segments, buffer = snapshot if snapshot is not None else self.snapshot()
         names = list(columns) if columns is not None else self.schema.names
         for segment in segments:
             if bounds and not segment.info.may_match(bounds):
