@@ -69,7 +69,7 @@ class PartitionSummary:
     sketch: np.ndarray          # uint8 HLL registers
     candidates: pa.Array        # most frequent values of the sample, with ...
     candidate_counts: np.ndarray  # ... their counts scaled to the partition (for ranking only)
-    complete: bool              # candidates are every distinct value of the partition
+    complete: bool              # candidates are every distinct value of the partition, counts exact
     sample: pa.Array            # uniform sample of the non-null values
     runs: int = 0               # stretches of equal consecutive values in scan order
     descents: int = 0           # values below their predecessor in scan order
@@ -118,15 +118,17 @@ def summarize(column: pa.ChunkedArray) -> PartitionSummary:
     sample, shipped = _sample(valid)
     # Few distinct values (a flag, a date, a quantity): counting every row is cheap (a small hash
     # table) and keeps the rarest of them exact, which a sample would miss.
-    counted = valid if kernels.hll_estimate(sketch) <= FULL_COUNT_NDV else sample
-    counts = pc.value_counts(counted)
+    # Every value is then shipped with its exact count (at most FULL_COUNT_NDV of them, a few hundred
+    # KiB), and the aggregator needs no second pass.
+    complete = len(sample) == len(valid) or kernels.hll_estimate(sketch) <= FULL_COUNT_NDV
+    counts = pc.value_counts(valid if complete else sample)
     values, frequencies = counts.field("values"), counts.field("counts")
-    complete = len(counted) == len(valid) and len(counts) <= CANDIDATES_PER_PARTITION
-    if len(counts) > CANDIDATES_PER_PARTITION:
+    if len(counts) > FULL_COUNT_NDV or (not complete and len(counts) > CANDIDATES_PER_PARTITION):
+        complete = False            # the sketch's estimate was low: propose the top values only
         top = pc.select_k_unstable(frequencies, CANDIDATES_PER_PARTITION, [("dummy", "descending")])
         values, frequencies = values.take(top), frequencies.take(top)
-    scale = len(valid) / len(counted)
-    bounds = pc.min_max(valid)
+    scale = 1.0 if complete else len(valid) / len(sample)
+    bounds = pc.min_max(values if complete else valid)
     return PartitionSummary(len(column), column.null_count, bounds["min"].as_py(), bounds["max"].as_py(),
                             sketch, values, np.rint(frequencies.to_numpy() * scale).astype(np.int64), complete,
                             sample.take(pa.array(shipped)), *_order(column))
@@ -244,7 +246,9 @@ def collect_column(on_partitions: Callable[[Callable], list]) -> ColumnStats:
                       "c": np.concatenate([p.candidate_counts for p in filled])}).group_by("v").aggregate([("c", "sum")])
     ranked = union.take(pc.sort_indices(union, [("c_sum", "descending")]))
     complete = all(p.complete for p in filled)
-    ndv = float(len(union)) if complete else max(kernels.hll_estimate(sketch), float(len(union)))
+    if complete:
+        return _from_exact_counts(firsts, filled, ranked)
+    ndv = max(kernels.hll_estimate(sketch), float(len(union)))
     candidates = ranked.column("v").combine_chunks()[: 2 * FREQUENT_KEPT]
     bounds = _bucket_bounds(filled, candidates, column_type)
     seconds: list[PartitionCounts] = on_partitions(partial(count, candidates=candidates, bounds=bounds,
@@ -341,6 +345,31 @@ def _text_sample(filled: list[PartitionSummary]) -> Optional[pa.Array]:
     return pa.concat_arrays(repeated)
 
 
+def _from_exact_counts(firsts: list[PartitionSummary], filled: list[PartitionSummary], ranked: pa.Table
+                       ) -> ColumnStats:
+    """Statistics when every partition shipped every value with its exact count (few distinct values):
+    the top values exact, the others in equi-depth buckets cut on their exact counts, nothing sampled."""
+    values = ranked.column("v").combine_chunks()
+    counts = ranked.column("c_sum").to_numpy().astype(np.int64)
+    frequent = dict(zip(values[:FREQUENT_KEPT].to_pylist(), counts[:FREQUENT_KEPT].tolist()))
+    rest, rest_counts = values[FREQUENT_KEPT:], counts[FREQUENT_KEPT:]
+    buckets = []
+    if len(rest):
+        order = pc.sort_indices(rest)
+        ordered, cumulative = rest.take(order).to_pylist(), np.cumsum(rest_counts[order.to_numpy()])
+        ends = [bisect.bisect_right(ordered, b) for b in _equi_depth(ordered, cumulative)] + [len(ordered)]
+        start = 0
+        for end in ends:
+            rows = int(cumulative[end - 1] - (cumulative[start - 1] if start else 0))
+            buckets.append(Bucket(ordered[end - 1], rows, float(end - start)))
+            start = end
+    rows = sum(p.rows for p in firsts)
+    return ColumnStats(rows, sum(p.nulls for p in firsts), float(len(values)), min(p.min for p in filled),
+                       max(p.max for p in filled), frequent, tuple(buckets), _text_sample(filled),
+                       runs=sum(p.runs for p in firsts), descents=sum(p.descents for p in firsts),
+                       partitions=len(filled))
+
+
 def _bucket_bounds(filled: list[PartitionSummary], candidates: pa.Array, column_type) -> list:
     """Equi-depth bounds over the values that are not candidates, from the partitions' samples, each
     sampled value weighted by the rows it stands for."""
@@ -357,8 +386,12 @@ def _bucket_bounds(filled: list[PartitionSummary], candidates: pa.Array, column_
     if len(sample) == 0:
         return []
     order = pc.sort_indices(sample)
-    sample, weight = sample.take(order).to_pylist(), weight[order.to_numpy()]
-    cumulative = np.cumsum(weight)
+    return _equi_depth(sample.take(order).to_pylist(), np.cumsum(weight[order.to_numpy()]))
+
+
+def _equi_depth(sample: list, cumulative: np.ndarray) -> list:
+    """Bucket upper bounds (all but the last bucket's) over ascending ``sample`` values whose weights
+    add up to ``cumulative``."""
     # Equi-depth, plus quarter-depth buckets at both ends: a tail bucket of a skewed or bell-shaped
     # column spans a wide range thinly, and uniform interpolation inside it is off the most.
     edge = np.array([0.25, 0.5, 0.75]) / BUCKETS
