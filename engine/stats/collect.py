@@ -6,10 +6,12 @@ Only what is cheap per row reads the whole partition: the HyperLogLog sketch (``
 ``kernels.hash_columns``), nulls, min, max, the scan-order runs, and in pass two the exact count of
 each frequent-value candidate (a lookup in a hash set of at most 128 values). A column with few
 distinct values (:data:`FULL_COUNT_NDV`, by the sketch) is counted value by value over every row: the
-hash table is small, and its rarest values stay exact. Otherwise what needs sorting or a hash table
-of every distinct value comes from a uniform row sample of :data:`SAMPLE_ROWS` per partition (the
-whole partition when it is smaller), the way PostgreSQL and SingleStore sample: ANALYZE TABLE
-lineitem at TPC-H SF1 (750k rows per partition) went from ~45 s to ~13 s on a loaded 2-core machine.
+hash table is small, its rarest values stay exact, and every value ships with its exact count in
+pass one, so the aggregator cuts exact buckets with no pass two (:func:`_from_exact_counts`).
+Otherwise what needs sorting or a hash table of every distinct value comes from a uniform row sample
+of :data:`SAMPLE_ROWS` per partition (the whole partition when it is smaller), the way PostgreSQL and
+SingleStore sample. On TPC-H SF1's lineitem (750k rows per partition) the 16 columns took 16.1 s of
+CPU counting and sorting every value, 3.7 s this way.
 
 Pass one (:func:`summarize`) returns, per partition: rows, nulls, min, max, the sketch, the sample's
 most frequent values, and a small uniform sample for the bucket bounds. The aggregator merges the
