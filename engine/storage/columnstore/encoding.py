@@ -6,7 +6,7 @@ array types, so a reader gets them back without a codec of ours:
 * ``run_end``    — :class:`pyarrow.RunEndEncodedArray` when runs average 8 rows or more (sort-key
   columns, low-cardinality columns after the sort);
 * ``dictionary`` — :class:`pyarrow.DictionaryArray` when distinct values are at most a quarter of
-  the rows (and fewer than 2**16);
+  the rows (and fewer than 2**16), with int8 / int16 codes where the dictionary allows;
 * ``bitpack``    — integer columns that are neither, when ``max - min`` needs at most half the
   type's bits: frame-of-reference bit-packing (:func:`kernels.pack`). Arrow has no such type, so
   each IPC record batch stores the column as a binary column of the batch's length whose first slot
@@ -88,7 +88,7 @@ def encode_column(array: pa.Array) -> tuple[pa.Array, ColumnStats]:
         if encoded is not None:
             distinct = len(encoded.dictionary) - (1 if nulls and encoded.dictionary.null_count else 0)
             if distinct <= n * DICTIONARY_MAX_FRACTION and distinct < DICTIONARY_MAX_VALUES:
-                return encoded, ColumnStats("dictionary", low, high, nulls, distinct)
+                return narrow_indices(encoded), ColumnStats("dictionary", low, high, nulls, distinct)
             return array, ColumnStats(_plain_encoding(array, low, high), low, high, nulls, distinct)
     estimate = min(n - nulls, round(sampled * n / max(len(sample), 1)))
     return array, ColumnStats(_plain_encoding(array, low, high), low, high, nulls, estimate)
@@ -159,6 +159,44 @@ def _unpack_column(stored: pa.Array, type_: pa.DataType) -> pa.Array:
     kernels.unpack(base, int(words[1]), words[2:], n, out)
     return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(out)],
                                  null_count=stored.null_count)
+
+
+def narrow_indices(array: pa.DictionaryArray) -> pa.DictionaryArray:
+    """``array`` with the smallest signed index type its dictionary allows (int8 up to 127 values,
+    int16 up to 32,767): a scan reads, and the column cache keeps, half or a quarter of the bytes
+    of ``dictionary_encode``'s int32 codes."""
+    values = len(array.dictionary)
+    target = pa.int8() if values <= 127 else pa.int16() if values <= 32767 else None
+    if target is None or array.type.index_type.bit_width <= target.bit_width:
+        return array
+    return pa.DictionaryArray.from_arrays(array.indices.cast(target), array.dictionary)
+
+
+def concat_stored(chunks: list[pa.Array], type_: pa.DataType) -> pa.Array:
+    """One array of a segment column's chunks (as read: unpacked, possibly filtered), staying
+    encoded: dictionary chunks sharing one dictionary (a segment's do) concatenate their narrowed
+    codes; run-end chunks their runs (one run per chunk boundary at most more). No chunk: an empty
+    array of the logical type ``type_``."""
+    if not chunks:
+        return pa.array([], type=type_)
+    first = chunks[0]
+    if pa.types.is_dictionary(first.type):
+        dictionary = first.dictionary
+        if all(c.dictionary is dictionary or c.dictionary.equals(dictionary) for c in chunks[1:]):
+            indices = chunks[0].indices if len(chunks) == 1 else pa.concat_arrays([c.indices for c in chunks])
+            return narrow_indices(pa.DictionaryArray.from_arrays(indices, dictionary))
+        return narrow_indices(pa.concat_arrays(chunks))
+    if pa.types.is_run_end_encoded(first.type):
+        run_ends, values, rows = [], [], 0
+        for array in chunks:
+            start, count = array.find_physical_offset(), array.find_physical_length()
+            ends = pc.subtract(array.run_ends.slice(start, count), array.offset)
+            ends = pc.min_element_wise(ends, len(array))       # the last run may reach past the slice
+            run_ends.append(pc.add(ends, rows).cast(pa.int32()))
+            values.append(array.values.slice(start, count))
+            rows += len(array)
+        return pa.RunEndEncodedArray.from_arrays(pa.concat_arrays(run_ends), pa.concat_arrays(values))
+    return first if len(chunks) == 1 else pa.concat_arrays(chunks)
 
 
 def decode_column(array: pa.Array) -> pa.Array:

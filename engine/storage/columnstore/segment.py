@@ -24,17 +24,20 @@ from typing import Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from engine.errors import ExecutionError
-from engine.storage.columnstore.encoding import (ColumnStats, decode_batch, encode_column, filter_column,
-                                                 may_match, pack_stored, stored_field, unpack_stored)
+from engine.storage.columnstore.cache import ColumnCache
+from engine.storage.columnstore.encoding import (ColumnStats, concat_stored, decode_batch, encode_column,
+                                                 filter_column, may_match, pack_stored, stored_field, unpack_stored)
 from engine.storage.columnstore.files import crc32_of_file
 
 _SEGMENT_WRITE_OPTIONS = ipc.IpcWriteOptions(compression="zstd")
 _DELETES_MAGIC = b"CDEL"
 _DELETES_HEADER = struct.Struct("<4sQQ")      # magic, rows, packed bytes; then the zstd frame
+# Encodings whose decompressed columns the column cache keeps (cache.py says why not plain ones).
+CACHED_ENCODINGS = frozenset({"dictionary", "run_end", "bitpack"})
+_DECODED_BATCH_ROWS = 1 << 16       # batches of cached columns a decoding reader gets (bounds its memory)
 
 
 class StorageCorruptionError(ExecutionError):
@@ -168,6 +171,10 @@ class _SegmentFile:
     def retire(self) -> None:
         self._state["retired"] = True
 
+    @property
+    def retired(self) -> bool:
+        return self._state["retired"]
+
     def open(self) -> pa.MemoryMappedFile:
         with self.lock:
             if self._state["source"] is None:
@@ -200,18 +207,17 @@ class Segment:
     """
 
     def __init__(self, directory: Path, info: SegmentInfo, schema: pa.Schema,
-                 previous: Optional["Segment"] = None):
+                 previous: Optional["Segment"] = None, cache: Optional[ColumnCache] = None):
         self.info = info
         self.directory = directory
         self.path = directory / info.file
         self.schema = schema
         self._lock = threading.Lock()
         self._file = previous._file if previous is not None else _SegmentFile(self.path, info.crc32)
-        self._runs: dict[str, pa.Array] = {}       # run_end_column's cache (the file is immutable)
+        self._cache = cache if cache is not None and cache.budget > 0 else None
         self._deleted: Optional[np.ndarray] = None
         if previous is not None and previous.info.deletes == info.deletes:
             self._deleted = previous._deleted
-            self._runs = previous._runs
 
     def _open(self) -> pa.MemoryMappedFile:
         return self._file.open()
@@ -226,19 +232,11 @@ class Segment:
                                              self.info.deletes_crc32)
             return self._deleted
 
-    def batches(self, names: Sequence[str], batch_rows: Optional[int],
-                encoded: bool = False, with_deleted: bool = False) -> Iterator[pa.RecordBatch]:
-        """The live rows, ``names`` only, at most ``batch_rows`` a batch. ``encoded``: columns as
-        stored (run-end / dictionary arrays) instead of decoded; slicing happens before decoding, so a
-        small ``batch_rows`` decodes a small first batch. ``with_deleted``: deleted rows too (every
-        row in file order, which DELETE needs to number rows)."""
+    def _chunks(self, wanted: list[int], deleted: Optional[np.ndarray]) -> Iterator[pa.RecordBatch]:
+        """The file's record batches with columns ``wanted`` (schema positions, ascending: the
+        reader returns them in file order), bit-packed ones unpacked, rows of ``deleted`` dropped
+        (encoded columns stay encoded); chunks left empty are skipped."""
         source = self._open()
-        deleted = None if with_deleted else self.deleted_mask()
-        indices = [self.schema.get_field_index(name) for name in names]
-        schema = pa.schema([self.schema.field(i) for i in indices])
-        # included_fields returns the columns in file order: map each requested one to its position
-        wanted = sorted(set(indices)) or [0]
-        position = {index: k for k, index in enumerate(wanted)}
         try:
             reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=wanted))
         except (pa.ArrowInvalid, OSError) as error:
@@ -259,41 +257,85 @@ class Segment:
                     keep_array = pa.array(keep)
                     chunk = pa.RecordBatch.from_arrays([filter_column(c, keep, keep_array) for c in chunk.columns],
                                                        schema=chunk.schema)
-            batch = chunk.select([position[index] for index in indices]) if indices else chunk.select([])
+            yield chunk
+
+    def column(self, name: str, with_deleted: bool = False) -> Optional[pa.Array]:
+        """The live rows (every row: ``with_deleted``) of column ``name`` as one array, still encoded
+        (dictionary codes narrowed, runs, bit-packed integers unpacked), when the column is stored
+        with an encoding in :data:`CACHED_ENCODINGS`; else None. Kept in the column cache: a later
+        call (any scan of this segment file under the same delete file) reads no file."""
+        stats = self.info.columns.get(name)
+        if stats is None or stats.encoding not in CACHED_ENCODINGS:
+            return None
+        key = (str(self.path), None if with_deleted else self.info.deletes, name)
+        if self._cache is not None:
+            cached = self._cache.get(key)
+            if cached is not None:
+                return cached
+        deleted = None if with_deleted else self.deleted_mask()
+        field = self.schema.field(name)
+        chunks = [chunk.column(0) for chunk in self._chunks([self.schema.get_field_index(name)], deleted)]
+        whole = concat_stored(chunks, field.type)
+        if self._cache is not None and not self._file.retired:
+            self._cache.put(key, whole)
+        return whole
+
+    def batches(self, names: Sequence[str], batch_rows: Optional[int],
+                encoded: bool = False, with_deleted: bool = False) -> Iterator[pa.RecordBatch]:
+        """The live rows, ``names`` only, at most ``batch_rows`` a batch. ``encoded``: columns as
+        stored (run-end / dictionary arrays) instead of decoded; slicing happens before decoding, so a
+        small ``batch_rows`` decodes a small first batch. ``with_deleted``: deleted rows too (every
+        row in file order, which DELETE needs to number rows).
+
+        Encoded columns come from :meth:`column` (the column cache) when the cache is on; only the
+        other columns are read from the file. When every column is cached, a batch may hold the
+        whole segment (``batch_rows`` None and ``encoded``: no per-chunk work at all)."""
+        indices = [self.schema.get_field_index(name) for name in names]
+        schema = pa.schema([self.schema.field(i) for i in indices])
+        whole: dict[int, pa.Array] = {}
+        if self._cache is not None:
+            for index in dict.fromkeys(indices):
+                column = self.column(self.schema.field(index).name, with_deleted)
+                if column is not None:
+                    whole[index] = column
+        rest = sorted(set(indices) - set(whole))
+        if indices and not rest:
+            columns = [whole[i] for i in indices]
+            rows = len(columns[0])
+            step = batch_rows or (rows if encoded else _DECODED_BATCH_ROWS)
+            for start in range(0, rows, max(step, 1)):
+                piece = pa.RecordBatch.from_arrays([c.slice(start, step) if step < rows else c for c in columns],
+                                                   names=list(names))
+                yield piece if encoded else decode_batch(piece, schema)
+            return
+        deleted = None if with_deleted else self.deleted_mask()
+        position = {index: k for k, index in enumerate(rest)}
+        done = 0            # live rows yielded so far: where the next chunk starts in a cached column
+        for chunk in self._chunks(rest or [0], deleted):
+            n = chunk.num_rows
+            batch = pa.RecordBatch.from_arrays(
+                [whole[i].slice(done, n) if i in whole else chunk.column(position[i]) for i in indices],
+                names=list(names)) if indices else chunk.select([])
+            done += n
             pieces = ([batch.slice(start, batch_rows) for start in range(0, batch.num_rows, batch_rows)]
                       if batch_rows and batch.num_rows > batch_rows else [batch])
             for piece in pieces:
                 yield piece if encoded or not indices else decode_batch(piece, schema)
 
     def run_end_column(self, name: str) -> Optional[pa.Array]:
-        """The whole column as one run-end-encoded array when it is stored run-end encoded, else None.
-
-        Kept in memory after the first call: its size grows with the runs (at most one run per
-        ``RUN_END_MIN_AVERAGE_RUN`` rows), and reading it again would cost one zstd frame per chunk.
-        None too when rows are deleted (the caller reads the live rows through :meth:`batches`)."""
+        """The whole column as one run-end-encoded array when it is stored run-end encoded, else None
+        (None too when rows are deleted: the caller reads the live rows through :meth:`batches`).
+        Kept in the column cache (its size grows with the runs, not the rows)."""
         stats = self.info.columns.get(name)
         if stats is None or stats.encoding != "run_end" or self.info.deletes is not None:
             return None
-        cached = self._runs.get(name)
-        if cached is not None:
-            return cached
-        run_ends, values, rows = [], [], 0
-        for batch in self.batches([name], None, encoded=True):
-            array = batch.column(0)
-            if not pa.types.is_run_end_encoded(array.type):
-                return None
-            start, count = array.find_physical_offset(), array.find_physical_length()
-            ends = pc.subtract(array.run_ends.slice(start, count), array.offset)
-            ends = pc.min_element_wise(ends, len(array))       # the last run may reach past the slice
-            run_ends.append(pc.add(ends, rows).cast(pa.int32()))
-            values.append(array.values.slice(start, count))
-            rows += len(array)
-        if not run_ends:
-            return None
-        column = pa.RunEndEncodedArray.from_arrays(pa.concat_arrays(run_ends), pa.concat_arrays(values))
-        with self._lock:
-            self._runs[name] = column
-        return column
+        column = self.column(name)
+        return column if column is not None and pa.types.is_run_end_encoded(column.type) else None
+
+    def forget_cached(self, every: bool = False) -> None:
+        """Drop this segment's columns under its delete file (``every``: under any) from the cache."""
+        if self._cache is not None:
+            self._cache.discard(str(self.path), self.info.deletes, any_deletes=every)
 
     def close(self) -> None:
         """Close the memory map now (a later read maps the file again)."""
@@ -304,3 +346,4 @@ class Segment:
     def retire(self) -> None:
         """The manifest no longer names this file: delete it once no snapshot reads it."""
         self._file.retire()
+        self.forget_cached(every=True)

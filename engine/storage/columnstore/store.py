@@ -29,6 +29,7 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
+from engine.storage.columnstore.cache import DEFAULT_COLUMN_CACHE_BYTES, ColumnCache
 from engine.storage.columnstore.files import SyncedAppendFile, fsync_dir, write_atomic
 from engine.storage.columnstore.segment import (Segment, SegmentInfo, StorageCorruptionError, sort_rows,
                                                 write_deletes, write_segment)
@@ -47,6 +48,12 @@ class StoreOptions:
     flush_rows: int = 1 << 17         # the write buffer becomes a segment past this many rows
     chunk_rows: int = 1 << 16         # rows per record batch inside a segment file
     merge_segments: int = 4           # merge when this many segments are under half of segment_rows (merger.py)
+    # decoded encoded columns kept in memory, shared by every partition of these options (cache.py)
+    column_cache_bytes: int = DEFAULT_COLUMN_CACHE_BYTES
+
+    def __post_init__(self):
+        # Not a field: dataclasses.asdict (what a Ray leaf is sent) must not copy it.
+        object.__setattr__(self, "column_cache", ColumnCache(self.column_cache_bytes))
 
     @classmethod
     def from_options(cls, options: dict) -> "StoreOptions":
@@ -79,7 +86,8 @@ class ColumnstorePartitionStore(PartitionStore):
                         "wal": _new_name("wal", ".log"), "segments": []}
             write_atomic(manifest_path, json.dumps(manifest).encode())
         self._manifest = self._recover_deltas(manifest, committed)
-        self._segments = tuple(Segment(self.directory, SegmentInfo.from_json(s, schema), schema)
+        self._segments = tuple(Segment(self.directory, SegmentInfo.from_json(s, schema), schema,
+                                       cache=options.column_cache)
                                for s in self._manifest["segments"])
         self.csns_seen = {self._manifest["csn"]}
         self.wal_csns: set[int] = set()
@@ -290,8 +298,9 @@ class ColumnstorePartitionStore(PartitionStore):
                 segments.append(previous)
             else:
                 segments.append(Segment(self.directory, SegmentInfo.from_json(entry, self.schema), self.schema,
-                                        previous))
+                                        previous, cache=self.options.column_cache))
         kept_deletes = {s.info.deletes for s in segments}
+        current_deletes = {s.info.file: s.info.deletes for s in segments}
         self._segments = tuple(segments)
         old_wal = self._manifest["wal"]
         self._manifest = manifest
@@ -308,6 +317,8 @@ class ColumnstorePartitionStore(PartitionStore):
                 (self.directory / segment.info.deletes).unlink(missing_ok=True)
             if name not in keep:
                 segment.retire()        # unlinked once no snapshot reads it any more
+            elif name in current_deletes and current_deletes[name] != segment.info.deletes:
+                segment.forget_cached()     # its rows under the old delete bitmap: no new snapshot reads them
 
     def _buffer_add(self, batches: list[pa.RecordBatch]) -> None:
         buffer = self._buffer + tuple(batches)
@@ -406,6 +417,8 @@ class ColumnstorePartitionStore(PartitionStore):
         with self._lock:
             self._closed = True
             self._wal.close()
+            for segment in self._segments:
+                segment.forget_cached(every=True)
             self._segments = ()
 
 
