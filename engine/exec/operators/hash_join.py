@@ -82,10 +82,6 @@ class HashJoinExec(PhysicalOperator):
         if left.num_rows == 0:
             return
         left, left_names = _with_keys(left, self.left_keys, "__lk", ctx)
-        # One contiguous chunk per column: Arrow's take on a many-chunk column concatenates the
-        # chunks on every call, which made each gathered batch cost a copy of the whole input
-        # (TPC-H Q8 at SF 0.1: the lineitem join 135 ms instead of 35 ms).
-        left, right = left.combine_chunks(), right.combine_chunks()
         left_keys, right_keys = _comparable(left, left_names, right, right_names)
         out_names = [f.id for f in self.fields]
         kind = self.kind
@@ -103,8 +99,9 @@ class HashJoinExec(PhysicalOperator):
             return
         table = kernels.JoinTable(right_keys)
         ids = table.lookup(left_keys)
+        right = right.combine_chunks()      # the build side: its rows are gathered in any order
         if kind == "anti_null_aware":
-            yield from _batches(left.take(table.anti(ids, null_aware=True)).select(out_names))
+            yield from _batches(_take(left, out_names, table.anti(ids, null_aware=True)))
             return
         if self.residual is None:
             if kind == "semi":
@@ -135,8 +132,9 @@ class HashJoinExec(PhysicalOperator):
             hits = table.build_hits(ids)
             yield from _batches(_take(left, out_names, np.flatnonzero(hits if self.kind == "semi" else ~hits)))
             return
+        left = left.combine_chunks()
         for r, l in table.pairs(ids):
-            yield _gather(left, right, out_names, l, r, self.schema)
+            yield _gather(left, right, out_names, l, r, self.schema, left_ascending=False)
         if self.kind == "left":
             unmatched = np.flatnonzero(~table.build_hits(ids))
             if len(unmatched):
@@ -190,7 +188,7 @@ class HashJoinExec(PhysicalOperator):
         table = kernels.JoinTable([groups.column(n) for n in names])
         ids = table.lookup(left_keys)
         found = np.flatnonzero(ids >= 0)
-        value = left.column(left_column).take(found)
+        value = _take_ascending(left.column(left_column), found)
         group = pa.array(table.first_rows[ids[found]])
         lo = groups.column(f"{right_column}_min").take(group)
         hi = groups.column(f"{right_column}_max").take(group)
@@ -277,23 +275,50 @@ def _common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
 
 
 def _take(table: pa.Table, names, indices: np.ndarray) -> pa.Table:
-    return table.select(names).take(pa.array(indices, type=pa.int64()))
+    """Rows ``indices`` (ascending) of the columns ``names``."""
+    return pa.table({name: _take_ascending(table.column(name), indices) for name in names})
 
 
-def _gather(left: pa.Table, right: pa.Table, names, probe: np.ndarray, build: np.ndarray,
-            schema: Optional[pa.Schema]) -> pa.RecordBatch:
-    """One batch of ``names`` from the pairs (left row ``probe[k]``, right row ``build[k]``); a build
-    row of -1 gives NULLs (left outer join)."""
-    left_idx = pa.array(probe, type=pa.int64())
-    missing = build < 0
-    right_idx = pa.array(build, type=pa.int64(), mask=missing) if missing.any() else pa.array(build, type=pa.int64())
+def _take_ascending(column: pa.ChunkedArray, indices: np.ndarray) -> pa.Array:
+    """``column.take(indices)`` for ascending ``indices``, chunk by chunk. Arrow's take on a
+    many-chunk column concatenates the chunks first, on every call: a gathered batch of a few rows
+    from TPC-H lineitem cost a copy of the whole column (Q8 at SF 0.1: the lineitem join 135 ms
+    instead of 35 ms)."""
+    if column.num_chunks == 1:
+        return column.chunk(0).take(pa.array(indices, type=pa.int64()))
+    if column.num_chunks == 0 or len(indices) == 0:
+        return pa.array([], type=column.type)
+    lengths = np.fromiter((len(c) for c in column.chunks), dtype=np.int64, count=column.num_chunks)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    bounds = np.searchsorted(indices, starts)
+    parts = [column.chunk(c).take(pa.array(indices[bounds[c]:bounds[c + 1]] - starts[c], type=pa.int64()))
+             for c in range(column.num_chunks) if bounds[c + 1] > bounds[c]]
+    return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+
+
+def _gather(left: pa.Table, right: pa.Table, names, left_rows: np.ndarray, right_rows: np.ndarray,
+            schema: Optional[pa.Schema], left_ascending: bool = True) -> pa.RecordBatch:
+    """One batch of ``names`` from the pairs (left row ``left_rows[k]``, right row ``right_rows[k]``);
+    a right row of -1 gives NULLs (left outer join). The probe side's rows are ascending (the
+    kernel's pair order): the left's when ``left_ascending``, else the right's; the other side should
+    be one chunk per column (its rows are taken in any order)."""
+    missing = right_rows < 0
+    all_missing = bool(missing.all()) and len(right_rows) > 0
     left_names = set(left.schema.names)
     columns = []
     for name in names:
         if name in left_names:
-            column = left.column(name).take(left_idx)
+            column = left.column(name)
+            column = _take_ascending(column, left_rows) if left_ascending else \
+                column.take(pa.array(left_rows, type=pa.int64()))
         else:
-            column = right.column(name).take(right_idx)
+            column = right.column(name)
+            if all_missing:
+                column = pa.nulls(len(right_rows), column.type)
+            elif not left_ascending:
+                column = _take_ascending(column, right_rows)
+            else:
+                column = column.take(pa.array(right_rows, type=pa.int64(), mask=missing if missing.any() else None))
         columns.append(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
     if schema is not None:
         columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema)]
