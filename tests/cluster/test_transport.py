@@ -125,3 +125,13 @@ def test_repartition_gathers_pieces_per_link_into_few_frames():
         want = sorted(k for piece in expected[leaf * 2:leaf * 2 + 2] for k in piece.column(0).to_pylist())
         assert sorted(received[leaf].column("k").to_pylist()) == want
     assert sum(t.num_rows for t in received) == 5000
+
+
+def test_a_queue_backed_up_by_encoding_stays_raw():
+    """No modelled wire (loopback: the payload is built in memory): however long the queue gets,
+    encoding is the slow part, and compressing would only slow it further."""
+    sender = transport.Sender(_batch(1).schema, 1, compression="adaptive", queue_limit=16)
+    for k in range(40):              # produced as fast as possible: the queue fills
+        sender.send(0, _batch(5000, k))
+    sender.finish()
+    assert sender.counters[0].batches == 40 and sender.counters[0].batches_compressed == 0
