@@ -24,6 +24,7 @@ segments; merge = 16 small segments combined; scan = every column decoded, and o
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import tempfile
@@ -206,11 +207,14 @@ def workload_reopen(work: Path, rows: int = 10_000_000, repeat: int = 7) -> None
         print("  duckdb not installed")
 
 
-def workload_f(work: Path, rows: int = 20_000_000, repeat: int = 5) -> None:
+def workload_f(work: Path, rows: int = 20_000_000, repeat: int = 11) -> None:
     """Workload f (``../shared/bench/WORKLOADS.md``) on persisted data: ``trade(id, stock_symbol,
     price)``, 5000 Zipf-distributed symbols (``benchmarks.bench_groupby.workload_f``), stored in
     segments where ``stock_symbol`` is dictionary-encoded; the top-10 GROUP BY on the reopened data
-    directory and on DuckDB's reopened database file in the same run (first query, median of warm).
+    directory and on DuckDB's reopened database file in the same run (first query, median of warm),
+    with the column cache off and on (its default budget): wall time, rows/s/core = rows / (wall x
+    the runner's threads), and the process CPU time of a query (rows per CPU second, which a loaded
+    machine disturbs less than wall time).
     The query runs once before closing: the first query on a new table collects the column
     statistics its plan estimates from (persisted since, so not again after reopening)."""
     from benchmarks.bench_groupby import workload_f as trades
@@ -227,14 +231,29 @@ def workload_f(work: Path, rows: int = 20_000_000, repeat: int = 5) -> None:
     encodings = {i.columns["stock_symbol"].encoding for s in stores for i in s.segment_infos()}
     _, collecting = _timed(lambda: con.execute(sql).fetchall())    # the first query ever collects statistics
     con.close()
-    con = engine.connect(data_dir=str(canopy_dir), progress=False)
-    got, first = _timed(lambda: con.execute(sql).fetchall())
-    warm = statistics.median([_timed(lambda: con.execute(sql).fetchall())[1] for _ in range(repeat)])
-    con.close()
+    cores = min(os.cpu_count() or 1, 8)      # the local runner's threads (2 leaves x 4 partitions)
+    runs = {}
+    for label, options in (("no column cache", {"column_cache_bytes": 0}), ("column cache", {})):
+        con = engine.connect(data_dir=str(canopy_dir), progress=False, **options)
+        got, first = _timed(lambda: con.execute(sql).fetchall())
+        walls, cpus = [], []
+        for _ in range(repeat):
+            cpu = time.process_time()
+            walls.append(_timed(lambda: con.execute(sql).fetchall())[1])
+            cpus.append(time.process_time() - cpu)
+        cache = stores_cache(con)
+        con.close()
+        runs[label] = (got, first, statistics.median(walls), statistics.median(cpus), cache)
     print(f"workload f on persisted data, {rows:,} rows (load {load_s:.1f} s; stock_symbol stored as "
-          f"{'/'.join(sorted(encodings))}): {sql}")
-    line = (f"  canopy data_dir {warm * 1e3:7.1f} ms = {rows / warm / 1e6:6.1f} M rows/s (first after reopen"
-            f" {first * 1e3:7.1f} ms; first on the new table, collecting statistics, {collecting * 1e3:7.1f} ms)")
+          f"{'/'.join(sorted(encodings))}; first on the new table, collecting statistics, "
+          f"{collecting * 1e3:.1f} ms): {sql}")
+    for label, (got, first, warm, cpu, cache) in runs.items():
+        print(f"  canopy data_dir, {label:15}: {warm * 1e3:7.1f} ms = {rows / warm / 1e6:7.1f} M rows/s"
+              f" = {rows / warm / cores / 1e6:6.1f} M rows/s/core over {cores} cores;"
+              f" {cpu * 1e3:6.1f} ms CPU = {rows / cpu / 1e6:6.1f} M rows per CPU second"
+              f" (first after reopen {first * 1e3:6.1f} ms; cache {cache['bytes'] / 1e6:.1f} MB)")
+    got, _, warm, _, _ = runs["column cache"]
+    line = "  "
     try:
         import duckdb
 
@@ -247,14 +266,26 @@ def workload_f(work: Path, rows: int = 20_000_000, repeat: int = 5) -> None:
         duck = duckdb.connect(str(duck_file))
         duck.execute("SET threads TO 2")
         want, duck_first = _timed(lambda: duck.execute(sql).fetchall())
-        duck_warm = statistics.median([_timed(lambda: duck.execute(sql).fetchall())[1] for _ in range(repeat)])
+        duck_walls, duck_cpus = [], []
+        for _ in range(repeat):
+            cpu = time.process_time()
+            duck_walls.append(_timed(lambda: duck.execute(sql).fetchall())[1])
+            duck_cpus.append(time.process_time() - cpu)
+        duck_warm, duck_cpu = statistics.median(duck_walls), statistics.median(duck_cpus)
         duck.close()
         assert [c for _, c in got] == [c for _, c in want], (got, want)
-        line += (f"; duckdb {duckdb.__version__} file {duck_warm * 1e3:7.1f} ms (first {duck_first * 1e3:7.1f} ms);"
-                 f" ratio canopy/duckdb {warm / duck_warm:.2f}")
+        line += (f"duckdb {duckdb.__version__} file (2 threads) {duck_warm * 1e3:7.1f} ms, {duck_cpu * 1e3:6.1f} ms CPU"
+                 f" (first {duck_first * 1e3:7.1f} ms); canopy (column cache) / duckdb: wall"
+                 f" {warm / duck_warm:.2f}, CPU {runs['column cache'][3] / duck_cpu:.2f}")
     except ImportError:
-        line += "; duckdb not installed"
+        line += "duckdb not installed"
     print(line)
+
+
+def stores_cache(con) -> dict:
+    """The column cache's statistics of a connection's data directory (one cache for all its stores)."""
+    stores = [s for leaf in con.session.runner.leaves for s in leaf.storage.all_stores()]
+    return stores[0].options.column_cache.stats() if stores else {"bytes": 0}
 
 
 def _bytes_of(path: Path, pattern: str) -> int:
