@@ -20,8 +20,9 @@ if _choice == "reference":
     from kernels.reference.hashing import hash_columns, partition_ids, scatter_indices, split_batch
     from kernels.reference.inlist import InList, supports_in_list
     from kernels.reference.hll import hll_add, hll_estimate, hll_merge
-    from kernels.reference.groupby import (Factorizer, GroupedAggregate, factorize,
-                                           supports_aggregate, supports_group_key)
+    from kernels.reference.groupby import (DistinctCount, Factorizer, GroupedAggregate,
+                                           estimate_distinct, factorize, supports_aggregate,
+                                           supports_group_key)
     from kernels.reference.bitpack import bit_width_of, pack, unpack
     from kernels.reference.join import JoinBloom, JoinTable, supports_join_key
     from kernels.reference.strings import char_length, substring, substring_length
@@ -32,8 +33,8 @@ elif _choice == "compiled":
         from kernels.hashing import hash_columns, partition_ids, scatter_indices, split_batch
         from kernels.inlist import InList, supports_in_list
         from kernels.hll import hll_add, hll_estimate, hll_merge
-        from kernels.groupby import (Factorizer, GroupedAggregate, factorize, supports_aggregate,
-                                     supports_group_key)
+        from kernels.groupby import (DistinctCount, Factorizer, GroupedAggregate, estimate_distinct,
+                                     factorize, supports_aggregate, supports_group_key)
         from kernels.bitpack import bit_width_of, pack, unpack
         from kernels.join import JoinBloom, JoinTable, supports_join_key
         from kernels.strings import char_length, substring, substring_length
@@ -56,6 +57,7 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            "InList", "supports_in_list",
            # hash group-by
            "Factorizer", "factorize", "GroupedAggregate", "supports_group_key", "supports_aggregate",
+           "DistinctCount", "estimate_distinct",
            # frame-of-reference bit-packing
            "pack", "unpack", "bit_width_of",
            # hash join and its runtime Bloom filter

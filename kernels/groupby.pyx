@@ -34,6 +34,10 @@ import pyarrow.compute as pc
 __all__ = [
     "Factorizer",
     "factorize",
+    "DistinctCount",
+    "DistinctSet",
+    "estimate_distinct",
+    "sketch_words",
     "GroupedAggregate",
     "supports_group_key",
     "supports_aggregate",
@@ -113,14 +117,34 @@ cdef class HashTable:
     ----------
     width : int
         Int64 words per key (words mode), or 0 for byte-string keys (bytes mode).
+    inline_keys : bool
+        One-word keys kept in the slots beside their ids (``width`` must be 1): one cache line per
+        probe. The join's lookups (kernels/join.pyx) read only tables without it.
     """
 
-    def __cinit__(self, int width):
+    def __cinit__(self, int width, bint inline_keys=False):
         if width < 0:
             raise ValueError(f"width must be >= 0, not {width}")
-        rc = canopy_gb_init(&self.table, width)
+        if inline_keys and width != 1:
+            raise ValueError(f"inline keys need width 1, not {width}")
+        rc = canopy_gb_init_inline(&self.table) if inline_keys else canopy_gb_init(&self.table, width)
         self.ready = True
         _raise_table_error(rc)
+
+    def reserve(self, Py_ssize_t groups):
+        """Size the table for ``groups`` groups in all (no rehash until there are more)."""
+        if groups < 0:
+            raise ValueError(f"groups must be >= 0, not {groups}")
+        _raise_table_error(canopy_gb_reserve(&self.table, groups))
+
+    @property
+    def has_null(self):
+        """Whether the null key has a group."""
+        return self.table.null_group >= 0
+
+    @property
+    def inline_keys(self):
+        return bool(self.table.inline_key)
 
     def __dealloc__(self):
         if self.ready:
@@ -239,6 +263,102 @@ cdef class HashTable:
                              f"{size}-byte data buffer")
         _raise_table_error(rc)
         return self._fresh_rows(n_new)
+
+
+cdef class DistinctSet:
+    """A set of int64 keys that only counts them (kernels/src/canopy_groupby.h, canopy_ds_set): the
+    table behind COUNT(DISTINCT integer column); no ids, no payload, 8..16 bytes per key."""
+
+    def __cinit__(self):
+        rc = canopy_ds_init(&self.table)
+        self.ready = True
+        _raise_table_error(rc)
+
+    def __dealloc__(self):
+        if self.ready:
+            canopy_ds_free(&self.table)
+
+    @property
+    def count(self):
+        """Distinct keys inserted so far."""
+        return canopy_ds_count(&self.table)
+
+    def reserve(self, Py_ssize_t keys):
+        """Size the set for ``keys`` distinct keys in all (no rehash until there are more)."""
+        if keys < 0:
+            raise ValueError(f"keys must be >= 0, not {keys}")
+        _raise_table_error(canopy_ds_reserve(&self.table, keys))
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    def insert(self, const int64_t[::1] keys, const uint8_t[::1] validity, Py_ssize_t bit_offset):
+        """Add ``keys`` (rows whose bit in the Arrow ``validity`` bitmap is clear are skipped;
+        ``validity`` may be None). Modifies the set."""
+        cdef Py_ssize_t n = keys.shape[0]
+        cdef int rc
+        cdef const uint8_t *valid = _validity_ptr(validity, bit_offset, n)
+        if n == 0:
+            return None
+        with nogil:
+            rc = canopy_ds_insert(&self.table, &keys[0], valid, bit_offset, n)
+        _raise_table_error(rc)
+
+
+cdef extern from *:
+    int __builtin_clzll(unsigned long long x) nogil
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def sketch_words(const int64_t[::1] keys, const uint8_t[::1] validity, Py_ssize_t bit_offset,
+                 uint8_t[::1] registers):
+    """Add the non-null ``keys`` to a HyperLogLog sketch (the registers of kernels/hll.pyx, read by
+    its ``hll_estimate``), hashing each by ``canopy_hash_word`` rotated by 32 bits: the repartition
+    exchange routes rows by the high half of that hash, so inside one partition only the low half
+    is spread evenly, and the sketch picks its register from the top bits. Modifies ``registers``
+    (``2**p`` of them, ``4 <= p <= 18``)."""
+    cdef Py_ssize_t i, n = keys.shape[0], m = registers.shape[0]
+    cdef int p = 0
+    while (<Py_ssize_t>1 << p) < m:
+        p += 1
+    if (<Py_ssize_t>1 << p) != m or p < 4 or p > 18:
+        raise ValueError(f"a sketch has 2**p registers with 4 <= p <= 18, not {m}")
+    cdef const uint8_t *valid = _validity_ptr(validity, bit_offset, n)
+    cdef int shift = 64 - p
+    cdef uint64_t guard = (<uint64_t>1) << (p - 1), h
+    cdef uint8_t rank
+    with nogil:
+        for i in range(n):
+            if _valid(valid, bit_offset + i):
+                h = canopy_hash_word(<uint64_t>keys[i])
+                h = (h << 32) | (h >> 32)
+                rank = <uint8_t>(__builtin_clzll((h << p) | guard) + 1)
+                if rank > registers[h >> shift]:
+                    registers[h >> shift] = rank
+
+
+def estimate_distinct(columns, precision=12):
+    """Estimated distinct non-null values of a stream of integer-like arrays (one column in
+    batches; a HyperLogLog sketch of ``2**precision`` registers, ~1.6% standard error at 12), or
+    None for other types: what a hash table about to take them should reserve.
+
+    Parameters
+    ----------
+    columns : iterable of pyarrow.Array or ChunkedArray
+    precision : int
+    """
+    from kernels.hll import hll_estimate
+
+    registers = np.zeros(1 << precision, dtype=np.uint8)
+    for column in columns:
+        arr = _as_array(column)
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if _key_kind(arr.type) != "word":
+            return None
+        if len(arr):
+            sketch_words(np.ascontiguousarray(_words(arr)[:, 0]), _validity(arr), arr.offset, registers)
+    return hll_estimate(registers)
 
 
 @cython.boundscheck(False)
@@ -459,7 +579,9 @@ class Factorizer:
         self._counts = np.zeros(0, dtype=np.int64)      # count_keys: COUNT(*) per group
         self._pending = None         # count_keys: (dictionary identity, dictionary, code counts)
         if len(kinds) == 1:
-            self._table = HashTable(0 if kinds[0] == "bytes" else 2 if kinds[0] == "decimal" else 1)
+            kind = kinds[0]
+            self._table = HashTable(0 if kind == "bytes" else 2 if kind == "decimal" else 1,
+                                    inline_keys=kind == "word")
             self._subs = None
         else:
             # Byte-string columns enter the composite key as their own dense ids (one word), integer
@@ -478,6 +600,11 @@ class Factorizer:
         """Bytes held by the hash tables (not counting the kept distinct keys)."""
         subs = sum(s.memory_bytes for s in self._subs if s is not None) if self._subs else 0
         return self._table.memory_bytes + subs
+
+    def reserve(self, groups):
+        """Size the hash table for ``groups`` groups in all, so that it does not rehash on the way
+        there (a caller that knows, or has estimated, how many keys will come)."""
+        self._table.reserve(groups)
 
     def factorize(self, columns):
         """Group ids (ndarray[int64]) of the rows of ``columns`` (one Array per key column)."""
@@ -623,6 +750,54 @@ def factorize(columns):
     f = Factorizer([c.type for c in columns])
     ids = f.factorize(columns)
     return ids, f.uniques()
+
+
+class DistinctCount:
+    """COUNT(DISTINCT col) over a stream of batches: the number of distinct non-null values.
+
+    Integer-like columns (see ``supports_group_key``) go into a ``DistinctSet`` of their values
+    widened to int64 (no ids, no kept keys); decimals and byte strings into a ``Factorizer``'s
+    table. Dictionary arrays count their decoded values.
+
+    Parameters
+    ----------
+    type : pyarrow.DataType
+        Type of the column (a dictionary type also accepts its value type, and the reverse).
+    """
+
+    def __init__(self, type):
+        kind = _key_kind(type)
+        if kind is None:
+            raise TypeError(f"cannot count distinct values of type {type}")
+        self.type = _plain(type)
+        self._set = DistinctSet() if kind == "word" else None
+        self._factorizer = None if kind == "word" else Factorizer([self.type], keep_uniques=False)
+
+    def reserve(self, keys):
+        """Size the table for ``keys`` distinct values in all (no rehash until there are more)."""
+        (self._set if self._set is not None else self._factorizer).reserve(keys)
+
+    def add(self, column):
+        """Add the values of one batch (an Array or ChunkedArray)."""
+        arr = _as_array(column)
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if _plain(arr.type) != self.type and _key_kind(arr.type) != _key_kind(self.type):
+            raise TypeError(f"a {arr.type} column for a DistinctCount of {self.type}")
+        if not len(arr):
+            return
+        if self._set is None:
+            self._factorizer.factorize([arr])
+            return
+        self._set.insert(np.ascontiguousarray(_words(arr)[:, 0]), _validity(arr), arr.offset)
+
+    @property
+    def count(self):
+        """Distinct non-null values so far."""
+        if self._set is not None:
+            return self._set.count
+        table = self._factorizer._table
+        return table.num_groups - (1 if table.has_null else 0)
 
 
 # ---------------------------------------------------------------------------------------------------

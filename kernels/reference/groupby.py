@@ -6,7 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Factorizer", "factorize", "GroupedAggregate", "supports_group_key", "supports_aggregate"]
+__all__ = ["Factorizer", "factorize", "GroupedAggregate", "supports_group_key", "supports_aggregate",
+           "DistinctCount", "estimate_distinct", "sketch_words"]
 
 _WORD_TYPES = (pa.types.is_integer, pa.types.is_boolean, pa.types.is_date, pa.types.is_time,
                pa.types.is_timestamp, pa.types.is_duration)
@@ -58,6 +59,11 @@ class Factorizer:
     @property
     def memory_bytes(self) -> int:
         return sum(u.nbytes for u in self._uniques)
+
+    def reserve(self, groups: int) -> None:
+        """See ``kernels.groupby.Factorizer.reserve`` (sizes nothing here)."""
+        if groups < 0:
+            raise ValueError(f"groups must be >= 0, not {groups}")
 
     def factorize(self, columns) -> np.ndarray:
         columns = [_as_array(c) for c in columns]
@@ -206,3 +212,75 @@ class GroupedAggregate:
         if self.func == "count":
             out = out.fill_null(0)
         return out.cast(self._state_type())
+
+
+def _word_values(arr: pa.Array) -> np.ndarray:
+    """Each value of an integer-like array widened to int64 (nulls as 0)."""
+    t = arr.type
+    if pa.types.is_boolean(t):
+        arr = arr.cast(pa.int8())
+    elif not pa.types.is_integer(t):
+        arr = arr.view(pa.int64() if t.bit_width == 64 else pa.int32())
+    return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _is_word(t: pa.DataType) -> bool:
+    return any(check(_plain(t)) for check in _WORD_TYPES)
+
+
+class DistinctCount:
+    """See ``kernels.groupby.DistinctCount``: the distinct non-null values so far, by ``pc.unique``."""
+
+    def __init__(self, type):
+        if not supports_group_key(type):
+            raise TypeError(f"cannot count distinct values of type {type}")
+        self.type = _plain(type)
+        self._uniques = pa.array([], type=self.type)
+
+    def reserve(self, keys: int) -> None:
+        if keys < 0:
+            raise ValueError(f"keys must be >= 0, not {keys}")
+
+    def add(self, column) -> None:
+        arr = _as_array(column)
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if _plain(arr.type) != self.type and _is_word(arr.type) != _is_word(self.type):
+            raise TypeError(f"a {arr.type} column for a DistinctCount of {self.type}")
+        arr = pc.drop_null(arr if arr.type == self.type else arr.cast(self.type))
+        self._uniques = pc.unique(pa.concat_arrays([self._uniques, arr]))
+
+    @property
+    def count(self) -> int:
+        return len(self._uniques)
+
+
+def sketch_words(keys: np.ndarray, validity, bit_offset: int, registers: np.ndarray) -> None:
+    """See ``kernels.groupby.sketch_words``: the hash of kernels/reference/hashing.py rotated by 32
+    bits, into kernels/reference/hll.py's registers."""
+    from kernels.reference.hashing import hash_words
+    from kernels.reference.hll import hll_add
+
+    keys = np.asarray(keys, dtype=np.int64)
+    if validity is not None:
+        bits = np.unpackbits(np.asarray(validity, dtype=np.uint8), bitorder="little")
+        keys = keys[bits[bit_offset:bit_offset + len(keys)].astype(bool)]
+    h = hash_words(keys.view(np.uint64))
+    hll_add((h << np.uint64(32)) | (h >> np.uint64(32)), registers)
+
+
+def estimate_distinct(columns, precision: int = 12):
+    """See ``kernels.groupby.estimate_distinct`` (the same registers, so the same estimate)."""
+    from kernels.reference.hll import hll_estimate
+
+    registers = np.zeros(1 << precision, dtype=np.uint8)
+    for column in columns:
+        arr = _as_array(column)
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if not _is_word(arr.type):
+            return None
+        if len(arr):
+            validity = None if arr.null_count == 0 else np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+            sketch_words(_word_values(arr), validity, arr.offset, registers)
+    return hll_estimate(registers)

@@ -21,6 +21,15 @@
  * Memory per group in words mode: 8 * width bytes of key + 16..32 bytes of slots (load 1/4..1/2),
  * plus what the caller keeps per group (aggregate states).
  *
+ * Inline mode (width 1 only, opt-in with canopy_gb_init_inline): a slot is two words, the key itself
+ * and id + 1 (0 for empty), so a probe compares the key in the slot's own cache line instead of
+ * loading words[g] from elsewhere: one cache miss per row instead of two once the table outgrows
+ * the cache. The keys are still stored by id in `words`. canopy_join.h reads the default layout
+ * only: a join's table is never inline.
+ *
+ * canopy_gb_reserve sizes a table for a number of groups up front (one allocation instead of a
+ * rehash per doubling) when the caller knows or has estimated how many will come.
+ *
  * Hashes are the project's row hash (canopy_hash.h): canopy_hash_word per word folded with
  * canopy_hash_combine, canopy_hash_bytes for byte strings.
  *
@@ -36,6 +45,10 @@
 #include <string.h>
 
 #include "canopy_hash.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #define CANOPY_GB_ENOMEM (-1)
 #define CANOPY_GB_ETOOMANY (-2)
@@ -57,7 +70,29 @@ typedef struct {
     int64_t data_len, data_cap;
     int64_t *fresh;         /* rows that created groups in the last factorize call, in id order */
     int64_t fresh_cap;
+    int32_t inline_key;     /* inline mode: slot s is slots[2s] = key, slots[2s + 1] = id + 1 */
 } canopy_gb_table;
+
+/* Slot arrays of 2 MiB and more are 2 MiB-aligned and asked to be backed by transparent huge
+ * pages: a probe is a random access, and with 4 KiB pages a table of tens of MiB costs a TLB miss
+ * on nearly every probe and a page fault per 4 KiB on first touch. Freed with free(). */
+static inline void *canopy_gb_alloc_slots(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= ((size_t)1 << 21)) {
+        void *p = NULL;
+        if (posix_memalign(&p, (size_t)1 << 21, bytes)) return NULL;
+        madvise(p, bytes, MADV_HUGEPAGE);
+        return p;
+    }
+#endif
+    return malloc(bytes);
+}
+
+static inline void *canopy_gb_zeroed_slots(size_t bytes) {
+    void *p = canopy_gb_alloc_slots(bytes);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
 
 static inline uint64_t canopy_gb_hash_words(const int64_t *row, int32_t width) {
     uint64_t h = canopy_hash_word((uint64_t)row[0]);
@@ -84,6 +119,16 @@ static inline int canopy_gb_init(canopy_gb_table *t, int32_t width) {
     return 0;
 }
 
+/* An inline-mode table (width 1); see the header comment. */
+static inline int canopy_gb_init_inline(canopy_gb_table *t) {
+    int rc = canopy_gb_init(t, 1);
+    if (rc) return rc;
+    free(t->slots);
+    t->inline_key = 1;
+    t->slots = (uint64_t *)canopy_gb_zeroed_slots(2 * (t->mask + 1) * sizeof(uint64_t));
+    return t->slots ? 0 : CANOPY_GB_ENOMEM;
+}
+
 static inline void canopy_gb_free(canopy_gb_table *t) {
     free(t->slots);
     free(t->words);
@@ -98,7 +143,7 @@ static inline void canopy_gb_free(canopy_gb_table *t) {
 
 /* Bytes the table holds, for the memory-per-group figure. */
 static inline int64_t canopy_gb_memory(const canopy_gb_table *t) {
-    int64_t m = (int64_t)(t->mask + 1) * 8;
+    int64_t m = (int64_t)(t->mask + 1) * (t->inline_key ? 16 : 8);
     if (t->width > 0) return m + t->key_cap * t->width * 8;
     return m + (t->key_cap + 1) * 8 + t->data_cap;
 }
@@ -108,22 +153,49 @@ static inline uint64_t canopy_gb_group_hash(const canopy_gb_table *t, int64_t g)
     return canopy_hash_bytes(t->data + t->offsets[g], (size_t)(t->offsets[g + 1] - t->offsets[g]));
 }
 
-static inline int canopy_gb_grow_slots(canopy_gb_table *t) {
-    uint64_t cap = (t->mask + 1) * 2, mask = cap - 1;
-    uint64_t *slots = (uint64_t *)calloc(cap, sizeof(uint64_t));
+/* Rehash into `cap` slots (a power of two above the group count). The inline layout moves keys in
+ * blocks: hashed and their new slots prefetched, then placed. */
+static inline int canopy_gb_resize_slots(canopy_gb_table *t, uint64_t cap) {
+    const uint64_t mask = cap - 1, oldcap = t->mask + 1;
+    uint64_t *old = t->slots;
+    uint64_t *slots = (uint64_t *)canopy_gb_zeroed_slots((t->inline_key ? 2 * cap : cap) * sizeof(uint64_t));
     if (!slots) return CANOPY_GB_ENOMEM;
-    uint64_t *old = t->slots, oldcap = t->mask + 1;
-    for (uint64_t s = 0; s < oldcap; s++) {
-        uint64_t v = old[s];
-        if (!v) continue;
-        uint64_t pos = canopy_gb_group_hash(t, (int64_t)(uint32_t)v - 1) & mask;
-        while (slots[pos]) pos = (pos + 1) & mask;
-        slots[pos] = v;
+    if (t->inline_key) {
+        uint64_t hashes[CANOPY_GB_BLOCK], from[CANOPY_GB_BLOCK];
+        uint64_t s = 0;
+        while (s < oldcap) {
+            int m = 0;
+            for (; s < oldcap && m < CANOPY_GB_BLOCK; s++) {
+                if (!old[2 * s + 1]) continue;
+                from[m] = s;
+                hashes[m] = canopy_hash_word(old[2 * s]) & mask;
+                __builtin_prefetch(&slots[2 * hashes[m]], 1);
+                m++;
+            }
+            for (int i = 0; i < m; i++) {
+                uint64_t pos = hashes[i];
+                while (slots[2 * pos + 1]) pos = (pos + 1) & mask;
+                slots[2 * pos] = old[2 * from[i]];
+                slots[2 * pos + 1] = old[2 * from[i] + 1];
+            }
+        }
+    } else {
+        for (uint64_t s = 0; s < oldcap; s++) {
+            uint64_t v = old[s];
+            if (!v) continue;
+            uint64_t pos = canopy_gb_group_hash(t, (int64_t)(uint32_t)v - 1) & mask;
+            while (slots[pos]) pos = (pos + 1) & mask;
+            slots[pos] = v;
+        }
     }
     free(old);
     t->slots = slots;
     t->mask = mask;
     return 0;
+}
+
+static inline int canopy_gb_grow_slots(canopy_gb_table *t) {
+    return canopy_gb_resize_slots(t, (t->mask + 1) * 2);
 }
 
 static inline int canopy_gb_reserve_keys(canopy_gb_table *t) {
@@ -139,6 +211,25 @@ static inline int canopy_gb_reserve_keys(canopy_gb_table *t) {
         t->offsets = o;
     }
     t->key_cap = cap;
+    return 0;
+}
+
+/* Room for `groups` groups in all: slots at load <= 1/2 (one rehash, straight to the size) and,
+ * in words mode, the key storage. Never shrinks. */
+static inline int canopy_gb_reserve(canopy_gb_table *t, int64_t groups) {
+    if (groups > CANOPY_GB_MAX_GROUPS) groups = CANOPY_GB_MAX_GROUPS;
+    uint64_t cap = t->mask + 1;
+    while ((uint64_t)groups * 2 > cap) cap *= 2;
+    if (cap != t->mask + 1) {
+        int rc = canopy_gb_resize_slots(t, cap);
+        if (rc) return rc;
+    }
+    if (t->width > 0 && groups > t->key_cap) {
+        int64_t *w = (int64_t *)realloc(t->words, (size_t)groups * (size_t)t->width * sizeof(int64_t));
+        if (!w) return CANOPY_GB_ENOMEM;
+        t->words = w;
+        t->key_cap = groups;
+    }
     return 0;
 }
 
@@ -234,9 +325,58 @@ static inline int canopy_gb_factorize_words_w(canopy_gb_table *t, const int32_t 
     return 0;
 }
 
+/* Inline mode: as canopy_gb_factorize_words for one-word keys. The table grows before each block
+ * rather than inside it, so the slots prefetched for the block are the ones probed. */
+static inline int canopy_gb_factorize_inline(canopy_gb_table *t, const int64_t *rows,
+                                             const uint8_t *validity, int64_t bit_offset, int64_t n,
+                                             int64_t *ids, int64_t *n_new) {
+    uint64_t hashes[CANOPY_GB_BLOCK];
+    int rc;
+    *n_new = 0;
+    for (int64_t start = 0; start < n; start += CANOPY_GB_BLOCK) {
+        int64_t m = n - start < CANOPY_GB_BLOCK ? n - start : CANOPY_GB_BLOCK;
+        while ((uint64_t)(t->ngroups + m) * 2 > t->mask + 1)
+            if ((rc = canopy_gb_grow_slots(t))) return rc;
+        uint64_t *slots = t->slots;
+        const uint64_t mask = t->mask;
+        for (int64_t i = 0; i < m; i++) {
+            hashes[i] = canopy_hash_word((uint64_t)rows[start + i]);
+            __builtin_prefetch(&slots[2 * (hashes[i] & mask)]);
+        }
+        for (int64_t i = 0; i < m; i++) {
+            const int64_t r = start + i;
+            if (!canopy_gb_is_valid(validity, bit_offset + r)) {
+                if ((rc = canopy_gb_null_id(t, &ids[r], r, n_new))) return rc;
+                continue;
+            }
+            const uint64_t key = (uint64_t)rows[r];
+            uint64_t pos = hashes[i] & mask;
+            for (;;) {
+                uint64_t *s = slots + 2 * pos;
+                if (s[1] == 0) {
+                    int64_t g;
+                    if ((rc = canopy_gb_new_group(t, &g, r, n_new))) return rc;
+                    t->words[g] = (int64_t)key;
+                    s[0] = key;
+                    s[1] = (uint64_t)g + 1;
+                    ids[r] = g;
+                    break;
+                }
+                if (s[0] == key) {
+                    ids[r] = (int64_t)s[1] - 1;
+                    break;
+                }
+                pos = (pos + 1) & mask;
+            }
+        }
+    }
+    return 0;
+}
+
 static inline int canopy_gb_factorize_words(canopy_gb_table *t, const int64_t *rows,
                                             const uint8_t *validity, int64_t bit_offset, int64_t n,
                                             int64_t *ids, int64_t *n_new) {
+    if (t->inline_key) return canopy_gb_factorize_inline(t, rows, validity, bit_offset, n, ids, n_new);
     switch (t->width) {
     case 1: return canopy_gb_factorize_words_w(t, 1, rows, validity, bit_offset, n, ids, n_new);
     case 2: return canopy_gb_factorize_words_w(t, 2, rows, validity, bit_offset, n, ids, n_new);
@@ -321,5 +461,114 @@ static inline int NAME(canopy_gb_table *t, const OFFSET_T *offsets, const uint8_
 
 CANOPY_GB_DEFINE_FACTORIZE_BYTES(canopy_gb_factorize_bytes32, int32_t)
 CANOPY_GB_DEFINE_FACTORIZE_BYTES(canopy_gb_factorize_bytes64, int64_t)
+
+/*
+ * canopy_ds_set -- a set of int64 keys that only counts them: COUNT(DISTINCT integer column).
+ *
+ * No ids, no payload: a slot is the key itself (CANOPY_DS_EMPTY for an empty slot; the key with
+ * that value is remembered by a flag), so an insert is one hash and one probe of one cache line.
+ * Indexed by the low bits of canopy_hash_word, linear probing, load <= 1/2 (8..16 bytes per key);
+ * it grows before each block of CANOPY_GB_BLOCK rows, never inside one, so the slots prefetched for
+ * the block are the ones probed. canopy_ds_reserve sizes it once for a known number of keys.
+ * Return codes as the group-by table's. Not thread-safe.
+ */
+#define CANOPY_DS_EMPTY INT64_MIN
+
+typedef struct {
+    int64_t *slots;
+    uint64_t mask;
+    int64_t size;            /* keys in slots (the CANOPY_DS_EMPTY key not included) */
+    int32_t has_empty_key;   /* CANOPY_DS_EMPTY itself was inserted */
+} canopy_ds_set;
+
+static inline int canopy_ds_alloc(canopy_ds_set *t, uint64_t cap) {
+    int64_t *slots = (int64_t *)canopy_gb_alloc_slots((size_t)cap * sizeof(int64_t));
+    if (!slots) return CANOPY_GB_ENOMEM;
+    for (uint64_t s = 0; s < cap; s++) slots[s] = CANOPY_DS_EMPTY;
+    int64_t *old = t->slots;
+    const uint64_t oldcap = old ? t->mask + 1 : 0, mask = cap - 1;
+    uint64_t hashes[CANOPY_GB_BLOCK];
+    int64_t keys[CANOPY_GB_BLOCK];
+    uint64_t s = 0;
+    while (s < oldcap) {       /* in blocks: hashed, new slots prefetched, then placed */
+        int m = 0;
+        for (; s < oldcap && m < CANOPY_GB_BLOCK; s++) {
+            if (old[s] == CANOPY_DS_EMPTY) continue;
+            keys[m] = old[s];
+            hashes[m] = canopy_hash_word((uint64_t)old[s]) & mask;
+            __builtin_prefetch(&slots[hashes[m]], 1);
+            m++;
+        }
+        for (int i = 0; i < m; i++) {
+            uint64_t pos = hashes[i];
+            while (slots[pos] != CANOPY_DS_EMPTY) pos = (pos + 1) & mask;
+            slots[pos] = keys[i];
+        }
+    }
+    free(old);
+    t->slots = slots;
+    t->mask = mask;
+    return 0;
+}
+
+static inline int canopy_ds_init(canopy_ds_set *t) {
+    memset(t, 0, sizeof(*t));
+    return canopy_ds_alloc(t, 1024);
+}
+
+static inline void canopy_ds_free(canopy_ds_set *t) {
+    free(t->slots);
+    t->slots = NULL;
+}
+
+/* Room for `keys` keys at load <= 1/2 (one rehash straight to the size). Never shrinks. */
+static inline int canopy_ds_reserve(canopy_ds_set *t, int64_t keys) {
+    uint64_t cap = t->mask + 1;
+    while ((uint64_t)keys * 2 > cap) cap *= 2;
+    return cap == t->mask + 1 ? 0 : canopy_ds_alloc(t, cap);
+}
+
+/* Distinct keys inserted so far. */
+static inline int64_t canopy_ds_count(const canopy_ds_set *t) { return t->size + t->has_empty_key; }
+
+/* Insert keys[i] for the n rows (rows whose validity bit bit_offset + i is clear are skipped;
+ * validity may be NULL). */
+static inline int canopy_ds_insert(canopy_ds_set *t, const int64_t *keys, const uint8_t *validity,
+                                   int64_t bit_offset, int64_t n) {
+    uint64_t hashes[CANOPY_GB_BLOCK];
+    int rc;
+    for (int64_t start = 0; start < n; start += CANOPY_GB_BLOCK) {
+        const int64_t m = n - start < CANOPY_GB_BLOCK ? n - start : CANOPY_GB_BLOCK;
+        if ((uint64_t)(t->size + m) * 2 > t->mask + 1 && (rc = canopy_ds_reserve(t, t->size + m)))
+            return rc;
+        int64_t *slots = t->slots;
+        const uint64_t mask = t->mask;
+        const int64_t *block = keys + start;
+        for (int64_t i = 0; i < m; i++) {
+            hashes[i] = canopy_hash_word((uint64_t)block[i]);
+            __builtin_prefetch(&slots[hashes[i] & mask], 1);
+        }
+        for (int64_t i = 0; i < m; i++) {
+            if (!canopy_gb_is_valid(validity, bit_offset + start + i)) continue;
+            const int64_t k = block[i];
+            if (k == CANOPY_DS_EMPTY) {
+                t->has_empty_key = 1;
+                continue;
+            }
+            uint64_t pos = hashes[i] & mask;
+            for (;;) {
+                const int64_t s = slots[pos];
+                if (s == k) break;
+                if (s == CANOPY_DS_EMPTY) {
+                    slots[pos] = k;
+                    t->size++;
+                    break;
+                }
+                pos = (pos + 1) & mask;
+            }
+        }
+    }
+    return 0;
+}
 
 #endif /* CANOPY_GROUPBY_H */

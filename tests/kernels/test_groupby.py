@@ -309,3 +309,110 @@ def test_count_codes_lanes_nulls_and_bad_codes():
     assert counts.tolist() == [0, 1, 1, 2]
     with pytest.raises(ValueError, match="row 6 has dictionary code 3"):
         compiled.count_codes(np.array([0, 1, 2, 0, 1, 2, 3], dtype=np.int64), None, 0, np.zeros(4, dtype=np.int64))
+
+
+# ---------------------------------------------------------------------------------------------------
+# COUNT(DISTINCT): DistinctCount (a set of int64 values for integer-like columns, a Factorizer's
+# table otherwise), sized ahead by estimate_distinct (a HyperLogLog pass)
+
+
+@needs_compiled
+@SETTINGS
+@given(key_batches(max_columns=1), st.sampled_from([None, 0, 3, 5000]))
+def test_distinct_count_matches_reference(case, reserve):
+    types, batches = case
+    counts = []
+    for impl in (compiled, reference):
+        counter = impl.DistinctCount(types[0])
+        if reserve is not None:
+            counter.reserve(reserve)
+        for columns in batches:
+            counter.add(columns[0])
+        counts.append(counter.count)
+    assert counts[0] == counts[1]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+def test_distinct_count_edges(impl):
+    counter = impl.DistinctCount(pa.int64())
+    assert counter.count == 0
+    counter.add(pa.array([None, None], pa.int64()))
+    assert counter.count == 0                     # nulls are not values
+    low, high = -2**63, 2**63 - 1                 # the set's empty-slot marker is a value too
+    counter.add(pa.array([low, 0, high, None, low, 0], pa.int64()))
+    assert counter.count == 3
+    counter.add(pa.array([1, 2, 3], pa.int32()))  # narrower integers compare by value
+    counter.add(pa.array([3, 4], pa.int64()).dictionary_encode())
+    assert counter.count == 7
+    with pytest.raises(TypeError):
+        counter.add(pa.array(["a"]))
+    with pytest.raises(TypeError):
+        impl.DistinctCount(pa.float64())
+    with pytest.raises(ValueError):
+        counter.reserve(-1)
+    strings = impl.DistinctCount(pa.string())
+    strings.add(pa.array(["a", None, "", "a"]))
+    strings.add(pa.chunked_array([pa.array(["b", ""], pa.string())]))
+    assert strings.count == 3
+
+
+@needs_compiled
+@pytest.mark.parametrize("reserve", [None, 1000, 300_000, 2_000_000])
+def test_distinct_set_grows_past_and_within_its_reservation(reserve):
+    rng = np.random.default_rng(11)
+    keys = rng.integers(-2**63, 2**63 - 1, 300_000, dtype=np.int64)
+    keys[::1000] = -2**63
+    keys = np.concatenate([keys, keys[::3], rng.integers(0, 50, 20_000)])
+    validity = np.packbits(rng.random(len(keys)) < 0.9, bitorder="little")
+    s = compiled.DistinctSet()
+    if reserve is not None:
+        s.reserve(reserve)
+    for start in range(0, len(keys), 77_777):
+        chunk = keys[start:start + 77_777]
+        s.insert(chunk, validity, start)
+    valid = np.unpackbits(validity, bitorder="little")[:len(keys)].astype(bool)
+    assert s.count == len(np.unique(keys[valid]))
+    with pytest.raises(ValueError):
+        s.insert(keys, validity[:3], 0)
+
+
+@needs_compiled
+@pytest.mark.parametrize("reserve", [0, 10, 500_000])
+def test_reserved_inline_table_gives_the_same_ids(reserve):
+    rng = np.random.default_rng(5)
+    keys = np.concatenate([rng.integers(-5, 5, 1000), rng.integers(-2**63, 2**63 - 1, 150_000), [0, -2**63]])
+    keys = np.concatenate([keys, keys[::-2]]).astype(np.int64)
+    arr = pa.array(keys, mask=rng.random(len(keys)) < 0.01)
+    f = compiled.Factorizer([pa.int64()])
+    assert f._table.inline_keys
+    f.reserve(reserve)
+    ids = np.concatenate([f.factorize([arr.slice(i, 40_000)]) for i in range(0, len(arr), 40_000)])
+    want = reference.Factorizer([pa.int64()]).factorize([arr])
+    np.testing.assert_array_equal(ids, want)
+    assert f.uniques()[0].equals(arr.take(pa.array(np.unique(ids, return_index=True)[1])))
+    with pytest.raises(ValueError):
+        compiled.HashTable(2, inline_keys=True)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+def test_estimate_distinct_is_close_even_inside_one_partition(impl):
+    rng = np.random.default_rng(3)
+    n = 60_000 if impl is reference else 400_000
+    keys = rng.integers(0, n, 2 * n, dtype=np.int64)
+    # the rows one repartition target gets: their hashes share the high bits
+    part = np.asarray(kernels.partition_ids(kernels.hash_columns([pa.array(keys)]), 8))
+    keys = keys[part == 3]
+    arrays = [pa.array(chunk) for chunk in np.array_split(keys, 5)]
+    estimate = impl.estimate_distinct(arrays)
+    truth = len(np.unique(keys))
+    assert abs(estimate - truth) < 0.06 * truth, (estimate, truth)
+    assert impl.estimate_distinct([pa.array(["a"])]) is None
+    assert impl.estimate_distinct([pa.array([None, None], pa.int64())]) == 0
+
+
+@needs_compiled
+def test_estimate_distinct_compiled_equals_reference():
+    rng = np.random.default_rng(4)
+    arrays = [pa.array(rng.integers(-2**40, 2**40, 5000), mask=rng.random(5000) < 0.1),
+              pa.array(rng.integers(0, 100, 3000), pa.int32()).slice(7), pa.array([True, False])]
+    assert compiled.estimate_distinct(arrays) == reference.estimate_distinct(arrays)

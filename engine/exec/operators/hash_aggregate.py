@@ -11,6 +11,7 @@ import kernels
 from engine.exec import decimal64
 from engine.exec.evaluate import evaluate_array
 from engine.exec.operators.base import PhysicalOperator, TaskContext, table_to_batches
+from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.operators.scan import ScanExec
 from engine.exec.operators.storage_aggregate import storage_states
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr
@@ -87,6 +88,23 @@ def _state_input(call: AggCall, values: pa.Array) -> pa.Array:
     if call.func in ("sum", "avg") and call.arg.type.kind in ("int", "bool"):
         return values.cast(pa.int64()).cast(pa.decimal128(38, 0))
     return values
+
+
+# Inputs of at least this many rows have their distinct keys estimated (a HyperLogLog pass,
+# ``kernels.estimate_distinct``) and the hash table sized for them before the first insert: growing
+# a table of millions of keys by doubling costs more than the inserts (a rehash per doubling, and
+# fresh pages each time). Below it the table's growth is cheap.
+_PRESIZE_ROWS = 1 << 16
+
+
+def _reserve_for(table, key_arrays: list, rows: int) -> None:
+    """Size ``table`` (a Factorizer or DistinctCount) for the estimated distinct values of
+    ``key_arrays`` (one column in batches, ``rows`` rows), never for more than ``rows``."""
+    if rows < _PRESIZE_ROWS:
+        return
+    estimate = kernels.estimate_distinct(key_arrays)
+    if estimate is not None:
+        table.reserve(min(rows, int(estimate * 1.05) + 1024))
 
 
 def _as_state_type(values, arg_type):
@@ -177,10 +195,13 @@ class HashAggregateExec(PhysicalOperator):
                     agg.update(None, 1, _as_state_type(values, arg_type), rows=batch.num_rows)
             return pa.table([agg.result(1) for agg in aggs], names=[name for *_, name in states])
         factorizer = kernels.Factorizer([f.type.to_arrow() for f, _ in self.keys])
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            ids = factorizer.factorize(key_columns(batch))
+        keyed = ((batch, key_columns(batch)) for batch in batches if batch.num_rows)
+        if len(self.keys) == 1 and isinstance(self.input, ExchangeSourceExec):
+            # The exchange's rows are all here already: estimate the keys, size the table once.
+            keyed = list(keyed)
+            _reserve_for(factorizer, [keys[0] for _, keys in keyed], sum(b.num_rows for b, _ in keyed))
+        for batch, keys in keyed:
+            ids = factorizer.factorize(keys)
             groups = factorizer.num_groups
             for agg, (i, func, arg_type, name), values in zip(aggs, states, state_columns(batch)):
                 agg.update(ids, groups, _as_state_type(values, arg_type))
@@ -196,6 +217,10 @@ class HashAggregateExec(PhysicalOperator):
                 yield from table_to_batches(result.cast(self.schema) if self.mode == "partial"
                                             else self._finish(result))
                 return
+        if self._distinct_counts_on_kernels():
+            result = self._count_distinct(partition, ctx)
+            yield from table_to_batches(self._finish(result))
+            return
         column = self._counted_scan_column(ctx)
         if column is not None:
             result = self._count_stored_keys(partition, ctx, column)
@@ -298,6 +323,29 @@ class HashAggregateExec(PhysicalOperator):
             yield from table_to_batches(result.cast(self.schema))
         else:
             yield from table_to_batches(self._finish(result))
+
+    def _distinct_counts_on_kernels(self) -> bool:
+        """Whether this is a keyless ``single`` aggregate of COUNT(DISTINCT x) only, each argument of
+        a type the kernels' tables hold (after a repartition by x, each leaf counts its share)."""
+        return (self.mode == "single" and not self.keys and bool(self.aggregates)
+                and all(call.func == "count" and call.distinct and call.arg is not None
+                        and kernels.supports_group_key(call.arg.type.to_arrow())
+                        for _, call in self.aggregates))
+
+    def _count_distinct(self, partition: int, ctx: TaskContext) -> pa.Table:
+        """COUNT(DISTINCT x) per aggregate into a ``kernels.DistinctCount`` (integers: a set of the
+        values, no ids, no kept keys), sized once from a HyperLogLog estimate of the input."""
+        batches = [b for b in self.input.execute(partition, ctx) if b.num_rows]
+        rows = sum(b.num_rows for b in batches)
+        columns = []
+        for _, call in self.aggregates:
+            values = [evaluate_array(call.arg, batch, ctx.params) for batch in batches]
+            counter = kernels.DistinctCount(call.arg.type.to_arrow())
+            _reserve_for(counter, values, rows)
+            for column in values:
+                counter.add(column)
+            columns.append(pa.array([counter.count], pa.int64()))
+        return pa.table(columns, names=[f"{f.id}|count" for f, _ in self.aggregates])
 
     def _counted_scan_column(self, ctx: TaskContext):
         """The stored column name when this is ``SELECT k, COUNT(*) ... GROUP BY k`` straight over a
