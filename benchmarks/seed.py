@@ -2,6 +2,7 @@
 
     python -m benchmarks.seed                 # every workload at the sizes WORKLOADS.md gives
     python -m benchmarks.seed e f --scale 0.1 # some workloads, a tenth of the rows
+    python -m benchmarks.seed a b --ray       # also Canopy on a local Ray (2 leaf actors), same run
     make bench-peers                          # installs the peers (.[peers]) and runs the above
 
 Each workload's data is built once (NumPy, fixed seeds) and loaded into Canopy (embedded local
@@ -156,11 +157,11 @@ PEERS = {"duckdb": _duckdb, "polars": _polars, "datafusion": _datafusion, "chdb"
 
 
 class Canopy:
-    def __init__(self, w: Workload):
+    def __init__(self, w: Workload, cluster=None):
         import engine
 
         self.directory = tempfile.mkdtemp(prefix="canopy-seed-") if w.durable else None
-        self.con = engine.connect(database="seed", progress=False, data_dir=self.directory)
+        self.con = engine.connect(database="seed", progress=False, data_dir=self.directory, cluster=cluster)
         self.con.execute(w.ddl)
         self.con.load_table(w.table, w.data)
         if w.durable:
@@ -195,14 +196,15 @@ def _summary(rows: list[tuple]) -> str:
     return f"{len(rows):,} rows"
 
 
-def run_workload(name: str, scale: float, repeat: int) -> list[tuple[str, float, str, float]]:
-    """Print and return (query title, canopy seconds, best peer, best peer seconds) per query."""
+def run_workload(name: str, scale: float, repeat: int, ray: bool = False) -> list[tuple[str, float, str, float]]:
+    """Print and return (query title, canopy seconds, best peer, best peer seconds) per query.
+    ``ray``: Canopy on a local Ray (2 leaf actors) is timed too, as ``canopy-ray`` (not a peer)."""
     w = WORKLOADS[name](scale)
     rows = w.data.num_rows
     start = time.perf_counter()
     canopy = Canopy(w)
     load_s = time.perf_counter() - start
-    engines = {}
+    engines = {"canopy-ray": Canopy(w, cluster="ray")} if ray else {}
     for peer, make in PEERS.items():
         try:
             engines[peer] = make(w)
@@ -222,7 +224,7 @@ def run_workload(name: str, scale: float, repeat: int) -> list[tuple[str, float,
                     wrong.append(engine_name)
                     continue
                 times[engine_name] = median_seconds(lambda: run(sql), repeat)
-            peers = {p: t for p, t in times.items() if p != "canopy"}
+            peers = {p: t for p, t in times.items() if not p.startswith("canopy")}
             cells = "  ".join(f"{p} {t * 1e3:8.2f} ms" for p, t in times.items())
             line = f"  {title:34s} {cells}"
             if "canopy" in times and peers:
@@ -230,6 +232,9 @@ def run_workload(name: str, scale: float, repeat: int) -> list[tuple[str, float,
                 line += (f"  canopy/{best} {times['canopy'] / peers[best]:.2f}"
                          f"  canopy {rows / times['canopy'] / 1e6:,.0f}M rows/s")
                 out.append((title, times["canopy"], best, peers[best]))
+                if "canopy-ray" in times:
+                    line += (f"  canopy-ray/{best} {times['canopy-ray'] / peers[best]:.2f}"
+                             f"  ray/embedded {times['canopy-ray'] / times['canopy']:.2f}")
             if expected is not None:
                 line += f"  (result {_summary(expected)})"
             if wrong:
@@ -237,6 +242,8 @@ def run_workload(name: str, scale: float, repeat: int) -> list[tuple[str, float,
             print(line, flush=True)
     finally:
         canopy.close()
+        if "canopy-ray" in engines:
+            engines["canopy-ray"].close()
     return out
 
 
@@ -246,6 +253,7 @@ def main(argv=None):
     parser.add_argument("--scale", type=float, default=1.0,
                         help="fraction of WORKLOADS.md's row counts (default 1: the published sizes)")
     parser.add_argument("--repeat", type=int, default=REPEAT, help="timed runs per query after a warm-up")
+    parser.add_argument("--ray", action="store_true", help="also time Canopy on a local Ray (2 leaf actors)")
     args = parser.parse_args(argv)
     unknown = set(args.workloads) - set(WORKLOADS)
     if unknown:
@@ -254,7 +262,7 @@ def main(argv=None):
         parser.error(f"--scale must be in (0, 10], not {args.scale}")
     results = []
     for name in args.workloads or list(WORKLOADS):
-        results += run_workload(name, args.scale, args.repeat)
+        results += run_workload(name, args.scale, args.repeat, args.ray)
     if results:
         print("summary (canopy / best peer):")
         for title, canopy_s, best, best_s in results:
