@@ -16,5 +16,6 @@ cdef extern from "canopy_join.h" nogil:
     int64_t canopy_join_emit(const int64_t *ids, int64_t n, const int64_t *starts, int64_t num_ids,
                              const int64_t *rows, int unique, int outer, int64_t *row, int64_t *offset,
                              int64_t cap, int64_t *out_probe, int64_t *out_build)
+    int64_t canopy_join_find_word(const canopy_gb_table *t, int64_t key)
     int64_t canopy_join_count(const int64_t *ids, int64_t n, const int64_t *starts, int64_t num_ids,
                               int unique, int outer)

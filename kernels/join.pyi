@@ -52,6 +52,10 @@ def lookup_bytes(
     table: HashTable, offsets: npt.NDArray[np.int32 | np.int64], data: Bits, validity: Bits | None,
     bit_offset: int, ids: Ids,
 ) -> None: ...
+def lookup_ints_filtered(
+    table: HashTable, values: npt.NDArray[np.integer], validity: Bits | None, bit_offset: int,
+    bloom: npt.NDArray[np.uint64], log2_words: int, ids: Ids,
+) -> None: ...
 def lookup_dense(
     values: npt.NDArray[np.integer], validity: Bits | None, bit_offset: int, low: int,
     dense: Ids, ids: Ids,

@@ -76,6 +76,22 @@ static inline void canopy_join_lookup_words(const canopy_gb_table *t, const int6
     }
 }
 
+/* The id of one int64 key in a width-1 table, -1 when absent. */
+static inline int64_t canopy_join_find_word(const canopy_gb_table *t, int64_t key) {
+    const uint64_t h = canopy_hash_word((uint64_t)key);
+    const uint64_t tag = h >> 32;
+    uint64_t pos = h & t->mask;
+    for (;;) {
+        const uint64_t s = t->slots[pos];
+        if (s == 0) return -1;
+        if ((s >> 32) == tag) {
+            const int64_t g = (int64_t)(uint32_t)s - 1;
+            if (t->words[g] == key) return g;
+        }
+        pos = (pos + 1) & t->mask;
+    }
+}
+
 /* Bytes mode: as canopy_join_lookup_words, row i being data[offsets[i] : offsets[i + 1]]. The caller
  * has checked the offsets. */
 #define CANOPY_JOIN_DEFINE_LOOKUP_BYTES(NAME, OFFSET_T)                                               \

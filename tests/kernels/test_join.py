@@ -210,3 +210,18 @@ def test_direct_address_and_hashed_lookups_agree(build, probe_type):
     probe = pa.array(values, pa.int64()).cast(probe_type, safe=False) if probe_type != pa.uint64() else \
         pa.array([v if v is None else v % 2**64 for v in values], pa.uint64())
     assert table.lookup([probe]).tolist() == reference.JoinTable([pa.array(build, pa.int64())]).lookup([probe]).tolist()
+
+
+@needs_compiled
+@PROPERTY
+@given(sides())
+def test_unfiltered_integer_lookups_match_reference(case):
+    """Integer keys too many for the Bloom-filtered lookup take the plain hashed one: same ids."""
+    build, probe = case
+    saved = compiled.FILTERED_LOOKUP_MAX_KEYS, compiled.DENSE_MIN_SLOTS, compiled.DENSE_SLOTS_PER_KEY
+    compiled.FILTERED_LOOKUP_MAX_KEYS, compiled.DENSE_MIN_SLOTS, compiled.DENSE_SLOTS_PER_KEY = -1, 0, 0
+    try:
+        ours = compiled.JoinTable(build)
+    finally:
+        compiled.FILTERED_LOOKUP_MAX_KEYS, compiled.DENSE_MIN_SLOTS, compiled.DENSE_SLOTS_PER_KEY = saved
+    assert ours.lookup(probe).tolist() == reference.JoinTable(build).lookup(probe).tolist()
