@@ -1,5 +1,17 @@
 """Keep only the columns a parent needs: narrow scans (projection pushdown) and projections, drop
 unused aggregates. Scans keep the columns their pushed filters read.
+
+>>> from engine import types as T
+>>> from engine.catalog import ColumnDef, TableDef
+>>> from engine.plan.expressions import Call, Literal
+>>> from engine.plan.logical import Field
+>>> t = TableDef("db", "t", tuple(ColumnDef(n, T.BIGINT) for n in "abc"))
+>>> a, b, c = (Field(f"t.{n}#{i}", n, T.BIGINT) for i, n in enumerate("abc"))
+>>> scan = Scan(t, (a, b, c), ("a", "b", "c"), (Call("gt", (b.ref(), Literal(0, T.BIGINT)), T.BOOLEAN),))
+>>> plan = Project(scan, ((Field("x#4", "x", T.BIGINT), a.ref()),))   # SELECT a AS x FROM t WHERE b > 0
+>>> print(prune_columns(plan, None).pretty())        # reads no estimates: no context needed
+Project a AS x
+  Scan t [a, b] WHERE (b > 0)
 """
 from __future__ import annotations
 

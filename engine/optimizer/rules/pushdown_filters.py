@@ -2,6 +2,22 @@
 aggregates (on group keys), into union branches, and finally into ``Scan.filters``.
 
 Example: ``SELECT * FROM (SELECT a AS x FROM t) s WHERE x > 1`` becomes a scan of ``t`` with ``a > 1``.
+
+>>> from engine import types as T
+>>> from engine.catalog import ColumnDef, TableDef
+>>> from engine.plan.expressions import Call, Literal
+>>> from engine.plan.logical import Field
+>>> t = TableDef("db", "t", (ColumnDef("a", T.BIGINT), ColumnDef("b", T.BIGINT)))
+>>> a, b, x = Field("t.a#1", "a", T.BIGINT), Field("t.b#2", "b", T.BIGINT), Field("x#3", "x", T.BIGINT)
+>>> s = Project(Scan(t, (a, b), ("a", "b")), ((x, a.ref()),))          # (SELECT a AS x FROM t) s
+>>> plan = Filter(s, Call("gt", (x.ref(), Literal(1, T.BIGINT)), T.BOOLEAN))
+>>> print(plan.pretty())
+Filter (x > 1)
+  Project a AS x
+    Scan t [a, b]
+>>> print(pushdown_filters(plan, None).pretty())     # reads no estimates: no context needed
+Project a AS x
+  Scan t [a, b] WHERE (a > 1)
 """
 from __future__ import annotations
 

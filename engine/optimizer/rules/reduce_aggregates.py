@@ -9,6 +9,26 @@ aggregate: a group whose key has no partner is dropped by the join anyway.
 
     Join(Project(Aggregate(lineitem) BY l_partkey), part) ON corr = p_partkey
     -> Join(Project(Aggregate(Join semi(lineitem, part) ON l_partkey = p_partkey) BY l_partkey), part)
+
+>>> from engine import types as T
+>>> from engine.optimizer.cardinality import Estimator
+>>> from engine.plan.expressions import AggCall
+>>> from engine.plan.logical import Field, Values
+>>> k, q, g, s, p = (Field(n, n, T.BIGINT) for n in ("k", "q", "g", "s", "p"))
+>>> lines = Values((k, q), tuple((i, i) for i in range(200)))            # 200 rows, 200 groups
+>>> sums = Aggregate(lines, ((g, k.ref()),), ((s, AggCall("sum", q.ref(), T.BIGINT)),))
+>>> parts = Values((p,), ((7,), (9,)))                                   # 2 rows: 2 of the groups
+>>> ctx = OptimizerContext(Estimator(None))         # Values need no table statistics
+>>> print(reduce_aggregates(Join(sums, parts, "inner", (g.ref(),), (p.ref(),)), ctx).pretty())
+Join inner ON g = p
+  Aggregate keys=[k] aggs=[sum(q)]
+    Join semi ON k = p
+      Values (200 rows)
+      Values (2 rows)
+  Values (2 rows)
+>>> many = Values((p,), tuple((i,) for i in range(100)))                 # 100 rows: half the groups
+>>> "semi" in reduce_aggregates(Join(sums, many, "inner", (g.ref(),), (p.ref(),)), ctx).pretty()
+False
 """
 from __future__ import annotations
 
