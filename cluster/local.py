@@ -293,8 +293,13 @@ class LocalRunner(Runner):
             return {leaf: batches for leaf in range(self.num_leaves)}
         if stage.output_kind == "repartition":
             routed: dict[int, list[pa.RecordBatch]] = {leaf: [] for leaf in range(self.num_leaves)}
-            for batch in batches:
-                pieces = kernels.split_batch(batch, list(stage.output_keys), self.num_partitions)
+            keys = list(stage.output_keys)
+
+            def split(batch):
+                return kernels.split_batch(batch, keys, self.num_partitions)
+            # hashing, scattering and take release the GIL: a large exchange splits on the leaf pool
+            large = len(batches) > 1 and sum(b.num_rows for b in batches) >= INLINE_STAGE_ROWS
+            for pieces in (self._pool.map(split, batches) if large else map(split, batches)):
                 for partition, piece in enumerate(pieces):
                     if piece.num_rows:
                         routed[partition // self.partitions_per_leaf].append(piece)

@@ -15,6 +15,7 @@ cdef extern from "canopy_groupby.h" nogil:
         int32_t width
         int64_t *fresh
         int32_t inline_key
+        int64_t *words
 
     int canopy_gb_init(canopy_gb_table *t, int32_t width)
     int canopy_gb_init_inline(canopy_gb_table *t)

@@ -143,6 +143,23 @@ cdef class HashTable:
         return self.table.null_group >= 0
 
     @property
+    def null_group(self):
+        """The null key's group id, or -1."""
+        return self.table.null_group
+
+    def group_words(self):
+        """A copy of the stored keys (words mode): ndarray[int64] of shape (num_groups, width), row g
+        being group g's key (zeros for the null key's group)."""
+        cdef int64_t g = self.table.ngroups, w = self.table.width
+        if w == 0:
+            raise ValueError("a bytes-mode table stores no words")
+        out = np.empty((g, w), dtype=np.int64)
+        cdef int64_t[:, ::1] o = out
+        if g:
+            memcpy(&o[0, 0], self.table.words, g * w * sizeof(int64_t))
+        return out
+
+    @property
     def inline_keys(self):
         return bool(self.table.inline_key)
 
@@ -583,6 +600,8 @@ class Factorizer:
             self._table = HashTable(0 if kind == "bytes" else 2 if kind == "decimal" else 1,
                                     inline_keys=kind == "word")
             self._subs = None
+            # Integer keys are read back from the table's own copy (uniques), not taken per batch.
+            self._keys_in_table = kind == "word" and pa.types.is_integer(self.types[0])
         else:
             # Byte-string columns enter the composite key as their own dense ids (one word), integer
             # columns as their value, decimals as two words; a last word holds the null flags.
@@ -590,6 +609,7 @@ class Factorizer:
                           for t, kind in zip(self.types, kinds)]
             width = sum(2 if kind == "decimal" else 1 for kind in kinds) + 1
             self._table = HashTable(width)
+            self._keys_in_table = False
 
     @property
     def num_groups(self):
@@ -640,7 +660,7 @@ class Factorizer:
         else:
             new_rows = self._table.factorize_words(np.ascontiguousarray(_words(arr)), _validity(arr),
                                                    arr.offset, ids)
-        if self._keep and len(new_rows):
+        if self._keep and len(new_rows) and not self._keys_in_table:
             self._chunks[0].append(arr.take(pa.array(new_rows)))
         return ids
 
@@ -736,6 +756,18 @@ class Factorizer:
         """The distinct keys, one Array per key column, row g being group g's key."""
         if not self._keep:
             raise ValueError("this Factorizer does not keep its keys")
+        if self._keys_in_table:
+            self._flush_dictionary()
+            t = self.types[0]
+            words = self._table.group_words()[:, 0]
+            mask = None
+            if self._table.has_null:
+                mask = np.zeros(len(words), dtype=bool)
+                mask[self._table.null_group] = True
+            if pa.types.is_unsigned_integer(t) and t.bit_width == 64:
+                return [pa.array(words.view(np.uint64), type=t, mask=mask)]
+            arr = pa.array(words, type=pa.int64(), mask=mask)
+            return [arr if t == pa.int64() else arr.cast(t)]       # values of t: the cast is exact
         out = []
         for t, chunks in zip(self.types, self._chunks):
             chunks = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in chunks]
@@ -1215,6 +1247,14 @@ class GroupedAggregate:
                                  offset=arr.offset * (storage.bit_width // 8))
             fn = group_min if self.func == "min" else group_max
             fn(ids, data, validity, arr.offset, self._out[:num_groups], seen)
+
+    def reserve(self, num_groups):
+        """Room for ``num_groups`` groups' states (no regrowth on the way there)."""
+        if num_groups < 0:
+            raise ValueError(f"num_groups must be >= 0, not {num_groups}")
+        groups = self._groups
+        self._resize(max(groups, num_groups))
+        self._groups = groups
 
     def _update_one_group(self, n, values):
         """Keyless ``update``: COUNT and integer SUM without ids (True), else prepare group 0's

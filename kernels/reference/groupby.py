@@ -157,6 +157,11 @@ class GroupedAggregate:
         self._values: list[pa.Array] = []
         self._groups = 0
 
+    def reserve(self, num_groups: int) -> None:
+        """See ``kernels.groupby.GroupedAggregate.reserve`` (sizes nothing here)."""
+        if num_groups < 0:
+            raise ValueError(f"num_groups must be >= 0, not {num_groups}")
+
     def update(self, ids, num_groups: int, values=None, rows: int | None = None) -> None:
         if ids is None:          # keyless: every row in group 0
             if num_groups != 1:

@@ -416,3 +416,38 @@ def test_estimate_distinct_compiled_equals_reference():
     arrays = [pa.array(rng.integers(-2**40, 2**40, 5000), mask=rng.random(5000) < 0.1),
               pa.array(rng.integers(0, 100, 3000), pa.int32()).slice(7), pa.array([True, False])]
     assert compiled.estimate_distinct(arrays) == reference.estimate_distinct(arrays)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("t, values", [
+    (pa.uint64(), [2**64 - 1, None, 0, 2**63, 2**64 - 1]),
+    (pa.int8(), [-128, 127, None, -128, 0]),
+    (pa.int64(), [None, None, -2**63, 2**63 - 1]),
+])
+def test_integer_keys_read_back_in_their_type(impl, t, values):
+    f = impl.Factorizer([t])
+    f.factorize([pa.array(values[:2], t)])
+    f.factorize([pa.array(values[2:], t).dictionary_encode()])
+    assert f.uniques()[0].type == t
+    assert f.uniques()[0].to_pylist() == list(dict.fromkeys(values))
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("func, t", [("count_all", None), ("sum", pa.int64()), ("min", pa.int32()),
+                                     ("sum", pa.float64()), ("max", pa.decimal128(12, 2))])
+def test_reserved_aggregate_states_give_the_same_results(impl, func, t):
+    rng = np.random.default_rng(9)
+    ids = rng.integers(0, 50, 500)
+    ids[:50] = np.arange(50)
+    values = None if t is None else pa.array(rng.integers(-100, 100, 500).astype(np.int32),
+                                             mask=rng.random(500) < 0.2).cast(t)
+    results = []
+    for reserve in (None, 10, 1000):
+        agg = impl.GroupedAggregate(func, t)
+        if reserve is not None:
+            agg.reserve(reserve)
+        agg.update(ids[:200], 50, None if values is None else values.slice(0, 200))
+        agg.update(ids[200:], 50, None if values is None else values.slice(200))
+        results.append(agg.result())
+        assert len(results[-1]) == 50
+    assert results[0].equals(results[1]) and results[0].equals(results[2])

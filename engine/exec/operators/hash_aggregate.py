@@ -97,14 +97,16 @@ def _state_input(call: AggCall, values: pa.Array) -> pa.Array:
 _PRESIZE_ROWS = 1 << 16
 
 
-def _reserve_for(table, key_arrays: list, rows: int) -> None:
-    """Size ``table`` (a Factorizer or DistinctCount) for the estimated distinct values of
-    ``key_arrays`` (one column in batches, ``rows`` rows), never for more than ``rows``."""
+def _reserve_for(tables, key_arrays: list, rows: int) -> None:
+    """Size ``tables`` (a Factorizer or DistinctCount, and GroupedAggregates) for the estimated
+    distinct values of ``key_arrays`` (one column in batches, ``rows`` rows), never for more than
+    ``rows``."""
     if rows < _PRESIZE_ROWS:
         return
     estimate = kernels.estimate_distinct(key_arrays)
     if estimate is not None:
-        table.reserve(min(rows, int(estimate * 1.05) + 1024))
+        for table in tables:
+            table.reserve(min(rows, int(estimate * 1.05) + 1024))
 
 
 def _as_state_type(values, arg_type):
@@ -199,7 +201,7 @@ class HashAggregateExec(PhysicalOperator):
         if len(self.keys) == 1 and isinstance(self.input, ExchangeSourceExec):
             # The exchange's rows are all here already: estimate the keys, size the table once.
             keyed = list(keyed)
-            _reserve_for(factorizer, [keys[0] for _, keys in keyed], sum(b.num_rows for b, _ in keyed))
+            _reserve_for([factorizer] + aggs, [keys[0] for _, keys in keyed], sum(b.num_rows for b, _ in keyed))
         for batch, keys in keyed:
             ids = factorizer.factorize(keys)
             groups = factorizer.num_groups
@@ -341,7 +343,7 @@ class HashAggregateExec(PhysicalOperator):
         for _, call in self.aggregates:
             values = [evaluate_array(call.arg, batch, ctx.params) for batch in batches]
             counter = kernels.DistinctCount(call.arg.type.to_arrow())
-            _reserve_for(counter, values, rows)
+            _reserve_for([counter], values, rows)
             for column in values:
                 counter.add(column)
             columns.append(pa.array([counter.count], pa.int64()))
