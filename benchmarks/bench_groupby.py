@@ -1,4 +1,4 @@
-"""Hash group-by: the kernels against pyarrow's group_by (asv), and workloads b and f of
+"""Hash group-by: the kernels against pyarrow's group_by (asv), and workloads a, b and f of
 ../shared/bench/WORKLOADS.md through Canopy SQL and DuckDB in the same run (``python -m
 benchmarks.bench_groupby [--rows N]``; the default 2M rows keeps a shared 2-core box responsive,
 --rows 20000000 is the workload's size). Also prints the kernel's memory per group."""
@@ -12,6 +12,11 @@ import pyarrow as pa
 from benchmarks.timing import median_seconds
 
 ROWS = 2_000_000
+
+
+def workload_a(rows, seed=0):
+    rng = np.random.default_rng(seed)
+    return pa.table({"a": np.arange(rows, dtype=np.int64), "b": rng.permutation(rows).astype(np.int64)})
 
 
 def workload_b(rows, seed=0):
@@ -49,6 +54,28 @@ class FactorizeAggregate:
         f.uniques(), count.result(), total.result()
 
 
+class CountDistinct:
+    """COUNT(DISTINCT) of unique int64 values in 64k-row batches (one leaf's share of workload a):
+    kernels.DistinctCount growing, sized from kernels.estimate_distinct first, and pyarrow."""
+    params = ["kernel-growing", "kernel-presized", "pyarrow"]
+    param_names = ["implementation"]
+
+    def setup(self, implementation):
+        self.batches = [b.column(1) for b in workload_a(ROWS).to_batches(max_chunksize=1 << 16)]
+
+    def time_count_distinct(self, implementation):
+        if implementation == "pyarrow":
+            import pyarrow.compute as pc
+            return pc.count_distinct(pa.chunked_array(self.batches)).as_py()
+        import kernels
+        counter = kernels.DistinctCount(pa.int64())
+        if implementation == "kernel-presized":
+            counter.reserve(int(kernels.estimate_distinct(self.batches) * 1.05))
+        for batch in self.batches:
+            counter.add(batch)
+        return counter.count
+
+
 def _sql_runners(table, ddl):
     import duckdb
 
@@ -70,7 +97,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import kernels
 
-    cases = [("b", workload_b(args.rows), "CREATE TABLE t (k BIGINT, v BIGINT)",
+    cases = [("a", workload_a(args.rows), "CREATE TABLE t (a BIGINT, b BIGINT, SHARD KEY (a))",
+              ["SELECT COUNT(DISTINCT b) FROM t"]),
+             ("b", workload_b(args.rows), "CREATE TABLE t (k BIGINT, v BIGINT)",
               ["SELECT k, COUNT(*), SUM(v) FROM t GROUP BY k",
                "SELECT k, COUNT(*), SUM(v) FROM t GROUP BY k ORDER BY 2 DESC LIMIT 10"]),
              ("f", workload_f(args.rows), "CREATE TABLE t (id BIGINT, stock_symbol VARCHAR(8), price DOUBLE)",
@@ -88,6 +117,11 @@ def main(argv=None):
     bench.table = workload_b(args.rows)
     for impl in FactorizeAggregate.params:
         print(f"kernel-level count+sum by k, {impl:8s} {median_seconds(lambda: bench.time_count_sum(impl), args.repeat) * 1e3:9.1f} ms")
+    distinct = CountDistinct()
+    distinct.batches = [b.column(1) for b in workload_a(args.rows).to_batches(max_chunksize=1 << 16)]
+    for impl in CountDistinct.params:
+        print(f"kernel-level COUNT(DISTINCT) of {args.rows:,} unique int64, {impl:15s} "
+              f"{median_seconds(lambda: distinct.time_count_distinct(impl), args.repeat) * 1e3:9.1f} ms")
     dict_keys = workload_f(args.rows).column("stock_symbol").combine_chunks().dictionary_encode()
     print(f"kernel factorize dictionary symbols   {median_seconds(lambda: kernels.factorize([dict_keys]), args.repeat) * 1e3:9.1f} ms")
     plain_keys = dict_keys.dictionary_decode()
