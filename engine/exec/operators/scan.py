@@ -42,21 +42,20 @@ class ScanExec(PhysicalOperator):
         bounds = _storage_bounds(predicate, dict(zip(ids, self.column_names))) if predicate else None
         # Columns come as stored (run-end / dictionary encoded): the kernel conjuncts compare them
         # encoded and only the surviving rows are decoded. Every batch leaving the scan is plain.
-        # Runtime join filters (Bloom filters from hash joins above) test the rows the scan's own
-        # filters keep (those are cheaper and usually run first in TPC-H: Q4's orders date range
-        # took 1.46x the CPU with the Bloom filter testing every stored row first); without filters
-        # they test the stored (encoded) key column, so the rows they drop are never decoded.
+        # Runtime join filters (Bloom filters from hash joins above): applied first, on the stored
+        # (encoded) key column, so the rows they drop are never decoded.
         runtime = [_RuntimeFilter(column, bloom) for column, bloom in
                    ctx.runtime_filters.get(id(self), {}).values()]
         for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows,
                               bounds, encoded=True):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
-            if predicate is not None:
-                batch = predicate.apply(batch, ctx.params)
             for f in runtime:
                 batch = f.apply(batch)
+            if not batch.num_rows:
+                continue
+            batch = predicate.apply(batch, ctx.params) if predicate is not None else decode_batch(batch)
             if batch.num_rows:
-                yield batch if predicate is not None else decode_batch(batch)
+                yield batch
         if ctx.profile is not None:
             for f in runtime:
                 ctx.profile.runtime_filter(self, f.rows_in, f.rows_kept)
