@@ -15,6 +15,8 @@ sort) inherits its input's, and a node that combines several is as good as its w
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Optional, Protocol
 
 from engine.catalog import TableDef
@@ -46,6 +48,7 @@ class Estimator:
         self._computed: dict[str, Expr] = {}      # a projection's computed column -> its expression
         self._noted: list[list[str]] = []     # sources used by the nodes being estimated (innermost last)
         self._skews: dict[tuple[int, int], tuple] = {}   # (id(stats), id(stats)) -> (stats, stats, skew)
+        self._bare_scans: dict[int, tuple[Scan, Scan]] = {}   # id(scan) -> (scan, the scan without filters)
 
     # where a column id comes from (for its NDV and histogram)
     def _register(self, plan: LogicalPlan) -> None:
@@ -160,7 +163,13 @@ class Estimator:
     def _estimate(self, plan: LogicalPlan) -> float:
         if isinstance(plan, Scan):
             rows = float(self.stats.table_rows(plan.table))
-            return rows * self.conjunction(plan.filters, plan, rows) if plan.filters else rows
+            if not plan.filters:
+                return rows
+            # The filters are estimated against the scan without them: against the scan itself, an
+            # equality would first pin its own column to one value and then select all of it (p_brand =
+            # 'Brand#23' estimated at every row of part instead of 1 in 25).
+            bare = self._bare_scans.setdefault(id(plan), (plan, dataclasses.replace(plan, filters=())))[1]
+            return rows * self.conjunction(plan.filters, bare, rows)
         if isinstance(plan, Values):
             return float(len(plan.rows))
         if isinstance(plan, Filter):
