@@ -94,6 +94,10 @@ def group_sum_int(
     ids: Ids, values: npt.NDArray[np.integer], validity: Bits | None, bit_offset: int,
     lo: npt.NDArray[np.uint64], hi: npt.NDArray[np.int64], seen: Bits | None,
 ) -> None: ...
+def group_sum_int64(
+    ids: Ids, values: npt.NDArray[np.integer], validity: Bits | None, bit_offset: int,
+    out: npt.NDArray[np.int64], seen: Bits | None,
+) -> None: ...
 def total_sum_int(
     values: npt.NDArray[np.integer], validity: Bits | None, bit_offset: int,
     lo: npt.NDArray[np.uint64], hi: npt.NDArray[np.int64],

@@ -451,3 +451,25 @@ def test_reserved_aggregate_states_give_the_same_results(impl, func, t):
         results.append(agg.result())
         assert len(results[-1]) == 50
     assert results[0].equals(results[1]) and results[0].equals(results[2])
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+def test_integer_sums_stay_exact_across_the_int64_to_128_bit_switch(impl):
+    # small values first (int64 accumulators), then values large enough that rows x magnitude
+    # passes 2**63 (128-bit accumulators from there on), with nulls, then small again
+    rng = np.random.default_rng(12)
+    batches = [pa.array(rng.integers(-1000, 1000, 300), mask=rng.random(300) < 0.1),
+               pa.array(rng.integers(-2**62, 2**62, 300)),
+               pa.array(rng.integers(-5, 5, 300), pa.int64())]
+    ids = [rng.integers(0, 20, 300) for _ in batches]
+    for i in ids:
+        i[:20] = np.arange(20)
+    stepwise, at_end = impl.GroupedAggregate("sum", pa.int64()), impl.GroupedAggregate("sum", pa.int64())
+    want = [0] * 20
+    for batch, i in zip(batches, ids):
+        stepwise.update(i, 20, batch)
+        at_end.update(i, 20, batch)
+        for g, v in zip(i.tolist(), batch.to_pylist()):
+            want[g] += v or 0
+        assert [int(d) for d in stepwise.result().to_pylist()] == want
+    assert [int(d) for d in at_end.result().to_pylist()] == want
