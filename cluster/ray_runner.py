@@ -588,12 +588,14 @@ class RayRunner(Runner):
     def _get(self, refs, timeout: Optional[float] = None, deadline: Optional[Deadline] = None):
         """``ray.get`` with Ray's errors as the engine's; ``deadline``: a query's statement_timeout
         (waiting past it raises its error; the caller cancels the query's tasks)."""
-        if deadline is not None and deadline.timeout_ms is not None:
+        waited_for_deadline = deadline is not None and deadline.timeout_ms is not None
+        if waited_for_deadline:
             timeout = deadline.remaining()
         try:
             return ray.get(refs, timeout=timeout)
         except rex.GetTimeoutError:
-            if deadline is not None and deadline.expired():
+            # the wait was the deadline's remaining time: Ray's clock may end it a hair before ours does
+            if waited_for_deadline or deadline is not None and deadline.expired():
                 raise deadline.error() from None
             raise self._translate(rex.GetTimeoutError()) from None
         except rex.RayError as error:
