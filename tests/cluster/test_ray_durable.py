@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 import uuid
 from decimal import Decimal
 
@@ -16,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import engine
+from ray_helpers import wait_restarted
 
 SMALL = {"flush_rows": 64, "segment_rows": 256, "chunk_rows": 32}   # WAL, deltas and flushes all occur
 
@@ -28,23 +28,10 @@ def durable(ray_session, tmp_path_factory):
     state["con"].close()
 
 
-def _wait_restarted(runner, leaf: int, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            info = runner.leaf_info()[leaf]
-            if info["restarted"]:
-                return info
-        except engine.OperationalError:
-            pass            # still restarting
-        time.sleep(0.2)
-    raise AssertionError(f"leaf {leaf} was not restarted within {timeout} s")
-
-
 def _kill_and_wait(runner, leaf: int) -> None:
     victim = runner.leaf_info()[leaf]
     os.kill(victim["pid"], signal.SIGKILL)
-    assert _wait_restarted(runner, leaf)["pid"] != victim["pid"]
+    assert wait_restarted(runner, leaf)["pid"] != victim["pid"]
 
 
 def _totals(con) -> list[tuple]:
@@ -137,7 +124,7 @@ def test_a_leaf_killed_mid_query_is_retried_on_its_restarted_process(ray_session
             assert runner.retries == 1
         except engine.OperationalError as error:
             assert "leaf 1" in str(error) and "died during the query" in str(error)
-        assert _wait_restarted(runner, 1)["pid"] != victim["pid"]
+        assert wait_restarted(runner, 1)["pid"] != victim["pid"]
         assert con.execute(query).fetchall() == expected
         con.execute("INSERT INTO m VALUES (700, 0)")        # writes go on (never retried themselves)
         assert con.execute("SELECT COUNT(*) FROM m").fetchall() == [(701,)]

@@ -13,6 +13,7 @@ import time
 import pytest
 
 import engine
+from ray_helpers import wait_restarted
 
 DELAY = 2.5          # per leaf task; a GROUP BY query has two leaf stages, so takes >= 2 * DELAY
 # (generous: the bounds below must hold on a loaded 2-core CI machine too)
@@ -25,19 +26,6 @@ def slow_con(ray_session):
     con.execute("INSERT INTO t VALUES " + ", ".join(f"({i})" for i in range(100)))
     yield con
     con.close()
-
-
-def _wait_restarted(runner, leaf: int, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            info = runner.leaf_info()[leaf]
-            if info["restarted"]:
-                return info
-        except engine.OperationalError:
-            pass            # still restarting
-        time.sleep(0.2)
-    raise AssertionError(f"leaf {leaf} was not restarted within {timeout} s")
 
 
 # Delivering KeyboardInterrupt to a main thread blocked in Ray is timing-dependent on a loaded 2-core
@@ -79,7 +67,7 @@ def test_a_leaf_killed_mid_query_fails_the_query_naming_it(slow_con):
     with pytest.raises(engine.OperationalError, match=r"leaf 1 .*died during the query.*in-memory"):
         slow_con.execute("SELECT k % 7, COUNT(*) FROM t GROUP BY 1").fetchall()
 
-    restarted = _wait_restarted(runner, 1)
+    restarted = wait_restarted(runner, 1)
     assert restarted["pid"] != victim["pid"]
     # the restarted leaf lost its partitions of t, and says so
     with pytest.raises(engine.OperationalError, match="lost its in-memory partitions"):
