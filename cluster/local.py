@@ -262,8 +262,9 @@ class LocalRunner(Runner):
         return outputs
 
     def _stage_input_rows(self, stage: StageSpec, inputs_for, tasks) -> int:
-        """Rows a stage reads: its exchange inputs plus the stored rows of the tables it scans (a
-        metadata count; zone maps may skip most of them, so this errs towards running in parallel)."""
+        """An upper bound of the rows a stage reads: every exchange output routed to its tasks so far
+        (also those of stages it does not consume) plus the stored rows of the tables it scans (a
+        metadata count; zone maps may skip most of them). It errs towards running in parallel."""
         rows = sum(b.num_rows for t in tasks for batches in inputs_for(t).values() for b in batches)
         for table_id, replicated in _scanned_tables(stage.root):
             for leaf in self.leaves[:1] if replicated else self.leaves:
