@@ -4,10 +4,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import engine
 from engine.exec.operators.scan import ScanExec
-
-duckdb = pytest.importorskip("duckdb")
+from oracle import canopy_and_duckdb
 
 QUERIES = [
     "SELECT COUNT(*) FROM t WHERE i IN (1, 100, 200, 5000)",
@@ -27,12 +25,8 @@ def both():
     i = rng.integers(-5, 1000, n)
     j = pa.array(rng.integers(0, 50, n), mask=rng.random(n) < 0.2)
     s = pa.array(rng.choice(["a", "ab", "b", "c"], n), mask=rng.random(n) < 0.1)
-    data = pa.table({"i": i, "j": j, "s": s})
-    con = engine.connect()
-    con.execute("CREATE TABLE t (i BIGINT, j BIGINT, s VARCHAR(4))")
-    con.load_table("t", data)
-    duck = duckdb.connect()
-    duck.register("t", data)
+    con, duck = canopy_and_duckdb("CREATE TABLE t (i BIGINT, j BIGINT, s VARCHAR(4))", "t",
+                                  pa.table({"i": i, "j": j, "s": s}))
     yield con, duck
     con.close()
 

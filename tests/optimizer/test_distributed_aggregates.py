@@ -1,10 +1,9 @@
 """COUNT(DISTINCT b) without GROUP BY shuffles by b and adds per-leaf counts (workload a's plan)."""
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
 
-import engine
+from oracle import canopy_and_duckdb
 
 
 @pytest.fixture(scope="module")
@@ -16,11 +15,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def both(data):
-    con = engine.connect()
-    con.execute("CREATE TABLE t (a BIGINT, b BIGINT, SHARD KEY (a))")
-    con.load_table("t", data)
-    duck = duckdb.connect()
-    duck.register("t", data)
+    con, duck = canopy_and_duckdb("CREATE TABLE t (a BIGINT, b BIGINT, SHARD KEY (a))", "t", data)
     yield con, duck
     con.close()
 
