@@ -370,6 +370,13 @@ class _RoutedLoad(LoadWriter):
         self._placements.extend(placement for pieces in routed for placement in pieces)
         self.rows += data.num_rows
 
+    def savepoint(self) -> tuple[int, int]:
+        return len(self._placements), self.rows
+
+    def rollback_to(self, savepoint: tuple[int, int]) -> None:
+        del self._placements[savepoint[0]:]
+        self.rows = savepoint[1]
+
     def add_related(self, table: TableDef, data: pa.Table) -> None:
         placements = [p for b in data.to_batches() if b.num_rows for p in self.runner._route(table, b)]
         self._related.append((table, placements))

@@ -114,6 +114,15 @@ class LoadWriter:
         self._blocks.extend(b for b in batches if b.num_rows)
         self.rows += data.num_rows
 
+    def savepoint(self) -> tuple[int, int]:
+        """A mark of what was added so far, for :meth:`rollback_to`."""
+        return len(self._blocks), self.rows
+
+    def rollback_to(self, savepoint: tuple[int, int]) -> None:
+        """Drop what was added since ``savepoint`` (a file whose streamed read is redone whole)."""
+        del self._blocks[savepoint[0]:]
+        self.rows = savepoint[1]
+
     def add_related(self, table: TableDef, data: pa.Table) -> None:
         """Rows of another table that commit with this load's rows (a pipeline's durable file marks).
         Runners with multi-table transactions (the embedded one) commit both in one step; this base

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import codecs
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +49,10 @@ from engine.load.load_data import LoadDataStatement
 from engine.types import TEXT, SqlType
 
 BLOCK_SIZE = 16 << 20
+# The streamed read (stream_delimited) parses the file this many bytes at a time, in STREAM_BLOCK_SIZE
+# blocks on pyarrow's threads; one chunk is parsed while the one before is routed.
+STREAM_CHUNK_BYTES = 32 << 20
+STREAM_BLOCK_SIZE = 4 << 20
 _ESCAPED_ESCAPE = b"\xfe"   # placeholder for an escaped escape character (never in UTF-8)
 _NULL_MARK = b"\xff"        # placeholder for \N (never in UTF-8); a whole field of it is NULL
 _CONTROL_ESCAPES = ((b"n", b"\n"), (b"t", b"\t"), (b"r", b"\r"), (b"0", b"\x00"), (b"b", b"\x08"),
@@ -102,6 +107,25 @@ def read_delimited(statement: LoadDataStatement, table: TableDef, *, data: Optio
     return reader.read()
 
 
+class WholeFileNeeded(Exception):
+    """The streamed read of a file stopped: drop its blocks and read the file whole (see
+    :func:`stream_delimited`). Never reaches a user."""
+
+
+def stream_delimited(statement: LoadDataStatement, table: TableDef, *, warnings: Optional[LoadWarnings] = None,
+                     chunk_bytes: int = STREAM_CHUNK_BYTES) -> Iterator[tuple[pa.Table, int]]:
+    """``statement.path`` as blocks of ``table.arrow_schema`` of about ``chunk_bytes`` of the file
+    each, as ``(block, file bytes it came from)``, parsed ahead on a thread while the caller routes.
+
+    The blocks, concatenated, are exactly what :func:`read_delimited` returns, or the generator raises
+    :class:`WholeFileNeeded` (possibly after some blocks): the caller drops what it got and calls
+    :func:`read_delimited`, which raises the precise error for bad data. The fast path takes files of
+    whole-line rows without escape characters and without SKIP ... ERRORS (workload h, TPC-H).
+    """
+    reader = _Reader(statement, table, None, warnings if warnings is not None else LoadWarnings())
+    return reader.stream(chunk_bytes)
+
+
 def skip_kinds(statement: LoadDataStatement) -> frozenset[str]:
     """The error kinds a statement's SKIP clause drops rows for ('parser', 'constraint')."""
     return {None: frozenset(), "PARSER": frozenset({"parser"}), "CONSTRAINT": frozenset({"constraint"}),
@@ -126,6 +150,7 @@ class _Reader:
         used = self.assignments.variables if self.assignments else set()
         self.parsed_fields = [f for f in self.fields if f.column is not None or f.label.lower() in used]
         self.row_numbers: Optional[np.ndarray] = None   # output row -> file row, once rows were skipped
+        self.first_row = 0       # rows of the file before the block being checked (streamed blocks)
         self.dropped: Optional[np.ndarray] = None       # rows a check under SKIP ... ERRORS rejected
 
     # -- the success path ---------------------------------------------------------------------
@@ -164,6 +189,85 @@ class _Reader:
         for field in self.parsed_fields:
             if self.escaped and self._sql_type(field).kind == "string":
                 parsed[field.name] = self._restore_text(parsed[field.name], field)
+        return self._assemble(parsed, num_rows)
+
+    # -- the streamed fast path ----------------------------------------------------------------
+    def stream(self, chunk_bytes: int) -> Iterator[tuple[pa.Table, int]]:
+        """The file as blocks of about ``chunk_bytes``, each with the bytes of the file it came from,
+        the next block read and parsed on a background thread while the caller routes this one.
+
+        A block is a run of whole lines parsed one row a line (``newlines_in_values`` off), which is
+        exactly what :meth:`read` returns when every line of the file is one row: so the blocks are
+        kept only while each has as many rows as line ends (and, with a quote character, the file
+        ends with an even number of quotes). Anything else raises :class:`WholeFileNeeded` — bad
+        data, a quoted line end, blank lines, an escape character in the data, SKIP ... ERRORS, a
+        character set to convert — and the caller drops the blocks it got and reads the file whole
+        with :meth:`read`, which parses carefully and names the offending line. The value checks of
+        :meth:`read` (NOT NULL, VARCHAR(n), DECIMAL range) run per block with the file's line
+        numbers, so a load with several bad values reports the first in file order.
+        """
+        if self.data is not None or self.skip or len(self.fields) < 2 or (
+                self.statement.character_set is not None
+                and self.statement.character_set.lower() not in _UTF8_CHARSETS):
+            raise WholeFileNeeded("this load is read whole")
+        self.escaped = self.newlines_in_values = False
+        handle, source = _open_input(self.path)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="canopy-load-parse")
+        try:
+            chunks = _Chunks(source, handle, chunk_bytes)
+            pending = pool.submit(self._parse_chunk, chunks, True)
+            quotes = 0
+            while True:
+                parsed = pending.result()
+                if parsed is None:
+                    break
+                table, lines, chunk_quotes, consumed = parsed
+                pending = pool.submit(self._parse_chunk, chunks, False)   # the next one, meanwhile
+                quotes += chunk_quotes
+                num_rows = table.num_rows
+                block = self._assemble({name: table.column(name) for name in table.column_names}, num_rows)
+                del table
+                self.first_row += num_rows
+                yield block, consumed
+            if self.quote and quotes % 2:
+                raise WholeFileNeeded("an odd number of quotes")
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            handle.close()
+
+    def _parse_chunk(self, chunks: "_Chunks", first: bool) -> Optional[tuple[pa.Table, int, int, int]]:
+        """(rows parsed, line ends, quote characters, file bytes consumed) of the next run of lines,
+        or None at the end of the file (runs on the parse thread: pyarrow parses without the GIL)."""
+        data, end, consumed = chunks.next()
+        offset = 0
+        if first:                                   # IGNORE n LINES, which may span runs
+            ignore = self.statement.ignore_lines
+            while data is not None and ignore:
+                offset = data.find(b"\n", offset, end) + 1
+                if offset == 0 or offset == end:    # the run ends: the next one continues the count
+                    data, end, more = chunks.next()
+                    consumed, offset = consumed + more, 0
+                ignore -= 1
+            if data is None:
+                raise WholeFileNeeded("an empty file")   # the whole read returns the empty table
+        if data is None:
+            return None
+        if self.escape and data.find(self.escape.encode(), offset, end) >= 0:
+            raise WholeFileNeeded("the data has escape characters")
+        lines = data.count(b"\n", offset, end) + (0 if data[end - 1] == 10 else 1)
+        quotes = data.count(self.quote.encode(), offset, end) if self.quote else 0
+        try:
+            table = self._parse(pa.py_buffer(data).slice(offset, end - offset), newlines_in_values=False,
+                                block_size=STREAM_BLOCK_SIZE)
+        except pa.ArrowInvalid:
+            raise WholeFileNeeded("the fast parse failed") from None
+        if self.quote and table.num_rows != lines:
+            raise WholeFileNeeded("a line is not one row")
+        return table, lines, quotes, consumed
+
+    def _assemble(self, parsed: dict, num_rows: int) -> pa.Table:
+        """The parsed fields (by pyarrow name) as a table of the target schema: SET evaluated, values
+        checked, defaults filled in, rows a SKIP dropped removed."""
         assigned = self.assignments.evaluate(parsed, num_rows) if self.assignments else {}
         by_column = {f.column: f for f in self.fields if f.column is not None}
         arrays = []
@@ -263,13 +367,13 @@ class _Reader:
     def _parse(self, buffer: pa.Buffer, use_threads: bool = True,
                types: Optional[dict[str, pa.DataType]] = None,
                on_invalid_row: Optional[Callable] = None,
-               newlines_in_values: Optional[bool] = None) -> pa.Table:
+               newlines_in_values: Optional[bool] = None, block_size: int = BLOCK_SIZE) -> pa.Table:
         if types is None:
             types = {f.name: self._read_type(f) for f in self.parsed_fields}
         return pacsv.read_csv(
             pa.BufferReader(buffer),
             read_options=pacsv.ReadOptions(column_names=[f.name for f in self.fields],
-                                           use_threads=use_threads, block_size=BLOCK_SIZE),
+                                           use_threads=use_threads, block_size=block_size),
             parse_options=pacsv.ParseOptions(
                 delimiter=self.delimiter, quote_char=self.quote or False, double_quote=True,
                 escape_char=self.escape if self.escaped else False,
@@ -334,7 +438,10 @@ class _Reader:
             self._reject(mask, "constraint", _NULL_NOT_NULL, lambda row: ConstraintError(
                 f"LOAD DATA {self.path}: line {self._line(row)}: NULL (\\N) in NOT NULL column "
                 f"{column.name!r}"))
-        if sql_type.kind == "string" and sql_type.length is not None and len(values):
+        # A UTF-8 character is at least one byte: when no value has more bytes than the limit allows
+        # characters (the common case), the costlier character count is skipped.
+        if sql_type.kind == "string" and sql_type.length is not None and len(values) and \
+                (pc.max(pc.binary_length(values)).as_py() or 0) > sql_type.length:
             lengths = pc.utf8_length(values)
             longest = pc.max(lengths).as_py()
             if longest is not None and longest > sql_type.length:
@@ -450,7 +557,7 @@ class _Reader:
     def _line(self, row: int) -> int:
         if self.row_numbers is not None:
             return self.statement.ignore_lines + int(self.row_numbers[row])
-        return self.statement.ignore_lines + row + 1
+        return self.statement.ignore_lines + self.first_row + row + 1
 
 
 class _SetClauses:
@@ -555,7 +662,9 @@ def _fields(statement: LoadDataStatement, table: TableDef) -> list[_Field]:
     return fields
 
 
-def _read_file(path: str) -> bytes:
+def _open_input(path: str):
+    """(the file's handle, a stream of its bytes: decompressed for .gz/.lz4/.zst/.bz2), or
+    ExecutionError for a missing file, a directory, no permission."""
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
@@ -566,16 +675,52 @@ def _read_file(path: str) -> bytes:
         raise ExecutionError(f"LOAD DATA: permission denied reading {path!r}") from None
     except OSError as e:
         raise ExecutionError(f"LOAD DATA: cannot open {path!r}: {e.strerror or e}") from None
+    compression = _compression(path)
+    return handle, (handle if compression is None else pa.input_stream(handle, compression=compression))
+
+
+def _compression(path: str) -> Optional[str]:
+    return next((codec for ext, codec in _COMPRESSION.items() if path.lower().endswith(ext)), None)
+
+
+def _read_file(path: str) -> bytes:
+    handle, source = _open_input(path)
     with handle:
-        compression = next((codec for ext, codec in _COMPRESSION.items()
-                            if path.lower().endswith(ext)), None)
         try:
-            if compression is None:
-                return handle.read()
-            return pa.input_stream(handle, compression=compression).read()
+            return source.read()
         except (pa.ArrowException, OSError) as e:
-            kind = f"{compression} " if compression else ""
+            kind = f"{_compression(path)} " if _compression(path) else ""
             raise BadDataError(f"LOAD DATA {path}: cannot read {kind}data: {e}") from None
+
+
+class _Chunks:
+    """A file's bytes as runs of whole lines of about ``size`` bytes (the last may lack its line end):
+    ``next()`` returns (the run, bytes of the file read for it), then (None, 0) at the end."""
+
+    def __init__(self, source, handle, size: int):
+        self.source, self.handle, self.size = source, handle, size
+        self.carry = b""
+        self.position = 0          # of the raw file, for compressed input too
+
+    def next(self) -> tuple[Optional[bytes], int, int]:
+        """(data, end, file bytes read for it): the run is ``data[:end]`` (kept unsliced: a slice of
+        bytes is a copy); data is None at the end of the file."""
+        data = self.carry
+        while True:
+            try:
+                more = self.source.read(self.size)
+            except (pa.ArrowException, OSError):
+                raise WholeFileNeeded("unreadable data") from None  # the whole read names the error
+            data = data + more if data else more
+            end = data.rfind(b"\n") + 1
+            if not more or end:
+                break
+        if not more:
+            end = len(data)
+        self.carry = data[end:]
+        position = self.handle.tell()
+        consumed, self.position = position - self.position, position
+        return (data if end else None), end, consumed
 
 
 def _decode(data: bytes, charset: Optional[str], path: str) -> bytes:

@@ -24,7 +24,7 @@ import pyarrow as pa
 from engine.catalog import TableDef
 from engine.errors import BindError, ExecutionError, UnsupportedError
 from engine.load.arrow_input import conform_arrow, to_arrow_table
-from engine.load.delimited import LoadWarnings, read_delimited
+from engine.load.delimited import LoadWarnings, WholeFileNeeded, read_delimited, stream_delimited
 from engine.load.load_data import LoadDataStatement
 
 # A progress bar appears only for loads still running after this long (tqdm's own delay).
@@ -58,6 +58,8 @@ def run_load(statement: LoadDataStatement, table: TableDef, runner, *, load_dir:
     try:
         for path, size in zip(paths, sizes):
             file_statement = dataclasses.replace(statement, path=path)
+            if statement.format != "PARQUET" and _load_streamed(writer, file_statement, table, outcome.warnings, bar):
+                continue
             rows = _parquet_rows(path) if statement.format == "PARQUET" else None
             for block_bytes, batches in _blocks(read_blocks(file_statement, table, outcome.warnings), size, rows):
                 _route(writer, batches, block_bytes, bar)
@@ -127,6 +129,25 @@ def _parquet_blocks(statement: LoadDataStatement, table: TableDef, data: Optiona
     for batch in handle.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=[c for c in columns if c.lower() in names]):
         yield conform_arrow(batch, table, source, columns=wanted, first_row=first_row)
         first_row += batch.num_rows
+
+
+def _load_streamed(writer, statement: LoadDataStatement, table: TableDef, warnings: LoadWarnings, bar) -> bool:
+    """Route a text file block by block as it is parsed (the next block parses while this one is
+    routed). False when the file must be read whole instead: what it routed is rolled back first."""
+    savepoint = writer.savepoint()
+    routed_bytes = 0
+    try:
+        for block, block_bytes in stream_delimited(statement, table, warnings=warnings):
+            batches = block.to_batches()
+            del block
+            _route(writer, batches, block_bytes, bar)
+            routed_bytes += block_bytes
+    except WholeFileNeeded:
+        writer.rollback_to(savepoint)
+        if bar is not None and routed_bytes:
+            bar.update(-routed_bytes)
+        return False
+    return True
 
 
 def _blocks(blocks: Iterator[pa.Table], file_bytes: int,
