@@ -9,7 +9,10 @@ Workload h (../shared/bench/WORKLOADS.md): 500k rows x 170 columns (~600 MB, dou
 commas inside), generated here once under .data/bench/. Canopy's figure is `LOAD DATA` into a table
 (rows routed to partitions and appended), the peers' is parsing the file into memory: DuckDB
 `read_csv(...).to_arrow_table()`, Polars `read_csv`, `pyarrow.csv.read_csv`, all with the same column
-types. Medians of --repeat runs after one warm-up. Pipeline latency: moto's server on 127.0.0.1 with N
+types. With --durable (default: on) Canopy's figure is also taken into a fresh ``data_dir`` table
+(``engine.connect(data_dir=...)`` at --data-dir, default a fresh directory under /tmp): the load is
+durable when the statement returns (WAL written and fsynced, commit logged). Medians of --repeat runs
+after one warm-up, the contenders taking turns in each round. Pipeline latency: moto's server on 127.0.0.1 with N
 objects already loaded; then `put_object` of a new key and the time until `SELECT COUNT(*)` sees it,
 --samples times, with the pipeline's full re-listing every --full-listing-s seconds running meanwhile
 (so the samples include ticks that overlap a full listing of all N keys).
@@ -19,10 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
+import tempfile
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -69,20 +75,28 @@ def _h_ddl() -> str:
 
 
 # -- runners --------------------------------------------------------------------------------------
-def timed(fn, repeat: int) -> float:
-    fn()                                  # warm-up
-    return statistics.median(_once(fn) for _ in range(repeat))
-
-
 def _once(fn) -> float:
     started = time.perf_counter()
     fn()
     return time.perf_counter() - started
 
 
-def canopy_load(ddl: str, table: str, path: Path, clauses: str):
+def canopy_load(ddl: str, table: str, path: Path, clauses: str, data_dir: Optional[Path] = None):
+    """A LOAD DATA into a new table, timed alone (not connect / DDL); into a fresh ``data_dir`` when
+    given (emptied before and after each run, so every run writes the same)."""
     def run():
-        with engine.connect(progress=False) as con:
+        options = {}
+        if data_dir is not None:
+            shutil.rmtree(data_dir, ignore_errors=True)
+            options["data_dir"] = str(data_dir)
+        try:
+            _load_once(options)
+        finally:
+            if data_dir is not None:
+                shutil.rmtree(data_dir, ignore_errors=True)
+
+    def _load_once(options):
+        with engine.connect(progress=False, **options) as con:
             con.execute(ddl)
             started = time.perf_counter()
             con.execute(f"LOAD DATA INFILE '{path}' INTO TABLE {table} {clauses}")
@@ -91,37 +105,53 @@ def canopy_load(ddl: str, table: str, path: Path, clauses: str):
 
 
 def bench_csv(name: str, path: Path, schema: pa.Schema, ddl: str, table: str, clauses: str, header: bool,
-              repeat: int) -> None:
+              repeat: int, data_dir: Optional[Path] = None) -> None:
+    """Every contender once as a warm-up, then --repeat rounds that run each contender in turn (on a
+    shared machine a burst of load then hits all of them alike, not whichever ran during it); the
+    median per contender."""
     size_mb = path.stat().st_size / 1e6
-    results = {}
+    contenders = {}                       # name -> a function that runs once and returns its seconds
     load = canopy_load(ddl, table, path, clauses)
-    load()
-    results["canopy LOAD DATA"] = statistics.median(_elapsed(load) for _ in range(repeat))
+    contenders["canopy LOAD DATA"] = lambda: _elapsed(load)
+    if data_dir is not None:
+        durable = canopy_load(ddl, table, path, clauses, data_dir)
+        contenders["canopy into data_dir"] = lambda: _elapsed(durable)
     types = {f.name: f.type for f in schema}
-    results["pyarrow read_csv"] = timed(lambda: pacsv.read_csv(
+    contenders["pyarrow read_csv"] = lambda: _once(lambda: pacsv.read_csv(
         path, read_options=pacsv.ReadOptions(column_names=schema.names, skip_rows=1 if header else 0),
-        convert_options=pacsv.ConvertOptions(column_types=types)), repeat)
+        convert_options=pacsv.ConvertOptions(column_types=types)))
     try:
         import duckdb
         duck_types = {f.name: _duck_type(f.type) for f in schema}
         con = duckdb.connect()
-        results["duckdb read_csv"] = timed(lambda: con.read_csv(
+        contenders["duckdb read_csv"] = lambda: _once(lambda: con.read_csv(
             str(path), header=header, names=schema.names, dtype=duck_types, quotechar='"',
-            delimiter=",").to_arrow_table(), repeat)
+            delimiter=",").to_arrow_table())
     except ImportError:
         pass
     try:
         import polars as pl
         pl_types = {f.name: _polars_type(pl, f.type) for f in schema}
-        results["polars read_csv"] = timed(lambda: pl.read_csv(
-            path, has_header=header, new_columns=schema.names, schema_overrides=pl_types), repeat)
+        contenders["polars read_csv"] = lambda: _once(lambda: pl.read_csv(
+            path, has_header=header, new_columns=schema.names, schema_overrides=pl_types))
     except ImportError:
         pass
+    times: dict[str, list[float]] = {who: [] for who in contenders}
+    for run in contenders.values():
+        run()                             # warm-up
+    for _ in range(repeat):
+        for who, run in contenders.items():
+            times[who].append(run())
+    results = {who: statistics.median(seconds) for who, seconds in times.items()}
     best_peer = min(v for k, v in results.items() if not k.startswith("canopy"))
     print(f"\n{name}: {size_mb:,.0f} MB")
     for who, seconds in results.items():
-        print(f"  {who:<20} {seconds:7.2f} s  {size_mb / seconds:8.1f} MB/s")
-    print(f"  canopy / best peer (time): {results['canopy LOAD DATA'] / best_peer:.2f}")
+        print(f"  {who:<22} {seconds:7.2f} s  {size_mb / seconds:8.1f} MB/s")
+    for who in [k for k in results if k.startswith("canopy")]:
+        line = f"  {who} / best peer (time): {results[who] / best_peer:.2f}"
+        if "polars read_csv" in results:
+            line += f"; / polars: {results[who] / results['polars read_csv']:.2f}"
+        print(line)
 
 
 def _elapsed(load) -> float:
@@ -157,7 +187,7 @@ def _polars_type(pl, t: pa.DataType):
     return pl.Utf8
 
 
-def lineitem(repeat: int) -> None:
+def lineitem(repeat: int, data_dir: Optional[Path] = None) -> None:
     data_dir = tpch.generate(1, tpch.default_cache_dir())
     path = Path(data_dir) / "lineitem.csv"
     ddl = next(s for s in tpch.schema_statements() if "lineitem" in s.lower().split("(")[0])
@@ -165,7 +195,7 @@ def lineitem(repeat: int) -> None:
         con.execute(ddl)
         schema = con.session.catalog.table("canopy", "lineitem").arrow_schema
     clauses = tpch.LOAD_DATA_SQL.split("INTO TABLE {table} ", 1)[1]
-    bench_csv("TPC-H lineitem SF1", path, schema, ddl, "lineitem", clauses, True, repeat)
+    bench_csv("TPC-H lineitem SF1", path, schema, ddl, "lineitem", clauses, True, repeat, data_dir)
 
 
 def pipeline_latency(counts: list[int], samples: int, full_listing_s: float) -> None:
@@ -242,19 +272,25 @@ def main(argv=None) -> None:
     parser.add_argument("--only", choices=["h", "lineitem", "pipeline"], action="append")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--h-rows", type=int, default=500_000)
+    parser.add_argument("--durable", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time LOAD DATA into a data_dir table (--no-durable: in memory only)")
+    parser.add_argument("--data-dir", type=Path,
+                        default=Path(tempfile.gettempdir()) / f"canopy-bench-load-{os.getpid()}",
+                        help="where the durable runs put their data directory (removed after each run)")
     parser.add_argument("--objects", default="10,10000", help="objects already in the prefix, comma-separated")
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--full-listing-s", type=float, default=5.0,
                         help="the pipeline's full re-listing interval during the latency samples")
     args = parser.parse_args(argv)
     only = set(args.only or ["h", "lineitem", "pipeline"])
+    data_dir = args.data_dir if args.durable else None
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, pyarrow {pa.__version__}")
     if "h" in only:
         path = workload_h(args.h_rows)
         clauses = "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'"
-        bench_csv("workload h", path, _h_schema(), _h_ddl(), "h", clauses, False, args.repeat)
+        bench_csv("workload h", path, _h_schema(), _h_ddl(), "h", clauses, False, args.repeat, data_dir)
     if "lineitem" in only:
-        lineitem(args.repeat)
+        lineitem(args.repeat, data_dir)
     if "pipeline" in only:
         pipeline_latency([int(n) for n in args.objects.split(",")], args.samples, args.full_listing_s)
 

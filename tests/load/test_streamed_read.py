@@ -46,6 +46,8 @@ def rows_text(n, start=0):
 
 
 def test_blocks_add_up_to_the_whole_read(tmp_path):
+    """Also holds the reader to its one reused buffer: every block is compared after the last was
+    read into it, so a parsed block that pointed into the buffer would show the last run's bytes."""
     path = tmp_path / "a.csv"
     path.write_text("id,name,x,note\n" + rows_text(500))
     for chunk_bytes in (1, 40, 333, 4096, 1 << 20):
