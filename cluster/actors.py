@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 import kernels
 from cluster import transport
 from cluster.leaf import Leaf, LeafStorage
+from cluster.versions import VersionHistory
 from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.operators.base import Deadline
 from engine.exec.profile import TaskProfile
@@ -94,6 +95,7 @@ class LeafActor:
                  debug_task_delay_s: float = 0.0, durable: Optional[DurableLeaf] = None):
         self.durable = durable
         self.leaf = Leaf(leaf_id, partitions)
+        self.versions = VersionHistory()            # each store's versions by snapshot epoch (cluster.versions)
         if durable is not None:
             self._open_durable()
         self.restarted = restarted
@@ -134,6 +136,7 @@ class LeafActor:
             raise CanopyInternalError("reopen of a leaf without durable storage")
         self.close()
         self._pending.clear()
+        self.versions.forget()              # new store objects: queries read them as they are now
         self._open_durable()
 
     def close(self) -> None:
@@ -145,7 +148,8 @@ class LeafActor:
     def ping(self) -> dict:
         return {"leaf": self.leaf.leaf_id, "pid": os.getpid(), "host": socket.gethostname(),
                 "restarted": self.restarted, "tasks_running": self.tasks_running, "tasks_done": self.tasks_done,
-                "tasks_stopped": self.tasks_stopped}
+                "tasks_stopped": self.tasks_stopped, "epoch": self.versions.latest,
+                "versioned_stores": len(self.versions.keys())}
 
     def cancel(self, query_id: str) -> None:
         """Ask the tasks of ``query_id`` to stop at their next batch (any operator's), and the ones not
@@ -163,6 +167,7 @@ class LeafActor:
         self.leaf.storage.create(table_id, schema, keys, sort_key)
 
     def drop_table(self, table_id: int) -> None:
+        self.versions.forget([key for key in self.versions.keys() if key[0] == table_id])
         self.leaf.storage.drop(table_id)
 
     def prepare_write(self, txn: str, table_id: int, pieces: Sequence[tuple[Optional[int], list]],
@@ -189,17 +194,22 @@ class LeafActor:
             raise
         self._pending[txn] = prepared
 
-    def commit_write(self, txn: str) -> None:
-        """Apply a prepared write (the driver has made it durable); then flush what crossed its
-        threshold. Ray runs this actor's default-group methods one at a time, so no prepared write of
-        another statement sits in a WAL that the flush swaps (one driver writes at a time)."""
+    def commit_write(self, txn: str, epoch: Optional[int] = None, floor: Optional[int] = None) -> None:
+        """Apply a prepared write (the driver has made it durable) as the version ``epoch`` of the
+        stores it changes (queries of older epochs still read the versions before it; ``floor``: the
+        oldest epoch the driver's queries may still read, see :mod:`cluster.versions`); then flush what
+        crossed its threshold. Ray runs this actor's default-group methods one at a time, so no
+        prepared write of another statement sits in a WAL that the flush swaps (one driver writes at
+        a time), and no task runs between the versions' bookkeeping and the apply."""
         try:
             prepared = self._pending.pop(txn)
         except KeyError:
             raise ExecutionError(f"leaf {self.leaf.leaf_id} holds no prepared write {txn} "
                                  f"(it was restarted after preparing it)") from None
-        for p in prepared:
-            p.apply()
+        self.versions.prune(floor)
+        with self.versions.changing(epoch, self.leaf.storage.keys_of(p.store for p in prepared)):
+            for p in prepared:
+                p.apply()
         if self.durable is not None:
             self.leaf.storage.committer.maintain([p.store for p in prepared])
 
@@ -256,7 +266,9 @@ class LeafActor:
         ``keys``, ``destinations`` and ``partitions_per_leaf`` (a repartitioned row goes to the leaf of
         its partition, ``partition // partitions_per_leaf``), plus the transport options; ``deadline``:
         (statement_timeout ms, seconds left) or absent; ``profile``: count each operator's output
-        (EXPLAIN ANALYZE) into the meta's ``operators``.
+        (EXPLAIN ANALYZE) into the meta's ``operators``; ``epoch``: the snapshot epoch the task's scans
+        read (absent: the stores as they are now) and ``floor``, the oldest one still read
+        (:mod:`cluster.versions`).
         """
         started = time.perf_counter()
         self.tasks_running += 1
@@ -298,9 +310,11 @@ class LeafActor:
                 inputs.setdefault(stage_id, []).extend(transport.decode(payload))
             position += count
         profile = TaskProfile(stage.stage_id, stage.root) if output.get("profile") else None
+        self.versions.prune(output.get("floor"))
         try:
             deadline.check()
-            batches = self.leaf.task_batches(stage, task, num_partitions, params, inputs, profile, deadline)
+            batches = self.leaf.task_batches(stage, task, num_partitions, params, inputs, profile, deadline,
+                                             self.versions.view(output.get("epoch")))
             sent, counters = route(batches, stage.root.schema, output, deadline.check)
         except CanopyInternalError as error:
             raise self._lost(error) from None

@@ -62,6 +62,11 @@ class LeafStorage:
         except KeyError:
             raise CanopyInternalError(f"partition {partition} of table #{table_id} is not on this leaf") from None
 
+    def keys_of(self, stores) -> dict[tuple[int, Optional[int]], PartitionStore]:
+        """``{key: store}`` of these store objects (the ones a statement changes)."""
+        wanted = {id(store) for store in stores}
+        return {key: store for key, store in self._stores.items() if id(store) in wanted}
+
     def stores_of(self, table_id: int) -> list[tuple[Optional[int], PartitionStore]]:
         return [(k[1], s) for k, s in self._stores.items() if k[0] == table_id]
 
@@ -90,8 +95,9 @@ class Leaf:
                      exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None,
                      deadline: Optional[Deadline] = None, snapshots: Optional[dict] = None) -> Iterator[pa.RecordBatch]:
         """The same task as a stream of its non-empty output batches (a Ray leaf sends them as they come).
-        ``snapshots``: (table id, partition) -> this leaf's stores' snapshots pinned for the query."""
+        ``snapshots``: (table id, partition) -> this leaf's stores' snapshots pinned for the query (a
+        dict, or anything with its ``get``: a Ray leaf's :class:`cluster.versions.EpochView`)."""
         ctx = TaskContext(task, num_partitions, params, self.storage, exchange_inputs, self.partitions,
                           profile, deadline)
-        ctx.snapshots = snapshots or {}
+        ctx.snapshots = snapshots if snapshots is not None else {}
         return (b for b in stage.root.execute(task, ctx) if b.num_rows)

@@ -136,6 +136,13 @@ class RayRunner(Runner):
         self._distinct: dict[tuple[int, str], int] = {}
         self._closed = False
         self._data: Optional[DataDirectory] = None
+        # Snapshot epochs (cluster.versions): the newest statement every leaf has applied, and the epochs
+        # running queries read (how many of each), whose versions the leaves keep.
+        self._published = 0
+        self._reading: collections.Counter = collections.Counter()
+        self._epoch_lock = threading.Lock()
+        # Debug (tests): called once a write is applied on its first leaf, before the others apply it.
+        self.debug_after_first_leaf_commit = None
 
         self.name = name or f"canopy-{uuid.uuid4().hex[:8]}"
         registry = _find_actor(f"{self.name}-aggregator", namespace)
@@ -211,6 +218,8 @@ class RayRunner(Runner):
         self.partitions_per_leaf = info["partitions_per_leaf"]
         self.leaves = [ray.get_actor(f"{self.name}-leaf-{i}", namespace=self.namespace)
                        for i in range(self.num_leaves)]
+        # the statements the previous driver published are the leaves' newest versions
+        self._published = max(ping["epoch"] for ping in self._get([leaf.ping.remote() for leaf in self.leaves]))
         deployed = info.get("data_dir")
         if data_dir is not None and str(Path(data_dir).resolve()) != deployed:
             raise ExecutionError(f"deployment {self.name!r} keeps its tables "
@@ -230,7 +239,7 @@ class RayRunner(Runner):
         ray.get(self._registry.save_catalog.remote(_catalog_state(self.catalog)))
 
     def leaf_info(self) -> list[dict]:
-        """Each leaf's process id, host and whether Ray restarted it."""
+        """Each leaf's process id, host, whether Ray restarted it, its task counters and snapshot versions."""
         return self._get([leaf.ping.remote() for leaf in self.leaves])
 
     # -- tables -----------------------------------------------------------------------------------
@@ -301,7 +310,9 @@ class RayRunner(Runner):
     def _write(self, table: TableDef, placed: dict, replace: bool) -> None:
         """Two steps: every leaf holds its pieces (prepare), then every leaf applies them (commit), so a
         leaf that cannot take its rows leaves every partition untouched. Durable: the prepared pieces
-        are synced to disk, and the commit record between the steps is the statement's commit point."""
+        are synced to disk, and the commit record between the steps is the statement's commit point.
+        The statement is the next snapshot epoch, published once every leaf has applied it: queries
+        started before read the versions without it on every leaf (cluster.versions)."""
         txn = uuid.uuid4().hex
         self._forget(table.table_id)
         targets = [(i, list(pieces.items())) for i, pieces in placed.items()]
@@ -314,19 +325,56 @@ class RayRunner(Runner):
                 for i, _ in targets:
                     self.leaves[i].abort_write.remote(txn)
                 raise
-            if self._data is None:
-                self._get([self.leaves[i].commit_write.remote(txn) for i, _ in targets])
-                return
-            self._data.log.commit(csn)
-            applied = [(i, self.leaves[i].commit_write.remote(txn)) for i, _ in targets]
-            failed = []
-            for i, ref in applied:
-                try:
-                    self._get(ref)
-                except ExecutionError as error:
-                    failed.append((i, error))
-            for i, error in failed:
-                self._reopen_leaf(i, csn, error)
+            epoch = self._published + 1
+            try:
+                if self._data is None:
+                    self._get([ref for _, ref in self._commit_on_leaves(txn, [i for i, _ in targets], epoch)])
+                    return
+                self._data.log.commit(csn)
+                failed = []
+                for i, ref in self._commit_on_leaves(txn, [i for i, _ in targets], epoch):
+                    try:
+                        self._get(ref)
+                    except ExecutionError as error:
+                        failed.append((i, error))
+                for i, error in failed:
+                    self._reopen_leaf(i, csn, error)
+            finally:
+                self._publish(epoch)
+
+    def _commit_on_leaves(self, txn: str, leaves: list[int], epoch: int) -> list[tuple[int, object]]:
+        """Send ``commit_write`` of ``txn`` (as snapshot ``epoch``) to ``leaves``; their refs."""
+        floor = self._floor()
+        refs = []
+        for leaf in leaves:
+            refs.append((leaf, self.leaves[leaf].commit_write.remote(txn, epoch, floor)))
+            if len(refs) == 1 and self.debug_after_first_leaf_commit is not None:
+                ray.wait([refs[0][1]])
+                self.debug_after_first_leaf_commit()
+        return refs
+
+    # -- snapshot epochs (cluster.versions) -------------------------------------------------------
+    def _publish(self, epoch: int) -> None:
+        with self._epoch_lock:
+            self._published = max(self._published, epoch)
+
+    def _floor(self) -> int:
+        """The oldest epoch a running query reads, or a query starting from now will: the leaves keep
+        the versions from there on."""
+        with self._epoch_lock:
+            return min(self._reading, default=self._published)
+
+    def _start_reading(self) -> int:
+        with self._epoch_lock:
+            epoch = self._published
+            self._reading[epoch] += 1
+            return epoch
+
+    def _stop_reading(self, epoch: int) -> None:
+        with self._epoch_lock:
+            self._reading[epoch] -= 1
+            if not self._reading[epoch]:
+                del self._reading[epoch]
 
     def _reopen_leaf(self, leaf: int, csn: int, error: Exception, timeout: float = 60.0) -> None:
         """A committed statement a leaf did not apply (it died, or failed, after preparing): the leaf
@@ -384,9 +432,16 @@ class RayRunner(Runner):
         if self._closed:
             raise CanopyInternalError("the runner has been shut down")
         deadline = statement_deadline.get()
+        epoch = self._start_reading()       # every task of every stage, a retry's too, reads this epoch
+        try:
+            return self._attempts(stages, params, profile, deadline, epoch)
+        finally:
+            self._stop_reading(epoch)
+
+    def _attempts(self, stages, params, profile, deadline, epoch: int) -> pa.Table:
         done: dict = {}
         for attempt in range(2):
-            query = _Query(uuid.uuid4().hex, deadline, reuse=done, profile=profile)
+            query = _Query(uuid.uuid4().hex, deadline, reuse=done, profile=profile, epoch=epoch)
             if profile is not None:             # a retry counts the whole query again
                 profile.operators.clear()
                 profile.exchanges.clear()
@@ -518,7 +573,7 @@ class RayRunner(Runner):
             destinations = self.num_leaves if kind == "repartition" else 1
             output = {"kind": kind, "keys": spec.output_keys, "destinations": destinations,
                       "partitions_per_leaf": self.partitions_per_leaf, "profile": query.profile is not None,
-                      **self.transport_options}
+                      "epoch": query.epoch, "floor": self._floor(), **self.transport_options}
             if deadline is not None and deadline.timeout_ms is not None:
                 deadline.check()
                 output["deadline"] = (deadline.timeout_ms, deadline.remaining())
@@ -687,6 +742,7 @@ class _Query:
     deadline: Optional[Deadline]
     reuse: dict                                     # (stage id, task) -> outputs of a previous attempt
     profile: object = None                          # a QueryProfile to fill (EXPLAIN ANALYZE)
+    epoch: Optional[int] = None                     # the snapshot epoch its scans read (cluster.versions)
     metas: Optional[list] = None                    # every task's meta, once fetched
     submitted: list = dataclasses.field(default_factory=list)      # (leaf, output refs) sent this attempt
     meta_refs: list = dataclasses.field(default_factory=list)      # each task's meta, in stage order

@@ -97,7 +97,8 @@ class TaskContext:
         self.runtime_filters: dict[int, dict] = {}
         self.deadline = deadline                    # statement_timeout / cancel, checked per batch
         # (table id, partition) -> the store's snapshot pinned when the query started (embedded
-        # runner): every scan of the query reads the same cut of committed statements
+        # runner; a Ray leaf resolves its query's snapshot epoch, cluster.versions): every scan of
+        # the query reads the same cut of committed statements
         self.snapshots: dict = {}
 
     def scan(self, table_id: int, task: int, columns: Sequence[str], replicated: bool,
