@@ -19,6 +19,9 @@ processes: the csn comes from the driver's commit log, the leaves prepare and sy
 the commit record, the leaves apply. Driver and leaves must see the same filesystem (one node, or a
 shared mount).
 
+Consistent reads: every write is a snapshot epoch, published when every leaf has applied it; a query
+reads the epoch published when it started, on every leaf and in every stage (:mod:`cluster.versions`).
+
 Failures: Ray errors become :mod:`engine.errors` types here. Ray restarts a leaf that dies
 (``max_restarts``). With a ``data_dir`` the restarted leaf reopens its partitions from disk, keeping the
 statements whose commit record is in the log, and a query it died under is retried once (see ``run``);
