@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Optional, Sequence
 
 import pyarrow as pa
@@ -355,40 +355,64 @@ def _scanned_tables(op) -> list[tuple[int, bool]]:
     return [t for child in op.children for t in _scanned_tables(child)]
 
 
+# A load's routed pieces are small (a parsed block of a few thousand rows cut into one piece per
+# partition); a partition's pieces are concatenated into batches of this many rows on the leaf pool as
+# the load goes, overlapping the parse, instead of by the store under the write lock at commit (the
+# memory store coalesces appends under 64k rows: for TPC-H lineitem SF1, 3.4 s of one core there).
+_LOAD_BATCH_ROWS = 64 * 1024
+
+
 class _RoutedLoad(LoadWriter):
-    """A load routed block by block on the leaf pool as it is read; the routed pieces wait here and are
-    appended under the write lock at commit, with ``on_commit`` inside the same critical section.
-    Holding routed pieces instead of parsed blocks lets the reader drop each block once routed."""
+    """A load routed block by block on the leaf pool as it is read; the routed pieces wait here
+    (concatenated per partition into ~_LOAD_BATCH_ROWS batches on the pool meanwhile) and are appended
+    under the write lock at commit, with ``on_commit`` inside the same critical section. Holding routed
+    pieces instead of parsed blocks lets the reader drop each block once routed."""
 
     def __init__(self, runner: LocalRunner, table: TableDef):
         super().__init__(runner, table)
-        self._placements: list[tuple[Optional[int], pa.RecordBatch]] = []
+        self._batches: list[tuple[Optional[int], Future]] = []     # (partition, its concatenation)
+        self._pieces: dict[Optional[int], list[pa.RecordBatch]] = {}   # not yet concatenated
+        self._piece_rows: dict[Optional[int], int] = {}
 
     def add(self, data: "pa.Table | pa.RecordBatch") -> None:
         batches = [b for b in (data.to_batches() if isinstance(data, pa.Table) else [data]) if b.num_rows]
         routed = self.runner._pool.map(lambda batch: self.runner._route(self.table, batch), batches)
-        self._placements.extend(placement for pieces in routed for placement in pieces)
+        for partition, piece in (placement for pieces in routed for placement in pieces):
+            self._pieces.setdefault(partition, []).append(piece)
+            rows = self._piece_rows[partition] = self._piece_rows.get(partition, 0) + piece.num_rows
+            if rows >= _LOAD_BATCH_ROWS:
+                self._batches.append((partition, self.runner._pool.submit(_concat, self._pieces.pop(partition))))
+                del self._piece_rows[partition]
         self.rows += data.num_rows
 
-    def savepoint(self) -> tuple[int, int]:
-        return len(self._placements), self.rows
+    def savepoint(self):
+        return len(self._batches), {p: list(pieces) for p, pieces in self._pieces.items()}, dict(self._piece_rows), \
+            self.rows
 
-    def rollback_to(self, savepoint: tuple[int, int]) -> None:
-        del self._placements[savepoint[0]:]
-        self.rows = savepoint[1]
+    def rollback_to(self, savepoint) -> None:
+        batches, pieces, piece_rows, self.rows = savepoint
+        del self._batches[batches:]
+        self._pieces, self._piece_rows = {p: list(v) for p, v in pieces.items()}, dict(piece_rows)
 
     def add_related(self, table: TableDef, data: pa.Table) -> None:
         placements = [p for b in data.to_batches() if b.num_rows for p in self.runner._route(table, b)]
         self._related.append((table, placements))
 
     def commit(self, on_commit=None) -> int:
-        placements, self._placements = self._placements, []
+        batches, pieces = self._batches, self._pieces
+        self._batches, self._pieces, self._piece_rows = [], {}, {}
         related, self._related = self._related, []
+        rest = list(pieces.items())
+        concatenated = self.runner._pool.map(lambda item: _concat(item[1]), rest)
+        placements = [(partition, future.result()) for partition, future in batches] + \
+            [(partition, batch) for (partition, _), batch in zip(rest, concatenated)]
         self.runner._commit(self.table, placements, on_commit, related)
         return self.rows
 
     def abort(self) -> None:
-        self._placements = []
+        for _, future in self._batches:
+            future.cancel()
+        self._batches, self._pieces, self._piece_rows = [], {}, {}
         self._related = []
         self.rows = 0
 

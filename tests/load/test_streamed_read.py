@@ -150,3 +150,30 @@ def test_load_data_falls_back_after_routing_blocks(tmp_path, small_chunks):
 def test_errors_in_a_late_block_name_the_line(tmp_path, small_chunks, bad_line, message):
     error = _load(tmp_path, rows_text(350) + bad_line + "\n" + rows_text(5, 400))
     assert isinstance(error, (BadDataError, ConstraintError)) and message in str(error), error
+
+
+@pytest.fixture
+def small_load_batches(monkeypatch):
+    import cluster.local
+    monkeypatch.setattr(cluster.local, "_LOAD_BATCH_ROWS", 50)
+
+
+def test_routed_pieces_are_concatenated_per_partition(tmp_path, small_chunks, small_load_batches):
+    """The embedded runner concatenates a partition's pieces as the load goes: the stores get batches
+    of about _LOAD_BATCH_ROWS rows, not one per parsed block, and every row once."""
+    path = tmp_path / "l.csv"
+    path.write_text(rows_text(2000))
+    with engine.connect(progress=False) as con:
+        con.execute("CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR(12), x DOUBLE, note TEXT, SHARD KEY (id))")
+        con.execute(f"LOAD DATA INFILE '{path}' INTO TABLE t {CSV}")
+        assert con.execute("SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM t").fetchone() == (2000, 2000, 1999000)
+        runner, table = con.session.runner, con.session.catalog.table("canopy", "t")
+        stores = [leaf.storage.store(table.table_id, p) for leaf in runner.leaves for p in leaf.partitions]
+        sizes = [b.num_rows for store in stores for b in store.snapshot()]
+        # each partition: full batches of >= 50 rows, plus at most one remainder
+        assert sum(sizes) == 2000 and sum(1 for n in sizes if n < 50) <= len(stores)
+
+
+def test_fallback_drops_concatenated_batches_too(tmp_path, small_chunks, small_load_batches):
+    count, got = _load(tmp_path, rows_text(600) + '600,"two\nlines",1,x\n' + rows_text(10, 601))
+    assert count == 611 and [r[0] for r in got] == list(range(611))
