@@ -1,5 +1,5 @@
 """Snapshot epochs on the Ray runner (cluster.versions): a query reads one cut of statements on every
-leaf and in every stage, never half of an INSERT ... SELECT, a LOAD DATA or a DELETE.
+leaf and in every stage, never half of an INSERT ... SELECT, a LOAD DATA, a DELETE or an UPDATE.
 
 Deterministic: the runner's debug hook ``debug_after_first_leaf_commit`` runs queries while a statement
 is applied on its first leaf and not yet on the other; they must see the statement nowhere (the state
@@ -75,6 +75,13 @@ def test_readers_never_see_half_a_statement(con, tmp_path):
     csv = tmp_path / "rows.csv"
     csv.write_text("".join(f"{k},2\n" for k in range(2000, 2000 + ROWS)))
     groups = model.groups
+
+    def delete(matches):
+        for g in list(groups):
+            groups[g] = [k for k in groups[g] if not matches(g, k)]
+            if not groups[g]:
+                del groups[g]
+
     # (what, the statement, its change to the model)
     statements = [
         ("load_table", lambda: con.load_table("t", pa.table({"k": pa.array(range(ROWS), pa.int64()),
@@ -86,10 +93,13 @@ def test_readers_never_see_half_a_statement(con, tmp_path):
          lambda: groups.update({2: list(range(2000, 2000 + ROWS))})),
         ("DELETE", lambda: con.execute("DELETE FROM t WHERE g = 1"),
          lambda: groups.pop(1)),
+        # the shard key changes: each row leaves its partition (and often its leaf) for another
+        ("UPDATE", lambda: con.execute("UPDATE t SET k = k + 10000 WHERE g = 2"),
+         lambda: groups.update({2: [k + 10000 for k in groups[2]]})),
         ("INSERT ... SELECT", lambda: con.execute("INSERT INTO t SELECT k + 3000, 3 FROM t WHERE g <> 1"),
          lambda: groups.update({3: [k + 3000 for ks in groups.values() for k in ks]})),
         ("DELETE", lambda: con.execute("DELETE FROM t WHERE g = 0 OR k >= 5000"),
-         lambda: (groups.pop(0), groups.update({3: [k for k in groups[3] if k < 5000]}))),
+         lambda: delete(lambda g, k: g == 0 or k >= 5000)),
     ]
 
     stop = threading.Event()
