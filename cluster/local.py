@@ -364,7 +364,7 @@ _LOAD_BATCH_ROWS = 64 * 1024
 
 class _RoutedLoad(LoadWriter):
     """A load routed block by block on the leaf pool as it is read; the routed pieces wait here
-    (concatenated per partition into ~_LOAD_BATCH_ROWS batches on the pool meanwhile) and are appended
+    (concatenated per partition into _LOAD_BATCH_ROWS batches on the pool meanwhile) and are appended
     under the write lock at commit, with ``on_commit`` inside the same critical section. Holding routed
     pieces instead of parsed blocks lets the reader drop each block once routed."""
 
@@ -402,10 +402,10 @@ class _RoutedLoad(LoadWriter):
         batches, pieces = self._batches, self._pieces
         self._batches, self._pieces, self._piece_rows = [], {}, {}
         related, self._related = self._related, []
-        rest = list(pieces.items())
-        concatenated = self.runner._pool.map(lambda item: _concat(item[1]), rest)
+        # a partition's last pieces (under _LOAD_BATCH_ROWS) go as they are: concatenating them here
+        # would copy on the commit's critical path, and the memory store coalesces its small appends
         placements = [(partition, future.result()) for partition, future in batches] + \
-            [(partition, batch) for (partition, _), batch in zip(rest, concatenated)]
+            [(partition, piece) for partition, rest in pieces.items() for piece in rest]
         self.runner._commit(self.table, placements, on_commit, related)
         return self.rows
 

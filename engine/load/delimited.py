@@ -113,9 +113,10 @@ class WholeFileNeeded(Exception):
 
 
 def stream_delimited(statement: LoadDataStatement, table: TableDef, *, warnings: Optional[LoadWarnings] = None,
-                     chunk_bytes: int = STREAM_CHUNK_BYTES) -> Iterator[tuple[pa.Table, int]]:
+                     chunk_bytes: Optional[int] = None) -> Iterator[tuple[pa.Table, int]]:
     """``statement.path`` as blocks of ``table.arrow_schema`` of about ``chunk_bytes`` of the file
-    each, as ``(block, file bytes it came from)``, parsed ahead on a thread while the caller routes.
+    each (default STREAM_CHUNK_BYTES), as ``(block, file bytes it came from)``, parsed ahead on a
+    thread while the caller routes.
 
     The blocks, concatenated, are exactly what :func:`read_delimited` returns, or the generator raises
     :class:`WholeFileNeeded` (possibly after some blocks): the caller drops what it got and calls
@@ -123,7 +124,7 @@ def stream_delimited(statement: LoadDataStatement, table: TableDef, *, warnings:
     whole-line rows without escape characters and without SKIP ... ERRORS (workload h, TPC-H).
     """
     reader = _Reader(statement, table, None, warnings if warnings is not None else LoadWarnings())
-    return reader.stream(chunk_bytes)
+    return reader.stream(chunk_bytes or STREAM_CHUNK_BYTES)
 
 
 def skip_kinds(statement: LoadDataStatement) -> frozenset[str]:
