@@ -15,7 +15,8 @@ durable when the statement returns (WAL written and fsynced, commit logged). Med
 after one warm-up, the contenders taking turns in each round. Pipeline latency: moto's server on 127.0.0.1 with N
 objects already loaded; then `put_object` of a new key and the time until `SELECT COUNT(*)` sees it,
 --samples times, with the pipeline's full re-listing every --full-listing-s seconds running meanwhile
-(so the samples include ticks that overlap a full listing of all N keys).
+(so the samples include ticks that overlap a full listing of all N keys), and, for comparison, the time
+of one bare `list_objects_v2(StartAfter=<last key>)` request: the endpoint's own share of each tick.
 """
 from __future__ import annotations
 
@@ -232,6 +233,13 @@ def pipeline_latency(counts: list[int], samples: int, full_listing_s: float) -> 
                 list(pool.map(lambda i: s3.put_object(Bucket=bucket, Key=f"in/{i:08d}.csv",
                                                       Body=f"{i},x\n".encode()), range(n)))
             put_s = time.perf_counter() - started
+            # The endpoint's own cost of one incremental listing (StartAfter = the last key, nothing
+            # after it): moto's server scans and sorts every key of the bucket on each request.
+            bare = []
+            for _ in range(20):
+                listed = time.perf_counter()
+                s3.list_objects_v2(Bucket=bucket, Prefix="in/", StartAfter=f"in/{n - 1:08d}.csv")
+                bare.append(time.perf_counter() - listed)
             with engine.connect(progress=False) as con:
                 con.execute("CREATE TABLE t (id BIGINT, s TEXT)")
                 config = json.dumps({"region": "us-east-1", "endpoint_url": url,
@@ -261,7 +269,8 @@ def pipeline_latency(counts: list[int], samples: int, full_listing_s: float) -> 
             print(f"  {n:>6} objects in the prefix: latency median {statistics.median(latencies):.3f} s, "
                   f"p95 {p95:.3f} s, max {latencies[-1]:.3f} s over {samples} (BATCH_INTERVAL 100 ms, "
                   f"{full_listings} full listings of the prefix meanwhile); "
-                  f"first load of the {n} objects {initial_s:.1f} s (put took {put_s:.1f} s)")
+                  f"first load of the {n} objects {initial_s:.1f} s (put took {put_s:.1f} s); one bare "
+                  f"list_objects_v2(StartAfter=last key) request: median {statistics.median(bare):.3f} s")
     finally:
         server.terminate()
         server.wait(10)
