@@ -2,8 +2,8 @@
 exactly once (see :mod:`engine.pipelines.pipeline`), reported by SHOW PIPELINES and the system tables
 ``information_schema.PIPELINES`` / ``information_schema.PIPELINES_FILES``."""
 from engine.pipelines.pipeline import Pipeline, PipelineRegistry, pipelines_of
-from engine.pipelines.statements import (AlterPipeline, CreatePipeline, DropPipeline, ShowPipelines, StartPipeline,
-                                         StopPipeline, is_pipeline_statement, parse_pipeline_statement)
+from engine.pipelines.statements import (AlterPipeline, CreatePipeline, DropPipeline, ShowCreatePipeline,
+                                         ShowPipelines, StartPipeline, StopPipeline, is_pipeline_statement, parse_pipeline_statement)
 
 
 def resume_pipelines(runner) -> None:
@@ -21,6 +21,6 @@ def shutdown_pipelines(runner) -> None:
         registry.stop_all()
 
 
-__all__ = ["AlterPipeline", "CreatePipeline", "DropPipeline", "Pipeline", "PipelineRegistry", "ShowPipelines", "StartPipeline",
+__all__ = ["AlterPipeline", "CreatePipeline", "DropPipeline", "Pipeline", "PipelineRegistry", "ShowCreatePipeline", "ShowPipelines", "StartPipeline",
            "StopPipeline", "is_pipeline_statement", "parse_pipeline_statement", "pipelines_of",
            "resume_pipelines", "shutdown_pipelines"]

@@ -13,12 +13,20 @@ marks are added to the batch's own LoadWriter (:meth:`engine.runner.LoadWriter.a
 embedded runner the rows and their marks are one transaction: after a crash a file is either loaded
 and marked, or neither, and the restarted pipeline loads exactly the unmarked ones.
 
+Credentials at rest: the definitions table stores the CREATE PIPELINE text with its CREDENTIALS values
+redacted; the values live in ``pipeline_credentials.json`` in the data_dir (pipeline id -> credentials),
+created with mode 0600 and replaced atomically (write, fsync, rename), so only the database's own user
+can read them. Without a data_dir they are kept in memory only.
+
 Rows of pipelines that no longer exist (DROP, or CREATE OR REPLACE, which gives the pipeline a new id)
 and superseded rows are compacted away when the pipelines are restored on open.
 """
 from __future__ import annotations
 
+import json
+import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional
 
 import pyarrow as pa
@@ -39,6 +47,7 @@ _MARK_COLUMNS = (("PIPELINE_ID", TEXT), ("SEQ", BIGINT), ("FILE_NAME", TEXT), ("
                  ("FILE_STATE", TEXT), ("ROWS_LOADED", BIGINT), ("ROWS_SKIPPED", BIGINT),
                  ("LOADED_AT", DOUBLE), ("ERROR", TEXT))
 _CREATE = threading.Lock()
+CREDENTIALS_FILE = "pipeline_credentials.json"
 
 
 def tables(runner) -> tuple[TableDef, TableDef]:
@@ -69,9 +78,53 @@ def existing_tables(runner) -> Optional[tuple[TableDef, TableDef]]:
 def save_definitions(runner, pipelines: Iterable["Pipeline"]) -> None:
     """Replace the definitions table by the rows of ``pipelines`` (the registry's lock is held)."""
     definitions, _ = tables(runner)
+    pipelines = list(pipelines)
+    current = {p.id: p.definition.credentials for p in pipelines}
+    # The file first holds both the stored pipelines' credentials and the new ones, then exactly the
+    # new ones: a crash between the steps leaves every stored definition its credentials.
+    save_credentials(runner, {**read_credentials(runner), **current})
     rows = [(p.id, p.database, p.name, p.definition.sql, int(p.interval * 1000), p.max_files_per_batch,
              int(p.wanted_running)) for p in pipelines]
     runner.replace_table(definitions, _table(definitions, rows))
+    save_credentials(runner, current)
+
+
+def credentials_path(runner) -> Optional[Path]:
+    """The credentials file of a durable runner's data_dir; None in memory."""
+    data = getattr(runner, "_data", None)
+    return None if data is None else Path(data.path) / CREDENTIALS_FILE
+
+
+def read_credentials(runner) -> dict[str, dict]:
+    """Pipeline id -> its stored credentials ({} without a data_dir or before any was stored)."""
+    path = credentials_path(runner)
+    if path is None or not path.exists():
+        return {}
+    return json.loads(path.read_text())
+
+
+def save_credentials(runner, credentials: dict[str, dict]) -> None:
+    """Replace the credentials file by ``credentials`` (pipelines without any left out): a 0600 file
+    written beside it, fsynced and renamed over it, so a crash leaves the old file or the new one."""
+    path = credentials_path(runner)
+    if path is None:
+        return
+    kept = {pipeline_id: c for pipeline_id, c in credentials.items() if c}
+    if not kept and not path.exists():
+        return
+    staging = path.with_name(path.name + ".tmp")
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)              # also when a staging file was left behind with other bits
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(json.dumps(kept, sort_keys=True).encode())
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(staging, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)           # the rename itself survives a crash
+    finally:
+        os.close(directory)
 
 
 def mark_rows(runner, rows: list[tuple]) -> tuple[TableDef, pa.Table]:

@@ -27,15 +27,20 @@ loading thread, and no tick ever waits for it. So the time from ``put_object`` t
 incremental listing plus one batch, whatever the number of keys under the prefix (on our side: the
 endpoint's own time for a listing request may grow with the keys, as moto's server does).
 
-A file that fails to download or parse is recorded 'Failed' with its
-error and the pipeline moves on; a listing failure (bad credentials, missing bucket, endpoint down) is
-the pipeline's error, shown by SHOW PIPELINES, and the next round retries.
+A file that fails to parse or decompress, or was deleted, is recorded 'Failed' with its error and the
+pipeline moves on. A download refused for a reason outside the file (credentials, permissions,
+throttling, the network) leaves it Unloaded with the error shown against it, and it is retried. A
+listing failure (bad credentials, missing bucket, endpoint down) is the pipeline's error, shown by SHOW
+PIPELINES, and the next round retries. ALTER PIPELINE ... SET CREDENTIALS swaps the keys of a running
+pipeline (its threads make new clients). Credentials are never shown back and are kept apart from the
+definition at rest (:mod:`engine.pipelines.durable`).
 
 With in-memory storage the marks table is in memory too, exactly as long as the rows.
 
 ALTER PIPELINE changes a pipeline between runs (:meth:`Pipeline.alter`): SET OFFSETS EARLIEST forgets
 every mark (everything loads again), SET OFFSETS LATEST marks every file listed now 'Skipped', DROP FILE
-forgets one file's mark (it loads again), SET BATCH_INTERVAL / MAX_PARTITIONS_PER_BATCH tune the loop.
+forgets one file's mark (it loads again), SET BATCH_INTERVAL / MAX_PARTITIONS_PER_BATCH tune the loop,
+SET CREDENTIALS replaces the keys.
 """
 from __future__ import annotations
 
@@ -53,7 +58,8 @@ from engine.errors import BindError, CanopyError, ExecutionError
 from engine.load.delimited import LoadWarnings
 from engine.load.loader import read_blocks
 from engine.pipelines import durable
-from engine.pipelines.statements import AlterPipeline, CreatePipeline, parse_pipeline_statement
+from engine.pipelines.statements import (REDACTED, AlterPipeline, CreatePipeline, parse_pipeline_statement,
+                                         with_credentials)
 
 DEFAULT_FULL_LISTING_INTERVAL_S = 30.0
 MAX_FILES_PER_BATCH = 128
@@ -109,6 +115,7 @@ class Pipeline:
         self.max_files_per_batch = MAX_FILES_PER_BATCH
         self.wanted_running = False              # START'ed and not STOP'ped: resumed when reopened
         self._seq = 0                            # the last SEQ of this pipeline's mark rows
+        self._definition_version = 0             # bumped by SET CREDENTIALS: the threads make new clients
 
     # -- control ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -140,14 +147,15 @@ class Pipeline:
 
     # -- the loop -----------------------------------------------------------------------------------
     def _run(self) -> None:
-        client = None
+        client, version = None, -1
         try:
             while not self._stop.is_set():
                 started = time.monotonic()
                 self._idle.clear()
                 found = False
                 try:
-                    if client is None:
+                    if client is None or version != self._definition_version:
+                        version = self._definition_version
                         client = make_client(self.definition)
                     found = self._list(client) > 0
                     self.error = None
@@ -198,14 +206,15 @@ class Pipeline:
         and after each page it rests FULL_LISTING_REST times as long as the request took. An endpoint
         that serves one request at a time (moto's server) then answers a tick's listing without a
         full-listing page ahead of it most of the time."""
-        client = None
+        client, version = None, -1
         # A restart lists everything once at once (keys may have arrived behind the last one while
         # stopped); a first start's tick lists everything anyway.
         wait = 0.0 if self.last_key is not None else self.full_listing_interval
         while not self._stop.wait(wait):
             wait = self.full_listing_interval
             try:
-                if client is None:
+                if client is None or version != self._definition_version:
+                    version = self._definition_version
                     client = make_client(self.definition)
                 with self._lock:
                     horizon = self.last_key
@@ -247,12 +256,24 @@ class Pipeline:
                                    else self.definition.load.database, self.definition.load.table)
         with ThreadPoolExecutor(min(DOWNLOAD_THREADS, len(batch)), thread_name_prefix="canopy-s3") as pool:
             parsed = list(pool.map(lambda key: self._read(client, key, table), batch))
+        retry = [(key, error) for key, (_, _, error, retriable) in zip(batch, parsed) if retriable]
+        if retry:
+            # Not the file's fault (credentials, permissions, the endpoint): it stays Unloaded with
+            # the error shown against it and is tried again; the pipeline reports the error too.
+            with self._lock:
+                for key, error in retry:
+                    self.files[key].error = error
+            self.error = retry[0][1]
+            if len(retry) == len(batch):
+                return False                    # nothing to commit: the next round tries again
+            keep = [i for i, (_, _, _, retriable) in enumerate(parsed) if not retriable]
+            batch, parsed = [batch[i] for i in keep], [parsed[i] for i in keep]
         writer = self.runner.begin_load(table)
         loaded: list[tuple[str, int, int]] = []
         failed: list[tuple[str, str]] = []
         try:
             good: list[pa.RecordBatch] = []
-            for key, (blocks, warnings, error) in zip(batch, parsed):
+            for key, (blocks, warnings, error, _) in zip(batch, parsed):
                 if error is not None:
                     failed.append((key, error))
                     continue
@@ -297,19 +318,24 @@ class Pipeline:
             return first
 
     def _read(self, client, key: str, table):
-        """(blocks, warnings, None) or ([], None, error message) for one object."""
+        """(blocks, warnings, None, False) for one object; ([], None, error message, retriable) when it
+        fails. Retriable: the download failed for a reason outside the file (credentials, permissions,
+        throttling, the network); a missing object or bad content fails the file for good."""
         statement = dataclasses.replace(self.definition.load, path=f"s3://{self.definition.bucket}/{key}")
         warnings = LoadWarnings()
         try:
             data = client.get_object(Bucket=self.definition.bucket, Key=key)["Body"].read()
+        except Exception as error:   # noqa: BLE001 - every download failure is reported against the file
+            return [], None, describe_error(error, self.definition), _error_code(error) not in _FILE_ERRORS
+        try:
             codec = next((c for ext, c in _COMPRESSION.items() if key.lower().endswith(ext)), None)
             if codec is not None:
                 data = pa.input_stream(pa.BufferReader(data), compression=codec).read()
-            return list(read_blocks(statement, table, warnings, data=data)), warnings, None
+            return list(read_blocks(statement, table, warnings, data=data)), warnings, None, False
         except CanopyError as error:
-            return [], None, str(error)
-        except Exception as error:   # noqa: BLE001 - a download or decode failure belongs to this file
-            return [], None, describe_error(error, self.definition)
+            return [], None, str(error), False
+        except Exception as error:   # noqa: BLE001 - a decode failure belongs to this file
+            return [], None, describe_error(error, self.definition), False
 
     # -- restore and ALTER ---------------------------------------------------------------------------
     def restore(self, marks: pa.Table, last_seq: int) -> None:
@@ -359,6 +385,10 @@ class Pipeline:
                 for f in skipped:
                     f.state, f.error = "Skipped", None
                     self._pending.discard(f.key)
+        if statement.credentials is not None:
+            self.definition = with_credentials(self.definition, statement.credentials)
+            self._definition_version += 1       # the threads make new clients before their next request
+            self._wake.set()
         if statement.batch_interval_ms is not None:
             self.interval = statement.batch_interval_ms / 1000.0
             self._wake.set()
@@ -406,6 +436,12 @@ def make_client(definition: CreatePipeline):
     from botocore.config import Config
 
     config, credentials = definition.config, definition.credentials
+    if REDACTED in credentials.values():
+        raise ExecutionError(f"pipeline {definition.name!r}: its credentials are missing from the data_dir's "
+                             f"pipeline_credentials.json; give them again with ALTER PIPELINE "
+                             f"{definition.name} SET CREDENTIALS '{{...}}'")
+    # No CREDENTIALS (or '{}'): every value None, and boto3 takes its default credential chain
+    # (environment variables, ~/.aws, an instance or container role).
     return boto3.session.Session().client(
         "s3", region_name=config.get("region") or "us-east-1", endpoint_url=config.get("endpoint_url"),
         aws_access_key_id=credentials.get("aws_access_key_id"),
@@ -425,8 +461,18 @@ def list_pages(client, bucket: str, prefix: str, start_after: Optional[str]):
         yield [(item["Key"], item["Size"]) for item in page.get("Contents", ()) if not item["Key"].endswith("/")]
 
 
+# Download errors that are the object's own: the file is marked Failed (others leave it Unloaded, retried).
+_FILE_ERRORS = frozenset({"NoSuchKey", "InvalidObjectState"})
+
+
+def _error_code(error: Exception) -> str:
+    response = getattr(error, "response", None)
+    return response.get("Error", {}).get("Code", "") if isinstance(response, dict) else ""
+
+
 def describe_error(error: Exception, definition: CreatePipeline) -> str:
-    """A short message for SHOW PIPELINES / PIPELINES_FILES, S3 error codes spelled out."""
+    """A short message for SHOW PIPELINES / PIPELINES_FILES, S3 error codes spelled out, with any
+    credential value that appears in it (an endpoint echoing what it got) replaced by REDACTED."""
     response = getattr(error, "response", None)
     if isinstance(response, dict) and "Error" in response:
         code = response["Error"].get("Code", "")
@@ -435,8 +481,13 @@ def describe_error(error: Exception, definition: CreatePipeline) -> str:
                 "InvalidAccessKeyId": "bad credentials (unknown access key)",
                 "SignatureDoesNotMatch": "bad credentials (secret key does not match)",
                 "AccessDenied": "access denied", "NoSuchKey": "the object was deleted"}.get(code)
-        return f"S3 {code}: {hint or message}"
-    return f"{type(error).__name__}: {error}"
+        text = f"S3 {code}: {hint or message}"
+    else:
+        text = f"{type(error).__name__}: {error}"
+    for value in definition.credentials.values():
+        if isinstance(value, str) and len(value) >= 4 and value != REDACTED:
+            text = text.replace(value, REDACTED)
+    return text
 
 
 class PipelineRegistry:
@@ -455,6 +506,7 @@ class PipelineRegistry:
         if stored is None:
             return
         definitions, marks = stored
+        credentials = durable.read_credentials(self.runner)
         current = durable.current_marks(marks)
         last_seq = {}
         if marks.num_rows:
@@ -463,7 +515,9 @@ class PipelineRegistry:
         live = {}
         for pipeline_id, database, name, sql, interval_ms, max_files, running in zip(
                 *(definitions[c].to_pylist() for c in definitions.column_names)):
-            definition = parse_pipeline_statement(sql)
+            definition = parse_pipeline_statement(sql)     # its CREDENTIALS values read REDACTED
+            if pipeline_id in credentials:
+                definition = with_credentials(definition, credentials[pipeline_id])
             pipeline = Pipeline(database, definition, self.runner, self.runner.catalog, pipeline_id)
             pipeline.interval = interval_ms / 1000.0
             pipeline.max_files_per_batch = max_files

@@ -5,19 +5,22 @@ Grammar::
     CREATE [OR REPLACE] PIPELINE [IF NOT EXISTS] name AS
         LOAD DATA S3 'bucket[/prefix]'
         [CONFIG '{"region": "...", "endpoint_url": "...", "full_listing_interval_s": 30}']
-        [CREDENTIALS '{"aws_access_key_id": "...", "aws_secret_access_key": "...", ...}']
+        [CREDENTIALS '{"aws_access_key_id": "...", "aws_secret_access_key": "...", "aws_session_token": "..."}']
+                                             -- '{}' or none: boto3's default credential chain
         [BATCH_INTERVAL milliseconds]
         <the rest of a LOAD DATA statement: [SKIP ... ERRORS] INTO TABLE t [FIELDS ...] ... [FORMAT ...]>
     START PIPELINE name [FOREGROUND]         -- FOREGROUND: not supported
     STOP PIPELINE name
     DROP PIPELINE [IF EXISTS] name
     SHOW PIPELINES [LIKE 'pattern']
+    SHOW CREATE PIPELINE name                -- the definition, CREDENTIALS' values redacted
     ALTER PIPELINE name <change> [<change> ...]   -- SingleStore's clauses:
         SET OFFSETS {EARLIEST | LATEST}          -- load everything again / skip what is there now
         SET BATCH_INTERVAL milliseconds
         SET MAX_PARTITIONS_PER_BATCH n           -- an S3 pipeline's partitions are its files
+        SET CREDENTIALS '{...}'                  -- new keys (rotation, a fix); '{}': the default chain
         DROP FILE 'key'                          -- forget one file's mark: it loads again
-    (SingleStore's other ALTER clauses — OFFSETS '<json>', CONFIG, CREDENTIALS, TRANSFORM, RESOURCE
+    (SingleStore's other ALTER clauses — OFFSETS '<json>', CONFIG, TRANSFORM, RESOURCE
     POOL, DROP ORPHAN FILES, FIELDS, ... — fail with UnsupportedError naming the clause.)
 
 The part after the source options is LOAD DATA's own grammar: it is parsed by
@@ -42,6 +45,8 @@ from engine.errors import ParseError, UnsupportedError
 from engine.load.load_data import LoadDataStatement, parse_load_data
 
 DEFAULT_BATCH_INTERVAL_MS = 500
+CREDENTIAL_KEYS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
+REDACTED = "<redacted>"          # what is shown and stored in place of each CREDENTIALS value
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,10 @@ class CreatePipeline:
     batch_interval_ms: int = DEFAULT_BATCH_INTERVAL_MS
     or_replace: bool = False
     if_not_exists: bool = False
-    sql: str = field(default="", compare=False, repr=False)   # the statement's text, saved with the pipeline
+    # The statement's text with every CREDENTIALS value replaced by REDACTED: what SHOW CREATE PIPELINE
+    # prints and what the definitions table stores (the credentials themselves go to a 0600 file, see
+    # engine.pipelines.durable). It never holds a secret.
+    sql: str = field(default="", compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,7 @@ class AlterPipeline:
     batch_interval_ms: Optional[int] = None
     max_partitions_per_batch: Optional[int] = None
     drop_file: Optional[str] = None
+    credentials: Optional[dict] = field(default=None, repr=False)   # SET CREDENTIALS '{...}'
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,11 @@ class ShowPipelines:
     like: Optional[str] = None
 
 
+@dataclass(frozen=True)
+class ShowCreatePipeline:
+    name: str
+
+
 def is_pipeline_statement(tokens: list[Token]) -> bool:
     """True for the statements this module parses, judged by their first words."""
     words = [t.text.upper() for t in tokens[:4] if t.token_type not in (TokenType.STRING, TokenType.IDENTIFIER)]
@@ -96,6 +110,8 @@ def is_pipeline_statement(tokens: list[Token]) -> bool:
     if words[0] in ("START", "STOP", "DROP", "ALTER") and len(words) > 1 and words[1] == "PIPELINE":
         return True
     if words[0] == "SHOW" and len(words) > 1 and words[1] == "PIPELINES":
+        return True
+    if words[:3] == ["SHOW", "CREATE", "PIPELINE"]:
         return True
     return words[0] == "CREATE" and "PIPELINE" in words[1:4]
 
@@ -106,6 +122,11 @@ def parse_pipeline_statement(sql: str):
     p = _Parser(sql)
     verb = p.expect_word("CREATE", "START", "STOP", "DROP", "SHOW", "ALTER")
     if verb == "SHOW":
+        if p.word("CREATE"):
+            p.expect_word("PIPELINE")
+            name = p.expect_name("a pipeline name")
+            _end(p)
+            return ShowCreatePipeline(name)
         p.expect_word("PIPELINES")
         like = None
         if p.word("LIKE"):
@@ -150,6 +171,7 @@ def parse_pipeline_statement(sql: str):
     if not bucket:
         raise p.error("LOAD DATA S3 needs 'bucket' or 'bucket/prefix'", location_token)
     options: dict = {}
+    credentials_token = None
     while True:
         token = p.peek()
         word = p.word("CONFIG", "CREDENTIALS", "BATCH_INTERVAL")
@@ -165,6 +187,9 @@ def parse_pipeline_statement(sql: str):
         else:
             text_token = p.peek()
             options[word] = _json_object(p, p.expect_string(word), word, text_token)
+            if word == "CREDENTIALS":
+                credentials_token = text_token
+                _check_credentials(p, options[word], text_token)
     rest = p.peek()
     if rest is None:
         raise p.error("CREATE PIPELINE needs INTO TABLE after the source")
@@ -175,13 +200,59 @@ def parse_pipeline_statement(sql: str):
     except ParseError as error:
         raise ParseError(f"CREATE PIPELINE {name}: {error}") from None
     load = dataclasses.replace(load, path=f"s3://{bucket}/{prefix}")
-    return CreatePipeline(name, bucket, prefix, load, options.get("CONFIG", {}), options.get("CREDENTIALS", {}),
+    credentials = options.get("CREDENTIALS", {})
+    if credentials_token is not None:
+        sql = sql[:credentials_token.start] + _redacted_literal(credentials) + sql[credentials_token.end + 1:]
+    return CreatePipeline(name, bucket, prefix, load, options.get("CONFIG", {}), credentials,
                           options.get("BATCH_INTERVAL", DEFAULT_BATCH_INTERVAL_MS), or_replace, if_not_exists,
                           sql.strip())
 
 
+def _redacted_literal(credentials: dict) -> str:
+    """The CREDENTIALS literal as shown and stored: the keys that are set, each value REDACTED."""
+    return "'" + json.dumps({key: REDACTED for key in credentials}) + "'"
+
+
+def with_credentials(definition: CreatePipeline, credentials: dict) -> CreatePipeline:
+    """``definition`` with other credentials (ALTER PIPELINE ... SET CREDENTIALS, or the stored ones
+    put back on open): its text's CREDENTIALS literal shows the new keys, redacted."""
+    from engine.load.load_data import _Parser
+
+    p = _Parser(definition.sql)
+    sql = definition.sql
+    for i, token in enumerate(p.tokens[:-1]):
+        if p.is_word(token, "CREDENTIALS") and p.tokens[i + 1].token_type == TokenType.STRING:
+            literal = p.tokens[i + 1]
+            sql = sql[:literal.start] + _redacted_literal(credentials) + sql[literal.end + 1:]
+            break
+    else:
+        if credentials:   # none before: the clause goes right after the S3 location
+            location = next(t for t in p.tokens if t.token_type == TokenType.STRING)
+            sql = (sql[:location.end + 1] + " CREDENTIALS " + _redacted_literal(credentials)
+                   + sql[location.end + 1:])
+    return dataclasses.replace(definition, credentials=dict(credentials), sql=sql)
+
+
+def _check_credentials(p, credentials: dict, token: Token) -> None:
+    """Known keys with string values, the key id and the secret together. Errors name keys, never
+    values (nor the literal: no 'near' text)."""
+    def error(message: str) -> ParseError:
+        located = p.error(message, token)
+        return ParseError(message, located.line, located.column)
+
+    unknown = sorted(set(credentials) - set(CREDENTIAL_KEYS))
+    if unknown:
+        raise error(f"CREDENTIALS: unknown key {unknown[0]!r} (the keys are {', '.join(CREDENTIAL_KEYS)})")
+    for key, value in credentials.items():
+        if not isinstance(value, str) or not value:
+            raise error(f"CREDENTIALS: {key} must be a non-empty string")
+    if credentials and not {"aws_access_key_id", "aws_secret_access_key"} <= set(credentials):
+        raise error("CREDENTIALS needs both aws_access_key_id and aws_secret_access_key "
+                    "(or '{}' for boto3's default credential chain)")
+
+
 # SingleStore ALTER PIPELINE clauses Canopy parses only to refuse them by name.
-_UNSUPPORTED_SET = ("CONFIG", "CREDENTIALS", "MAX_OFFSETS_PER_BATCH_PARTITION", "MAX_RETRIES_PER_BATCH_PARTITION",
+_UNSUPPORTED_SET = ("CONFIG", "MAX_OFFSETS_PER_BATCH_PARTITION", "MAX_RETRIES_PER_BATCH_PARTITION",
                     "RESOURCE", "TRANSFORM", "OFFSET", "BATCH_MATCHES_SNAPSHOT", "RETRY_OPTIONS", "LINK")
 _UNSUPPORTED_CLAUSES = ("ENABLE", "DISABLE", "STOP_ON_ERROR", "RELOAD", "FIELDS", "COLUMNS", "LINES")
 
@@ -202,12 +273,19 @@ def _parse_alter(p) -> AlterPipeline:
         if p.word("SET"):
             while True:
                 setting_token = p.peek()
-                setting = p.word("OFFSETS", "BATCH_INTERVAL", "MAX_PARTITIONS_PER_BATCH", *_UNSUPPORTED_SET)
+                setting = p.word("OFFSETS", "BATCH_INTERVAL", "MAX_PARTITIONS_PER_BATCH", "CREDENTIALS",
+                                 *_UNSUPPORTED_SET)
                 if setting is None:
-                    raise p.error("ALTER PIPELINE ... SET needs OFFSETS, BATCH_INTERVAL or MAX_PARTITIONS_PER_BATCH")
+                    raise p.error("ALTER PIPELINE ... SET needs OFFSETS, BATCH_INTERVAL, MAX_PARTITIONS_PER_BATCH "
+                                  "or CREDENTIALS")
                 if setting in _UNSUPPORTED_SET:
                     raise UnsupportedError(f"ALTER PIPELINE ... SET {setting}")
-                if setting == "OFFSETS":
+                if setting == "CREDENTIALS":
+                    text_token = p.peek()
+                    credentials = _json_object(p, p.expect_string("SET CREDENTIALS"), "CREDENTIALS", text_token)
+                    _check_credentials(p, credentials, text_token)
+                    put("credentials", credentials, setting_token)
+                elif setting == "OFFSETS":
                     value_token = p.peek()
                     if value_token is not None and value_token.token_type == TokenType.STRING:
                         raise UnsupportedError("ALTER PIPELINE ... SET OFFSETS '<json offsets>' "
@@ -244,12 +322,18 @@ def _parse_alter(p) -> AlterPipeline:
 
 
 def _json_object(p, text: str, what: str, token: Token) -> dict:
+    def error(message: str) -> ParseError:
+        located = p.error(message, token)
+        if what == "CREDENTIALS":          # the literal holds secrets: the position only
+            return ParseError(message, located.line, located.column)
+        return located
+
     try:
         value = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as error:
-        raise p.error(f"{what} is not valid JSON: {error.msg} at character {error.pos}", token) from None
+    except json.JSONDecodeError as error_:
+        raise error(f"{what} is not valid JSON: {error_.msg} at character {error_.pos}") from None
     if not isinstance(value, dict):
-        raise p.error(f"{what} must be a JSON object", token)
+        raise error(f"{what} must be a JSON object")
     return value
 
 

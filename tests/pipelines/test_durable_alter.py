@@ -42,7 +42,8 @@ def test_parse_alter_pipeline():
 @pytest.mark.parametrize("sql, error, match", [
     ("ALTER PIPELINE p SET OFFSETS '{\"in/a.csv\": 1}'", UnsupportedError, "OFFSETS '<json offsets>'"),
     ("ALTER PIPELINE p SET TRANSFORM ('http://x')", UnsupportedError, "SET TRANSFORM"),
-    ("ALTER PIPELINE p SET CREDENTIALS '{}'", UnsupportedError, "SET CREDENTIALS"),
+    ("ALTER PIPELINE p SET CONFIG '{}'", UnsupportedError, "SET CONFIG"),
+    ("ALTER PIPELINE p SET CREDENTIALS '{\"aws_access_key_id\": \"k\"}'", ParseError, "needs both"),
     ("ALTER PIPELINE p SET RESOURCE POOL x", UnsupportedError, "SET RESOURCE"),
     ("ALTER PIPELINE p DROP ORPHAN FILES", UnsupportedError, "DROP ORPHAN FILES"),
     ("ALTER PIPELINE p DROP PARTITION 'x'", UnsupportedError, "DROP PARTITION"),

@@ -56,12 +56,16 @@ def file_states(con, pipeline="p") -> dict[str, str]:
 def test_parse_create_pipeline():
     s = parse_pipeline_statement(
         "CREATE OR REPLACE PIPELINE IF NOT EXISTS `my p` AS LOAD DATA S3 'bkt/a/b' "
-        "CONFIG '{\"region\": \"eu-west-1\"}' CREDENTIALS '{\"aws_access_key_id\": \"k\"}' BATCH_INTERVAL 250 "
+        "CONFIG '{\"region\": \"eu-west-1\"}' CREDENTIALS '{\"aws_access_key_id\": \"k\", "
+        "\"aws_secret_access_key\": \"s3cr3t\"}' BATCH_INTERVAL 250 "
         "SKIP PARSER ERRORS INTO TABLE db.t FIELDS TERMINATED BY '\\t' IGNORE 1 LINES (a, @b) SET c = @b")
     assert isinstance(s, CreatePipeline)
     assert (s.name, s.bucket, s.prefix, s.batch_interval_ms, s.or_replace, s.if_not_exists) == \
         ("my p", "bkt", "a/b", 250, True, True)
-    assert s.config == {"region": "eu-west-1"} and s.credentials == {"aws_access_key_id": "k"}
+    assert s.config == {"region": "eu-west-1"}
+    assert s.credentials == {"aws_access_key_id": "k", "aws_secret_access_key": "s3cr3t"}
+    assert "s3cr3t" not in s.sql and "s3cr3t" not in repr(s)
+    assert """CREDENTIALS '{"aws_access_key_id": "<redacted>", "aws_secret_access_key": "<redacted>"}'""" in s.sql
     assert (s.load.database, s.load.table, s.load.fields_terminated_by, s.load.ignore_lines, s.load.skip_errors) \
         == ("db", "t", "\t", 1, "PARSER")
     assert s.load.set_clauses == (("c", "@b"),)

@@ -1,4 +1,5 @@
-"""Pipeline statements of a session: CREATE / ALTER / START / STOP / DROP PIPELINE, SHOW PIPELINES.
+"""Pipeline statements of a session: CREATE / ALTER / START / STOP / DROP PIPELINE, SHOW PIPELINES,
+SHOW CREATE PIPELINE (its CREDENTIALS values redacted).
 
 A mixin of :class:`engine.session.Session`; the pipelines themselves live in :mod:`engine.pipelines`.
 """
@@ -56,3 +57,8 @@ class PipelineStatements:
                          str(summary["files_failed"]), str(summary["rows_loaded"]), summary["error"]))
         return ddl.text_result([f"Pipelines_in_{database}", "State", "Files_loaded", "Files_failed",
                                 "Rows_loaded", "Error"], rows)
+
+    def _stmt_ShowCreatePipeline(self, node, statement) -> Result:
+        from engine.pipelines import pipelines_of
+        pipeline = pipelines_of(self.runner).get(self._pipeline_database(), node.name)
+        return ddl.text_result(["Pipeline", "Create Pipeline"], [(pipeline.name, pipeline.definition.sql)])
