@@ -7,6 +7,9 @@ file, and flush / merge / scan throughput of the durable columnstore.
     python -m benchmarks.storage --workload delete [--rows N]   # DELETE of 1%: delete bitmaps vs rewrite
     python -m benchmarks.storage --workload reopen [--rows N]   # open + first query after reopening
     python -m benchmarks.storage --workload f [--rows N]        # workload f on persisted segments
+    python -m benchmarks.storage --workload first [--rows N]    # first query on a new table: statistics
+    python -m benchmarks.storage --workload wide [--rows N]     # first scan of 1 of 170 columns: checksums
+    python -m benchmarks.storage --workload tpch-first [--sf S] # TPC-H's 22 queries, first run, statistics
 
 Workload d (``../shared/bench/WORKLOADS.md``): ``t(i INT)``, 10M rows sorted by ``SORT KEY (i)``,
 ``COUNT(*) WHERE i = 2``, through SQL on a reopened data directory and on a reopened DuckDB database
@@ -282,6 +285,103 @@ def workload_f(work: Path, rows: int = 20_000_000, repeat: int = 11) -> None:
     print(line)
 
 
+def workload_first(work: Path, rows: int = 10_000_000) -> None:
+    """The first query on a new table, alone: ``COUNT(*) WHERE i = 2`` on ``rows`` persisted rows
+    (1000 values sorted, workload d's table) and on the same rows in memory, with the column's
+    statistics collected inside the query (``background=False``: what every first query did before)
+    and with the quick statistics of engine.stats.quick (segment metadata / a sample) while the
+    histogram is collected in the background (the time until it is done printed beside)."""
+    import numpy as np
+
+    sql = "SELECT COUNT(*) FROM t WHERE i = 2"
+    table = pa.table({"i": pa.array(np.repeat(np.arange(1000, dtype=np.int32), rows // 1000)),
+                      "x": pa.array(np.random.default_rng(1).integers(0, rows, rows))})
+    print(f"first query on a new table of {rows:,} rows: {sql}")
+    for where in ("persisted", "in memory"):
+        for background in (False, True):
+            canopy_dir = work / f"first-{background}"
+            shutil.rmtree(canopy_dir, ignore_errors=True)
+            con = engine.connect(data_dir=str(canopy_dir) if where == "persisted" else None, progress=False)
+            con.execute("CREATE TABLE t (i INT, x BIGINT, SORT KEY (i))")
+            con.load_table("t", table)
+            con.execute("OPTIMIZE TABLE t")
+            stats = con.session.statistics
+            stats.background = background
+            (answer,), first = _timed(lambda: con.execute(sql).fetchall())
+            _, done = _timed(stats.wait)
+            source = stats.cached(con.session.catalog.table("canopy", "t"), "i").source
+            _, second = _timed(lambda: con.execute(sql).fetchall())
+            con.close()
+            label = "quick statistics, histogram in background" if background else "statistics collected in the query"
+            print(f"  {where:9}, {label:42}: first query {first * 1e3:7.1f} ms"
+                  + (f" (histogram done {done * 1e3:6.0f} ms later)" if background else "")
+                  + f"; next {second * 1e3:6.1f} ms from {source}; answer {answer[0]:,}")
+
+
+def workload_wide(work: Path, rows: int = 500_000, columns: int = 170, repeat: int = 5) -> None:
+    """The first scan of one column of a wide persisted segment (workload h's shape: ``columns``
+    columns, a third each of BIGINT, DOUBLE and short strings): reading one column verifies its
+    per-column checksum and the file's structure, against the whole-file CRC32 (what a segment of an
+    older manifest still gets) — both on the same file in the page cache, fresh Segment objects each
+    time (first open). Median of ``repeat``."""
+    import dataclasses
+
+    import numpy as np
+
+    from engine.storage.columnstore.segment import Segment, write_segment
+
+    rng = np.random.default_rng(3)
+    arrays = {}
+    for c in range(columns):
+        kind = c % 3
+        arrays[f"c{c}"] = (pa.array(rng.integers(0, 1 << 40, rows)) if kind == 0 else
+                           pa.array(rng.random(rows)) if kind == 1 else
+                           pa.array(rng.integers(0, 1 << 30, rows).astype(str)))
+    table = pa.table(arrays)
+    directory = work / "wide"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    info, write_s = _timed(lambda: write_segment(directory / "seg-wide.arrow", table, 1 << 16))
+    size = (directory / info.file).stat().st_size
+    print(f"wide segment: {rows:,} rows x {columns} columns, {size / 1e6:.0f} MB (written in {write_s:.1f} s);"
+          f" first scan of one column (c1, DOUBLE), fresh open each time, median of {repeat}")
+    results = {}
+    for label, entry in (("per-column checksums", info), ("whole-file CRC32", dataclasses.replace(info, checksums=None))):
+        times = []
+        for _ in range(repeat):
+            segment = Segment(directory, entry, table.schema)
+            _, took = _timed(lambda: sum(b.num_rows for b in segment.batches(["c1"], None)))
+            times.append(took)
+            segment.close()
+        results[label] = statistics.median(times)
+        print(f"  {label:21}: {results[label] * 1e3:7.1f} ms")
+    print(f"  whole-file / per-column: {results['whole-file CRC32'] / results['per-column checksums']:.1f}x")
+
+
+def workload_tpch_first(sf: float) -> None:
+    """TPC-H's 22 queries, each run once on freshly loaded tables (no statistics yet), in memory: the
+    statistics collected inside the queries that ask (``background=False``, before) against quick
+    statistics with the histograms collected in the background. Each mode on its own fresh load."""
+    data = tpch.generate(sf, tpch.default_cache_dir())
+    print(f"TPC-H SF{sf:g}, first run of the 22 queries on a fresh load (in memory)")
+    totals = {}
+    for background in (False, True):
+        con = engine.connect(progress=False)
+        tpch.create_schema(con)
+        tpch.load(con, data)
+        stats = con.session.statistics
+        stats.background = background
+        start = time.perf_counter()
+        for i in range(1, 23):
+            con.execute(tpch.query(f"q{i:02d}")).fetchall()
+        totals[background] = time.perf_counter() - start
+        _, done = _timed(stats.wait)
+        con.close()
+        print(f"  {'quick statistics, background histograms' if background else 'statistics collected in the queries':40}:"
+              f" {totals[background]:6.2f} s" + (f" (background done {done:.1f} s after)" if background else ""))
+    print(f"  before / after: {totals[False] / totals[True]:.2f}x")
+
+
 def stores_cache(con) -> dict:
     """The column cache's statistics of a connection's data directory (one cache for all its stores)."""
     stores = [s for leaf in con.session.runner.leaves for s in leaf.storage.all_stores()]
@@ -296,7 +396,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sf", type=float, default=1.0)
     parser.add_argument("--workdir", default=None, help="where the data directories go (default: a temp dir)")
-    parser.add_argument("--workload", choices=["d", "f", "delete", "reopen"], default=None,
+    parser.add_argument("--workload", choices=["d", "f", "delete", "reopen", "first", "wide", "tpch-first"], default=None,
                         help="run only this workload (d or f of WORKLOADS.md, DELETE of 1%%, reopen latency) on "
                              "persisted tables")
     parser.add_argument("--rows", type=int, default=None,
@@ -311,6 +411,12 @@ def main() -> None:
             workload_f(work, args.rows or 20_000_000)
         elif args.workload == "delete":
             workload_delete(work, args.rows or 10_000_000)
+        elif args.workload == "first":
+            workload_first(work, args.rows or 10_000_000)
+        elif args.workload == "wide":
+            workload_wide(work, args.rows or 500_000)
+        elif args.workload == "tpch-first":
+            workload_tpch_first(args.sf)
         else:
             workload_reopen(work, args.rows or 10_000_000)
         return

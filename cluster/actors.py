@@ -244,6 +244,9 @@ class LeafActor:
             out.append(fn(pa.chunked_array(chunks, type=type_)))
         return out
 
+    def map_store(self, table_id: int, keys: Sequence[Optional[int]], fn) -> list[Any]:
+        return [fn(self._store(table_id, key)) for key in keys]
+
     def _store(self, table_id: int, key: Optional[int]):
         try:
             return self.leaf.storage.store(table_id, key)

@@ -202,6 +202,11 @@ class LocalRunner(Runner):
 
         return list(self._pool.map(one, keys))
 
+    def map_partitions(self, table: TableDef, fn):
+        keys = [(self.leaves[0], None)] if table.reference else \
+            [(leaf, p) for leaf in self.leaves for p in leaf.partitions]
+        return list(self._pool.map(lambda key: fn(key[0].storage.store(table.table_id, key[1])), keys))
+
     # -- queries ----------------------------------------------------------------------------------
     def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
         """``profile``: an engine.exec.profile.QueryProfile that receives every task's operator
@@ -311,6 +316,9 @@ class LocalRunner(Runner):
         self._closed = True
         self._pool.shutdown(wait=True)
         if self._data is not None:
+            # the background merger first: a merge about to install waits for the commit lock's shared
+            # side, which the exclusive hold below would keep from it while close() joins its thread
+            self._committer.close()
             with self._committer.lock.exclusive():      # no statement is between prepare and apply
                 for leaf in self.leaves:
                     for store in leaf.storage.all_stores():

@@ -425,6 +425,12 @@ class RayRunner(Runner):
                               for i, leaf in enumerate(leaves)])
         return [result for results in per_leaf for result in results]
 
+    def map_partitions(self, table: TableDef, fn):
+        leaves = self.leaves[:1] if table.reference else self.leaves
+        per_leaf = self._get([leaf.map_store.remote(table.table_id, self._keys(table, i), fn)
+                              for i, leaf in enumerate(leaves)])
+        return [result for results in per_leaf for result in results]
+
     # -- queries ----------------------------------------------------------------------------------
     def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
         """Run one query's stages. A query is read-only (a write's rows go through ``_write`` after it),

@@ -78,6 +78,12 @@ class Runner(ABC):
         merges the summaries, so ``fn`` must be picklable (a module function or a ``functools.partial``
         of one) and its result small: a Ray leaf ships both."""
 
+    # Not abstract: a runner without it has its statistics collected synchronously (engine.statistics).
+    map_partitions: Optional[Callable] = None
+    """``map_partitions(table, fn)``: ``fn(partition store)`` for every partition (once for a reference
+    table), run on the leaf that hosts it, the results in partition order; ``fn`` must be picklable
+    and read metadata only (the optimizer's first statistics: engine.stats.quick)."""
+
     def optimize_table(self, table: TableDef) -> None:
         """OPTIMIZE TABLE: flush write buffers into segments and merge small segments (nothing to do
         for tables kept in memory)."""

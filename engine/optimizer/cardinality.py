@@ -10,8 +10,10 @@ apply: ``col = const`` 1/NDV, a range 1/3, LIKE 0.1 (a prefix) or 0.25, IN k/NDV
 skew; GROUP BY the product of the keys' NDVs, capped by the input's rows.
 
 :meth:`Estimator.source` says what each node's estimate rests on, for EXPLAIN: ``rows`` (exact row
-counts), ``histogram``, ``ndv`` or ``default``; a node that estimates nothing itself (a projection, a
-sort) inherits its input's, and a node that combines several is as good as its weakest.
+counts), ``histogram``, ``segment metadata`` or ``sample`` (a column's first statistics, while its
+histogram is collected: :mod:`engine.statistics`), ``ndv`` or ``default``; a node that estimates
+nothing itself (a projection, a sort) inherits its input's, and a node that combines several is as
+good as its weakest.
 """
 from __future__ import annotations
 
@@ -25,7 +27,9 @@ from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, Mu
                                  Union, Values)
 from engine.stats.histogram import ColumnStats, join_rows
 
-_RANK = {"default": 0, "ndv": 1, "histogram": 2, "rows": 3}
+# "sample" and "segment metadata": a column's quick statistics (engine.stats.quick), used until its
+# histogram is collected in the background
+_RANK = {"default": 0, "ndv": 1, "sample": 2, "segment metadata": 2, "histogram": 3, "rows": 4}
 _RANGE_OPS = ("lt", "le", "gt", "ge")
 _FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 
@@ -91,7 +95,7 @@ class Estimator:
         if isinstance(expr, Call) and expr.op == "extract" and str(expr.options[0]).upper() == "YEAR":
             stats = self._column_stats(_strip_cast(expr.args[0]))
             if stats is not None and hasattr(stats.min, "year"):
-                self._note("histogram")
+                self._note(stats.source)
                 return float(stats.max.year - stats.min.year + 1)
         ndv = 1.0
         for column_id in sorted(expr.column_ids()):
@@ -140,7 +144,7 @@ class Estimator:
         return cached[1]
 
     def source(self, plan: LogicalPlan) -> str:
-        """What the estimate of ``plan`` rests on: rows, histogram, ndv or default."""
+        """What the estimate of ``plan`` rests on: rows, histogram, segment metadata, sample, ndv or default."""
         self.rows(plan)
         return self._sources[id(plan)]
 
@@ -272,7 +276,7 @@ class Estimator:
             return None
         if self._noted:
             self._noted[-1][:] = [s for s in self._noted[-1] if s != "ndv"]
-        self._note("histogram")
+        self._note(_weakest(stats_l, stats_r))
         shared = set(values_l) & set(values_r)
         # no shared value: the join is empty (a tiny selectivity, since 0.0 would read as 'no estimate')
         return max(1e-12, sum(stats_l.eq_rows(v) * stats_r.eq_rows(v) for v in shared) / (rows_l * rows_r))
@@ -287,7 +291,7 @@ class Estimator:
             return None
         if self._noted:
             self._noted[-1][:] = [s for s in self._noted[-1] if s != "ndv"]
-        self._note("histogram")
+        self._note(stats.source)
         return sum(stats.eq_rows(v) for v in values) / len(values) / stats.rows
 
     def _skew(self, left_key: Expr, right_key: Expr) -> Optional[float]:
@@ -299,7 +303,7 @@ class Estimator:
             return None
         if self._noted:            # the histograms, not the NDVs, are what this join's estimate rests on
             self._noted[-1][:] = [s for s in self._noted[-1] if s != "ndv"]
-        self._note("histogram")
+        self._note(_weakest(a, b))
         # join ordering asks about the same key pair for every candidate tree: compute it once
         key = (id(a), id(b))
         if key not in self._skews:
@@ -368,7 +372,7 @@ class Estimator:
             if op in ("is_null", "is_not_null"):
                 stats = self._column_stats(_strip_cast(predicate.args[0]))
                 if stats is not None and stats.rows:
-                    self._note("histogram")
+                    self._note(stats.source)
                     nulls = stats.nulls / stats.rows
                 else:
                     self._note("default")
@@ -377,7 +381,7 @@ class Estimator:
         if isinstance(predicate, ColumnRef) and predicate.type.kind == "bool":     # WHERE flag
             stats = self._column_stats(predicate)
             if stats is not None and stats.rows:
-                self._note("histogram")
+                self._note(stats.source)
                 return (stats.eq_rows(True) or 0.0) / stats.rows
         self._note("default")
         return 0.5
@@ -390,7 +394,7 @@ class Estimator:
         column, _, value = compared
         stats = self._column_stats(column)
         if stats is not None and stats.rows and (stats.accepts(value) or not stats.valid):
-            self._note("histogram")      # a column of NULLs only equals nothing
+            self._note(stats.source)      # a column of NULLs only equals nothing
             equal = stats.eq_rows(value) / stats.rows if stats.valid else 0.0
             return max(0.0, stats.valid / stats.rows - equal) if negated else equal
         equal = 1.0 / self.ndv(column.id, plan)
@@ -402,7 +406,7 @@ class Estimator:
         negated = bool(predicate.options[1])
         stats = self._column_stats(column)
         if stats is not None and stats.rows and all(stats.accepts(v) for v in values):
-            self._note("histogram")
+            self._note(stats.source)
             equal = min(1.0, sum(stats.eq_rows(v) for v in values) / stats.rows)
             return max(0.0, stats.valid / stats.rows - equal) if negated else equal
         if isinstance(column, ColumnRef):
@@ -423,14 +427,14 @@ class Estimator:
         prefix = text[:cut]
         stats = self._column_stats(_strip_cast(predicate.args[0])) if prefix else None
         if stats is not None and stats.rows and stats.accepts(prefix) and text[cut:] in ("", "%"):
-            self._note("histogram")
+            self._note(stats.source)
             rows = stats.eq_rows(prefix) if cut == len(text) else stats.prefix_rows(prefix)
             return rows / stats.rows
         stats = stats if stats is not None else self._column_stats(_strip_cast(predicate.args[0]))
         if stats is not None and stats.sample is not None and len(stats.sample) and stats.rows:
             import pyarrow.compute as pc       # any other pattern: the share of the column's sample
             matched = pc.sum(pc.match_like(stats.sample, text)).as_py() or 0
-            self._note("histogram")
+            self._note(stats.source)
             return matched / len(stats.sample) * stats.valid / stats.rows
         self._note("default")
         return 0.1 if prefix else 0.25
@@ -444,7 +448,7 @@ class Estimator:
                 lo, lo_inclusive = value, op == "ge"
             elif op in ("lt", "le") and (hi is None or value < hi or (value == hi and op == "lt")):
                 hi, hi_inclusive = value, op == "le"
-        self._note("histogram")
+        self._note(stats.source)
         if not stats.rows or (lo is not None and hi is not None and (lo > hi or (lo == hi and not (lo_inclusive and hi_inclusive)))):
             return 0.0
         return stats.range_rows(lo, lo_inclusive, hi, hi_inclusive) / stats.rows
@@ -459,6 +463,10 @@ class Estimator:
         if origin is None or lookup is None:
             return None
         return lookup(*origin)
+
+
+def _weakest(*stats: ColumnStats) -> str:
+    return min((s.source for s in stats), key=_RANK.__getitem__)
 
 
 class _Unknown:

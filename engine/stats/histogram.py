@@ -46,6 +46,10 @@ class ColumnStats:
     runs: Optional[int] = None
     descents: Optional[int] = None
     partitions: int = 1
+    # what these statistics come from, as EXPLAIN names it: "histogram" (collected over the rows:
+    # engine.stats.collect), "segment metadata" or "sample" (engine.stats.quick: a single bucket over
+    # [min, max], no frequent values, while the histogram is collected in the background)
+    source: str = field(default="histogram", compare=False)
 
     @property
     def valid(self) -> int:

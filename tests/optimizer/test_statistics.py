@@ -129,21 +129,33 @@ def test_refreshed_after_a_fifth_more_rows(con):
     stats, table = con.session.statistics, _table(con, "t")
     con.session.runner.insert(table, pa.table({"k": pa.array(np.arange(1000, dtype=np.int32)),
                                                "s": pa.array(["x"] * 1000)}))
+    assert stats.column_stats(table, "k").source == "sample"      # at once; the histogram in the background
+    stats.wait()
     first = stats.column_stats(table, "k")
+    assert first.source == "histogram"
     con.session.runner.insert(table, pa.table({"k": pa.array(np.zeros(150, dtype=np.int32)),
                                                "s": pa.array(["y"] * 150)}))
     assert stats.column_stats(table, "k") is first          # 15% more: kept
     con.session.runner.insert(table, pa.table({"k": pa.array(np.zeros(100, dtype=np.int32)),
                                                "s": pa.array(["y"] * 100)}))
-    fresh = stats.column_stats(table, "k")                  # 25% more: collected again
+    quick = stats.column_stats(table, "k")                  # 25% more: collected again
+    assert quick.source == "sample" and quick.rows == 1250
+    stats.wait()
+    fresh = stats.column_stats(table, "k")
     assert fresh is not first and fresh.rows == 1250 and fresh.frequent[0] == 251
 
 
 def test_explain_shows_estimates_and_their_source(con):
     con.session.runner.insert(_table(con, "t"), pa.table({"k": pa.array(np.arange(1000, dtype=np.int32) % 10),
                                                           "s": pa.array(["x"] * 1000)}))
-    lines = [r[0] for r in con.execute("EXPLAIN SELECT k, COUNT(*) FROM t WHERE k = 3 AND s LIKE '%z%' "
-                                       "GROUP BY k").fetchall()]
+    sql = "EXPLAIN SELECT k, COUNT(*) FROM t WHERE k = 3 AND s LIKE '%z%' GROUP BY k"
+    # first: the quick statistics of the in-memory table (k: 10 values in [0, 9] -> 100 rows), computed
+    # by this EXPLAIN (the histogram may be there by the next statement)
+    scan = next(r[0] for r in con.execute("EXPLAIN SELECT * FROM t WHERE k = 3").fetchall() if "Scan t" in r[0])
+    assert scan.endswith("(est. 100 rows: sample)"), scan
+    con.execute(sql)
+    con.session.statistics.wait()
+    lines = [r[0] for r in con.execute(sql).fetchall()]
     scan = next(l for l in lines if l.lstrip().startswith("Scan t"))
     assert scan.endswith("(est. 1 rows: histogram)")         # no sampled s contains 'z': at least 1 row
     final = next(l for l in lines if "HashAggregate" in l and "partial" not in l)
@@ -154,7 +166,11 @@ def test_update_forgets_the_statistics(con):
     con.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
     con.execute("ANALYZE TABLE t")
     con.execute("UPDATE t SET k = 5")
-    assert con.session.statistics.column_stats(_table(con, "t"), "k").frequent == {5: 2}
+    stats = con.session.statistics
+    assert stats.cached(_table(con, "t"), "k") is None
+    assert (stats.column_stats(_table(con, "t"), "k").min, stats.column_stats(_table(con, "t"), "k").max) == (5, 5)
+    stats.wait()
+    assert stats.column_stats(_table(con, "t"), "k").frequent == {5: 2}
 
 
 def test_boolean_flags_and_all_null_columns(con):
@@ -162,6 +178,8 @@ def test_boolean_flags_and_all_null_columns(con):
     con.session.runner.insert(_table(con, "f"), pa.table({"flag": pa.array([True] * 30 + [False] * 970),
                                                           "nothing": pa.array([None] * 1000, type=pa.int32())}))
     for where, rows in [("flag", 30), ("NOT flag", 970), ("nothing = 5", 1)]:
+        con.execute(f"EXPLAIN SELECT * FROM f WHERE {where}")
+        con.session.statistics.wait()
         scan = next(r[0] for r in con.execute(f"EXPLAIN SELECT * FROM f WHERE {where}").fetchall() if "Scan f" in r[0])
         assert scan.endswith(f"(est. {rows} rows: histogram)"), (where, scan)
 
@@ -170,6 +188,8 @@ def test_like_inside_the_text_comes_from_the_sample(con):
     s = np.where(np.arange(20000) % 10 == 0, "a green part", "a red part")
     con.session.runner.insert(_table(con, "t"), pa.table({"k": pa.array(np.zeros(20000, dtype=np.int32)),
                                                           "s": pa.array(s)}))
+    con.execute("EXPLAIN SELECT k FROM t WHERE s LIKE '%green%'")
+    con.session.statistics.wait()
     lines = [r[0] for r in con.execute("EXPLAIN SELECT k FROM t WHERE s LIKE '%green%'").fetchall()]
     scan = next(l for l in lines if l.lstrip().startswith("Scan t"))
     estimated = int(scan.rsplit("(est. ", 1)[1].split(" rows")[0].replace(",", ""))

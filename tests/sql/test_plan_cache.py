@@ -19,6 +19,8 @@ def session():
     values = np.random.default_rng(7).integers(-1000, 1000, 2000)
     s.load_table("sbtest1", pa.table({"id": np.arange(2000), "big_int_col": values,
                                       "name": [f"n{i % 10}" for i in range(2000)]}))
+    # statistics now: a histogram collected in the background would drop the cached plans mid-test
+    s.execute("ANALYZE TABLE sbtest1")
     s.values = values
     yield s
     runner.shutdown()

@@ -111,7 +111,8 @@ def test_flush_sorts_encodes_and_merges(tmp_path):
     assert first == sorted(first)
     assert all(b.num_rows <= 300 for b in store.scan(["tag", "k"], batch_rows=300))
     manifest = json.loads((store.directory / "manifest.json").read_text())
-    assert manifest["version"] == 2 and {"min", "max", "nulls", "distinct"} <= set(manifest["segments"][0]["columns"]["k"])
+    assert manifest["version"] == 3 and {"min", "max", "nulls", "distinct", "sketch"} <= set(manifest["segments"][0]["columns"]["k"])
+    assert set(manifest["segments"][0]["checksums"]["columns"]) == set(schema.names)
 
 
 def test_segment_elimination_by_zone_maps(tmp_path):

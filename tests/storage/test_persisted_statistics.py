@@ -72,5 +72,6 @@ def test_an_unreadable_file_is_ignored(data_dir, caplog):
     assert con.session.statistics.cached(table, "i") is None
     assert "statistics" in caplog.text
     assert con.execute("SELECT COUNT(*) FROM t WHERE i = 2").fetchall() == [(2,)]     # collected again
+    con.session.statistics.wait()
     assert con.session.statistics.cached(table, "i") == before["i"]
     con.close()

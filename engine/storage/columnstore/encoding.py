@@ -19,6 +19,7 @@ array types, so a reader gets them back without a codec of ours:
 """
 from __future__ import annotations
 
+import base64
 import datetime
 import decimal
 import math
@@ -41,6 +42,11 @@ BITPACK_MAX_WIDTH_FRACTION = 0.5
 _BITPACK_KEY = b"canopy.encoding"
 _BITPACK_TYPE_KEY = b"canopy.type"
 _MASK64 = (1 << 64) - 1
+# Each column of a segment keeps a HyperLogLog sketch of its values (1 KiB, ~3% error) in the
+# manifest: the optimizer's first estimates of a new table merge them across segments and partitions
+# (engine.stats.quick) instead of reading the column. Hashed at write time from what the encoding
+# already holds: a dictionary's values, a run-end array's run values, else every value.
+SKETCH_PRECISION = 10
 
 
 @dataclass(frozen=True)
@@ -50,15 +56,35 @@ class ColumnStats:
     max: object
     nulls: int
     distinct: Optional[int]     # exact for run-end and dictionary columns, estimated from a sample otherwise
+    # HLL registers (2**SKETCH_PRECISION bytes) of the non-null values; None in manifests written
+    # before sketches were kept (version < 3) and for all-null columns
+    sketch: Optional[bytes] = None
 
     def to_json(self, type_: pa.DataType) -> dict:
-        return {"encoding": self.encoding, "min": value_to_json(self.min, type_),
-                "max": value_to_json(self.max, type_), "nulls": self.nulls, "distinct": self.distinct}
+        out = {"encoding": self.encoding, "min": value_to_json(self.min, type_),
+               "max": value_to_json(self.max, type_), "nulls": self.nulls, "distinct": self.distinct}
+        if self.sketch is not None:     # zstd: a low-cardinality column's registers are mostly zero
+            out["sketch"] = base64.b64encode(pa.compress(self.sketch, codec="zstd", asbytes=True)).decode()
+        return out
 
     @classmethod
     def from_json(cls, data: dict, type_: pa.DataType) -> "ColumnStats":
+        sketch = data.get("sketch")
+        if sketch is not None:
+            sketch = pa.decompress(base64.b64decode(sketch), 1 << SKETCH_PRECISION, codec="zstd", asbytes=True)
         return cls(data["encoding"], value_from_json(data["min"], type_), value_from_json(data["max"], type_),
-                   data["nulls"], data.get("distinct"))
+                   data["nulls"], data.get("distinct"), sketch)
+
+
+def _sketch(values: pa.Array) -> Optional[bytes]:
+    """HLL registers of the non-null ``values`` (any repeats: a sketch ignores them)."""
+    if values.null_count:
+        values = values.drop_null()
+    if not len(values):
+        return None
+    registers = np.zeros(1 << SKETCH_PRECISION, dtype=np.uint8)
+    kernels.hll_add(kernels.hash_columns([values]), registers)
+    return registers.tobytes()
 
 
 def encode_column(array: pa.Array) -> tuple[pa.Array, ColumnStats]:
@@ -66,15 +92,17 @@ def encode_column(array: pa.Array) -> tuple[pa.Array, ColumnStats]:
     n = len(array)
     nulls = array.null_count
     low, high = _min_max(array)
-    if n == 0 or pa.types.is_boolean(array.type) or pa.types.is_null(array.type):
+    if n == 0 or pa.types.is_null(array.type):
         return array, ColumnStats("plain", low, high, nulls, None)
+    if pa.types.is_boolean(array.type):
+        return array, ColumnStats("plain", low, high, nulls, None, _sketch(array))
     # runs counted by comparing neighbours (cheap); the run-end array is built only when chosen
     runs = 1 + (pc.sum(pc.not_equal(array.slice(1), array.slice(0, n - 1))).as_py() or 0) if n > 1 else 1
     if runs * RUN_END_MIN_AVERAGE_RUN <= n:
         try:
             ree = pc.run_end_encode(array, run_end_type=pa.int32())
             distinct = pc.count_distinct(ree.values, mode="only_valid").as_py()
-            return ree, ColumnStats("run_end", low, high, nulls, distinct)
+            return ree, ColumnStats("run_end", low, high, nulls, distinct, _sketch(ree.values))
         except pa.ArrowNotImplementedError:
             pass
     # a strided sample tells high-cardinality columns (hashing all of them is the slow part) apart
@@ -87,11 +115,12 @@ def encode_column(array: pa.Array) -> tuple[pa.Array, ColumnStats]:
             encoded = None
         if encoded is not None:
             distinct = len(encoded.dictionary) - (1 if nulls and encoded.dictionary.null_count else 0)
+            sketch = _sketch(encoded.dictionary)
             if distinct <= n * DICTIONARY_MAX_FRACTION and distinct < DICTIONARY_MAX_VALUES:
-                return narrow_indices(encoded), ColumnStats("dictionary", low, high, nulls, distinct)
-            return array, ColumnStats(_plain_encoding(array, low, high), low, high, nulls, distinct)
+                return narrow_indices(encoded), ColumnStats("dictionary", low, high, nulls, distinct, sketch)
+            return array, ColumnStats(_plain_encoding(array, low, high), low, high, nulls, distinct, sketch)
     estimate = min(n - nulls, round(sampled * n / max(len(sample), 1)))
-    return array, ColumnStats(_plain_encoding(array, low, high), low, high, nulls, estimate)
+    return array, ColumnStats(_plain_encoding(array, low, high), low, high, nulls, estimate, _sketch(array))
 
 
 def _plain_encoding(array: pa.Array, low, high) -> str:

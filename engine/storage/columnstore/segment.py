@@ -2,9 +2,12 @@
 
 Columns are stored encoded (:mod:`.encoding`) with zstd-compressed buffers, in record batches of
 ``chunk_rows`` rows so a reader that wants a few rows decompresses one chunk, not the segment. A
-segment is read through a memory map, only the projected columns (``IpcReadOptions.included_fields``),
-after its whole-file CRC32 has been checked once against the manifest: a flipped byte raises
-:class:`StorageCorruptionError` naming the file instead of returning wrong rows.
+segment is read through a memory map, only the projected columns (``IpcReadOptions.included_fields``).
+The manifest keeps a CRC32 per column and one of the file's structure (:mod:`.layout`): a reader
+checks the structure when it maps the file and each column the first time it reads it, so one column
+of a wide table costs that column's bytes, not the file's. A flipped byte raises
+:class:`StorageCorruptionError` naming the file (and the column) instead of returning wrong rows.
+Segments of older manifests (no per-column checksums) are checked whole, once, by their file CRC32.
 
 Deleted rows: a segment file never changes; DELETE (and the delete half of UPDATE) writes a new
 *delete file* ``dels-<id>.bin`` holding the segment's whole deletion bitmap (one bit per row,
@@ -31,6 +34,7 @@ from engine.storage.columnstore.cache import ColumnCache
 from engine.storage.columnstore.encoding import (ColumnStats, concat_stored, decode_batch, encode_column,
                                                  filter_column, may_match, pack_stored, stored_field, unpack_stored)
 from engine.storage.columnstore.files import crc32_of_file
+from engine.storage.columnstore.layout import LayoutError, read_layout
 
 _SEGMENT_WRITE_OPTIONS = ipc.IpcWriteOptions(compression="zstd")
 _DELETES_MAGIC = b"CDEL"
@@ -56,6 +60,9 @@ class SegmentInfo:
     deleted: int = 0                    # rows marked deleted in the delete file
     deletes: Optional[str] = None       # the delete file (None: no row deleted)
     deletes_crc32: int = 0
+    # {"structure": CRC32, "columns": {name: CRC32}} (.layout); None: a segment written before
+    # per-column checksums, checked by its whole-file ``crc32``
+    checksums: Optional[dict] = None
 
     @property
     def live_rows(self) -> int:
@@ -66,6 +73,8 @@ class SegmentInfo:
                "columns": {name: stats.to_json(schema.field(name).type) for name, stats in self.columns.items()}}
         if self.deletes is not None:
             out.update(deleted=self.deleted, deletes=self.deletes, deletes_crc32=self.deletes_crc32)
+        if self.checksums is not None:
+            out["checksums"] = self.checksums
         return out
 
     @classmethod
@@ -73,7 +82,8 @@ class SegmentInfo:
         return cls(data["file"], data["rows"], data["bytes"], data["crc32"],
                    {name: ColumnStats.from_json(stats, schema.field(name).type)
                     for name, stats in data["columns"].items()},
-                   data.get("deleted", 0), data.get("deletes"), data.get("deletes_crc32", 0))
+                   data.get("deleted", 0), data.get("deletes"), data.get("deletes_crc32", 0),
+                   data.get("checksums"))
 
     def may_match(self, bounds: Sequence[tuple[str, str, object]]) -> bool:
         """False when the zone maps prove no row satisfies every (column, op, value) bound."""
@@ -109,11 +119,17 @@ def write_segment(path: Path, table: pa.Table, chunk_rows: int) -> SegmentInfo:
                 [pack_stored(a.slice(start, chunk_rows)) if p else a.slice(start, chunk_rows)
                  for a, p in zip(encoded, packed)], schema=schema))
     data = sink.getvalue()
+    try:
+        layout = read_layout(data, schema)
+        checksums = {"structure": layout.structure_crc32(data),
+                     "columns": {f.name: layout.column_crc32(data, i) for i, f in enumerate(schema)}}
+    except LayoutError:         # a type .layout cannot map: the whole-file CRC32 guards it
+        checksums = None
     with open(path, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    return SegmentInfo(path.name, table.num_rows, data.size, zlib.crc32(data), stats)
+    return SegmentInfo(path.name, table.num_rows, data.size, zlib.crc32(data), stats, checksums=checksums)
 
 
 def write_deletes(path: Path, deleted: np.ndarray) -> int:
@@ -144,18 +160,24 @@ def read_deletes(path: Path, rows: int, crc32: int) -> np.ndarray:
 
 
 class _SegmentFile:
-    """The verified memory map of one segment file, shared by the :class:`Segment` objects of
-    successive manifests that name it (a DELETE changes the entry, not the file).
+    """The memory map of one segment file, verified as it is read, shared by the :class:`Segment`
+    objects of successive manifests that name it (a DELETE changes the entry, not the file).
+
+    Verification: with per-column checksums, the file's structure when it is mapped and each column
+    the first time :meth:`open` is asked for it (then remembered: the file is immutable); without, the
+    whole file once, when it is mapped.
 
     Lifetime: the map closes when the last Segment using it is dropped (the store's current segments,
     or a scan's snapshot); a file :meth:`retire` d (no manifest names it after a merge or rewrite) is
     unlinked then too — never under a reader. A crash before that leaves an unnamed file, which
     opening the partition removes."""
 
-    def __init__(self, path: Path, crc32: int):
-        self.path, self.crc32 = path, crc32
+    def __init__(self, path: Path, info: SegmentInfo):
+        self.path, self.crc32, self.checksums = path, info.crc32, info.checksums
         self.lock = threading.Lock()
         self._state = {"source": None, "retired": False}
+        self._layout = None
+        self._verified: set[int] = set()       # column positions whose checksum matched
         weakref.finalize(self, _release_file, path, self._state)
 
     @property
@@ -164,9 +186,9 @@ class _SegmentFile:
 
     def close(self) -> None:
         """Close the memory map now (a later read maps the file again)."""
-        with self._file.lock:
-            _release_file(self.path, {"source": self._file.source, "retired": False})
-            self._file._state["source"] = None
+        with self.lock:
+            _release_file(self.path, {"source": self.source, "retired": False})
+            self._state["source"] = None
 
     def retire(self) -> None:
         self._state["retired"] = True
@@ -175,18 +197,56 @@ class _SegmentFile:
     def retired(self) -> bool:
         return self._state["retired"]
 
-    def open(self) -> pa.MemoryMappedFile:
+    def open(self, columns: Sequence[int] = ()) -> pa.MemoryMappedFile:
+        """The file's memory map, its structure and the columns at positions ``columns`` verified."""
         with self.lock:
-            if self._state["source"] is None:
-                try:
-                    crc = crc32_of_file(self.path)
-                except FileNotFoundError:
-                    raise StorageCorruptionError(f"segment file {self.path} is missing") from None
-                if crc != self.crc32:
-                    raise StorageCorruptionError(
-                        f"segment file {self.path} is corrupt: CRC32 {crc:08x}, manifest says {self.crc32:08x}")
-                self._state["source"] = pa.memory_map(str(self.path))
-            return self._state["source"]
+            source = self._state["source"]
+            if source is None:
+                source = self._state["source"] = self._map()
+            if self.checksums is not None:
+                for index in columns:
+                    if index not in self._verified:
+                        self._verify_column(source, index)
+            return source
+
+    def _map(self) -> pa.MemoryMappedFile:
+        if self.checksums is None:
+            try:
+                crc = crc32_of_file(self.path)
+            except FileNotFoundError:
+                raise StorageCorruptionError(f"segment file {self.path} is missing") from None
+            if crc != self.crc32:
+                raise StorageCorruptionError(
+                    f"segment file {self.path} is corrupt: CRC32 {crc:08x}, manifest says {self.crc32:08x}")
+        try:
+            source = pa.memory_map(str(self.path))
+        except FileNotFoundError:
+            raise StorageCorruptionError(f"segment file {self.path} is missing") from None
+        if self.checksums is not None:
+            try:
+                stored = ipc.open_file(source).schema       # bit-packed columns are binary there
+                self._stored_names = stored.names
+                self._layout = read_layout(source, stored)
+            except (LayoutError, pa.ArrowInvalid, OSError) as error:
+                source.close()
+                raise StorageCorruptionError(f"segment file {self.path} is corrupt: {error}") from None
+            crc = self._layout.structure_crc32(source)
+            if crc != self.checksums["structure"]:
+                source.close()
+                raise StorageCorruptionError(
+                    f"segment file {self.path} is corrupt: CRC32 of its structure (schema, message "
+                    f"headers, footer) {crc:08x}, manifest says {self.checksums['structure']:08x}")
+        return source
+
+    def _verify_column(self, source: pa.MemoryMappedFile, index: int) -> None:
+        name = self._stored_names[index]
+        crc = self._layout.column_crc32(source, index)
+        expected = self.checksums["columns"].get(name)
+        if crc != expected:
+            raise StorageCorruptionError(
+                f"segment file {self.path} is corrupt in column {name!r}: CRC32 {crc:08x}, manifest says "
+                f"{expected if expected is None else format(expected, '08x')}")
+        self._verified.add(index)
 
 
 def _release_file(path: Path, state: dict) -> None:
@@ -213,14 +273,14 @@ class Segment:
         self.path = directory / info.file
         self.schema = schema
         self._lock = threading.Lock()
-        self._file = previous._file if previous is not None else _SegmentFile(self.path, info.crc32)
+        self._file = previous._file if previous is not None else _SegmentFile(self.path, info)
         self._cache = cache if cache is not None and cache.budget > 0 else None
         self._deleted: Optional[np.ndarray] = None
         if previous is not None and previous.info.deletes == info.deletes:
             self._deleted = previous._deleted
 
-    def _open(self) -> pa.MemoryMappedFile:
-        return self._file.open()
+    def _open(self, columns: Sequence[int] = ()) -> pa.MemoryMappedFile:
+        return self._file.open(columns)
 
     def deleted_mask(self) -> Optional[np.ndarray]:
         """One bool per row, True for a deleted row; None when no row is deleted."""
@@ -236,7 +296,7 @@ class Segment:
         """The file's record batches with columns ``wanted`` (schema positions, ascending: the
         reader returns them in file order), bit-packed ones unpacked, rows of ``deleted`` dropped
         (encoded columns stay encoded); chunks left empty are skipped."""
-        source = self._open()
+        source = self._open(wanted)
         try:
             reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=wanted))
         except (pa.ArrowInvalid, OSError) as error:
@@ -339,9 +399,7 @@ class Segment:
 
     def close(self) -> None:
         """Close the memory map now (a later read maps the file again)."""
-        with self._file.lock:
-            _release_file(self.path, {"source": self._file.source, "retired": False})
-            self._file._state["source"] = None
+        self._file.close()
 
     def retire(self) -> None:
         """The manifest no longer names this file: delete it once no snapshot reads it."""

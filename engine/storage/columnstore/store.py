@@ -38,7 +38,8 @@ from engine.storage.interface import PartitionStore
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "canopy-partition"
-MANIFEST_VERSION = 2           # 2: segments may name a delete file (version 1 manifests read as is)
+MANIFEST_VERSION = 3           # 2: segments may name a delete file; 3: per-column checksums and HLL
+# sketches per segment. Older manifests read as is (their segments checked by the whole-file CRC32).
 _COALESCE_BATCHES = 64       # write-buffer batches concatenated once this many small ones pile up
 
 
