@@ -4,6 +4,7 @@
     python -m benchmarks.ray_bench link --sf 0.1             # workload i: LZ4 on/off, throttled and loopback
     python -m benchmarks.ray_bench choice --sf 0.1           # payload bytes vs Ray-pickled batches
     python -m benchmarks.ray_bench overhead --sf 0.01        # where a small query's time goes on Ray
+    python -m benchmarks.ray_bench dml --rows 2000000        # DELETE / UPDATE of 1% on durable Ray leaves
 
 ``tpch``: both runners load the same CSV files (2 leaves x 4 partitions each); every query runs once as a
 warm-up on each, then ``--repeat`` times alternating; totals are sums of medians.
@@ -22,6 +23,12 @@ runners; for Ray each median is split into the driver before the runner (parse, 
 runner's wall time, and the leaf tasks' own time on the critical path (the slowest task of each stage,
 summed), the rest being Ray's scheduling and transfer between stages. A bare actor round trip (ping of
 both leaves) is the floor per stage boundary.
+
+``dml``: a durable (data_dir) table of ``--rows`` rows on Ray leaves and, for reference, on the embedded
+runner; DELETE and UPDATE of 1% of the rows (``id % 100 = c``: rows in every segment) in place (delete
+bitmaps; an UPDATE's matched rows travel to the driver and back) against the rewrite every Ray DELETE
+and UPDATE did before (still the path of a WHERE with a subquery: ``(SELECT c)`` forces it, same work
+otherwise). Each statement changes fresh rows; ``--repeat`` rounds alternate the two paths.
 """
 from __future__ import annotations
 
@@ -229,17 +236,69 @@ def bench_choice(args) -> int:
     return 0
 
 
+def bench_dml(args) -> int:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+
+    import engine
+
+    rows = args.rows
+    rng = np.random.default_rng(1)
+    table = pa.table({"id": pa.array(rng.permutation(rows).astype(np.int64)),
+                      "k": pa.array(np.sort(rng.integers(0, 10_000, rows)).astype(np.int32)),
+                      "tag": pa.array(np.array(["red", "green", "blue", "gray"])[rng.integers(0, 4, rows)]),
+                      "v": pa.array(rng.random(rows))})
+    work = Path(tempfile.mkdtemp(prefix="canopy-dml-"))
+    print(f"{rows:,} rows, durable, {args.leaves} leaves x 4 partitions, {os.cpu_count()} CPUs; "
+          f"each statement changes 1% ({rows // 100:,} rows); {args.repeat} rounds, alternating")
+    try:
+        for kind, options in (("ray", {"cluster": "ray", "leaf_cpus": args.leaf_cpus}),
+                              ("embedded", {"cluster": "local"})):
+            con = engine.connect(leaves=args.leaves, data_dir=str(work / kind), progress=False, **options)
+            con.execute("CREATE TABLE t (id BIGINT, k INT, tag VARCHAR(8), v DOUBLE, SHARD KEY (id), SORT KEY (k))")
+            con.load_table("t", table)
+            con.execute("OPTIMIZE TABLE t")
+            times: dict[str, list[float]] = {}
+            residue = 0
+            for _ in range(args.repeat):
+                for statement, sql in (("DELETE", "DELETE FROM t WHERE id % 100 = {c}"),
+                                       ("UPDATE", "UPDATE t SET v = v + 1 WHERE id % 100 = {c}")):
+                    paths = [("in place", str)] + ([("rewrite", lambda c: f"(SELECT {c})")] if kind == "ray" else [])
+                    for path, literal in paths:
+                        residue += 1
+                        start = time.perf_counter()
+                        cur = con.execute(sql.format(c=literal(residue)))
+                        times.setdefault(f"{statement} {path}", []).append(time.perf_counter() - start)
+                        assert cur.rowcount == rows // 100, (sql, cur.rowcount)
+            deletes = sum(len(ts) for name, ts in times.items() if name.startswith("DELETE"))
+            assert con.execute("SELECT COUNT(*) FROM t").fetchone()[0] == rows - rows // 100 * deletes
+            con.close()
+            line = "  ".join(f"{name} {statistics.median(ts):6.3f} s" for name, ts in times.items())
+            print(f"{kind:<9} {line}")
+            for statement in ("DELETE", "UPDATE"):
+                if f"{statement} rewrite" in times:
+                    print(f"{'':<9} {statement}: rewrite / in place = "
+                          f"{statistics.median(times[statement + ' rewrite']) / statistics.median(times[statement + ' in place']):.1f}x")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ray_bench", description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["tpch", "link", "choice", "overhead"])
+    parser.add_argument("what", choices=["tpch", "link", "choice", "overhead", "dml"])
     parser.add_argument("--sf", type=float, default=0.1)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--queries", default="", help="comma-separated subset of TPC-H queries")
     parser.add_argument("--leaves", type=int, default=2)
     parser.add_argument("--leaf-cpus", type=float, default=0.5)
+    parser.add_argument("--rows", type=int, default=2_000_000, help="dml: rows of the table")
     args = parser.parse_args(argv)
     return {"tpch": bench_tpch, "link": bench_link, "choice": bench_choice,
-            "overhead": bench_overhead}[args.what](args)
+            "overhead": bench_overhead, "dml": bench_dml}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,13 @@ payloads, runs one task with ``Leaf``, and returns its output already split per 
 payloads. No planning, no SQL, no live operators cross the actor boundary.
 
 Writes are the two phases of :mod:`engine.storage.columnstore.commit` split across processes: the driver
-numbers the statement from its commit log, every leaf prepares and syncs its pieces (``prepare_write``),
-the driver appends the commit record, every leaf applies (``commit_write``). A leaf opening its
-partitions keeps exactly the statements whose commit record is in the log, which it reads (never writes)
-on the shared filesystem.
+numbers the statement from its commit log, every leaf prepares and syncs its part (``prepare``: rows of
+any number of tables; ``prepare_delete``: a DELETE's or UPDATE's delete bitmaps, evaluated here), the
+driver appends the commit record, every leaf applies (``commit_write``). A leaf opening its partitions
+keeps exactly the statements whose commit record is in the log, which it reads (never writes) on the
+shared filesystem. A durable leaf holds its commit lock exclusively from a transaction's first prepare to
+its apply or abort, so its background thread (flushes and merges, off the statements' path) never swaps
+a WAL or a segment under a prepared statement.
 
 The :class:`AggregatorActor` is the deployment's registry: its shape (leaves, partitions per leaf) and
 the catalog as the last driver left it, so a second driver can reconnect by name. Queries' once-only
@@ -23,6 +26,7 @@ module imports without Ray.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
 import socket
@@ -30,7 +34,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,7 +47,7 @@ from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.operators.base import Deadline
 from engine.exec.profile import TaskProfile
 from engine.exec.stages import decode_stage
-from engine.storage.columnstore.commit import COMMIT_MAGIC, FLOOR_MAGIC, Committer
+from engine.storage.columnstore.commit import COMMIT_MAGIC, FLOOR_MAGIC, Committer, _on_threads
 from engine.storage.columnstore.wal import read_records
 
 CANCEL_MEMORY_S = 600.0     # how long a leaf remembers a cancelled query id
@@ -73,6 +77,20 @@ class _LeafCommitter(Committer):
         raise CanopyInternalError("a Ray leaf's durable partitions are written through prepare_write/commit_write")
 
 
+@dataclass
+class _LeafTransaction:
+    """A transaction prepared on this leaf, waiting for the driver's commit or abort. ``deletes`` are
+    applied before ``writes`` (a delete installs a partition's new write buffer and WAL, which an
+    UPDATE's re-inserted rows, prepared after it, go into); ``release`` ends the hold on the commit lock."""
+    csn: Optional[int]
+    deletes: list = field(default_factory=list)
+    writes: list = field(default_factory=list)
+    release: Optional[Callable[[], None]] = None
+
+    def parts(self) -> list:
+        return self.deletes + self.writes
+
+
 class _MemoryWrite:
     """An in-memory store's prepared piece: held until commit, applied then (nothing to undo)."""
 
@@ -100,7 +118,7 @@ class LeafActor:
             self._open_durable()
         self.restarted = restarted
         self.debug_task_delay_s = debug_task_delay_s
-        self._pending: dict[str, list] = {}        # write transactions prepared, not yet committed
+        self._pending: dict[str, _LeafTransaction] = {}     # prepared, not yet committed or aborted
         self._cancelled: dict[str, float] = {}     # query id -> when its cancel arrived
         self._stages: "collections.OrderedDict[bytes, object]" = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -116,7 +134,9 @@ class LeafActor:
         d = self.durable
         records, _ = read_records(Path(d.commit_log), (COMMIT_MAGIC, FLOOR_MAGIC))
         committed = frozenset(csn for magic, csn, _ in records if magic == COMMIT_MAGIC)
-        storage = LeafStorage(Path(d.leaf_dir), _LeafCommitter(None), StoreOptions.from_options(dict(d.options)))
+        # flushes and merges run on the committer's background thread, not in the statement
+        committer = _LeafCommitter(None, background_merges=True, background_flushes=True)
+        storage = LeafStorage(Path(d.leaf_dir), committer, StoreOptions.from_options(dict(d.options)))
         for table in PersistentCatalog(Path(d.catalog)).all_tables():
             keys = [None] if table.reference else self.leaf.partitions
             storage.create(table.table_id, table.arrow_schema, keys, table.sort_key, committed)
@@ -140,9 +160,21 @@ class LeafActor:
         self._open_durable()
 
     def close(self) -> None:
+        """Settle what a driver left prepared, stop the background thread, close the files."""
+        if self.durable is not None:
+            self._resolve_stale()
+            self.leaf.storage.committer.close()
         for store in self.leaf.storage.all_stores():
             if hasattr(store, "close"):
                 store.close()
+
+    def maintenance_idle(self, timeout: float = 60.0) -> dict:
+        """Wait (at most ``timeout`` s) until the background thread has nothing due; its counters."""
+        merger = self.leaf.storage.committer.merger if self.durable is not None else None
+        if merger is None:
+            return {"idle": True, "merged": 0, "errors": []}
+        idle = merger.wait_idle(timeout)
+        return {"idle": idle, "merged": merger.merged, "errors": [str(e) for e in merger.errors]}
 
     # -- control ----------------------------------------------------------------------------------
     def ping(self) -> dict:
@@ -168,54 +200,134 @@ class LeafActor:
 
     def drop_table(self, table_id: int) -> None:
         self.versions.forget([key for key in self.versions.keys() if key[0] == table_id])
-        self.leaf.storage.drop(table_id)
+        if self.durable is None:
+            self.leaf.storage.drop(table_id)
+            return
+        with self.leaf.storage.committer.lock.exclusive():      # not while the background thread flushes it
+            self.leaf.storage.drop(table_id)
 
+    # -- writes: prepare on every leaf, the driver's commit record, apply on every leaf ----------------
     def prepare_write(self, txn: str, table_id: int, pieces: Sequence[tuple[Optional[int], list]],
                       replace: bool, csn: Optional[int] = None) -> None:
-        """Check that every target store exists and hold the pieces until ``commit_write``. Durable
-        stores (``csn`` given) also write and sync them: WAL records or segments plus a delta, all
-        ignored by recovery unless the commit log gets ``csn``."""
-        stores = {key: self._store(table_id, key) for key, _ in pieces}
-        if self.durable is None:
-            self._pending[txn] = [_MemoryWrite(stores[key], batches, replace) for key, batches in pieces]
-            return
-        if csn is None:
-            raise CanopyInternalError("a write to durable partitions without a commit sequence number")
-        prepared = []
+        """``prepare`` of one table's pieces."""
+        self.prepare(txn, [(table_id, pieces, replace)], csn)
+
+    def prepare(self, txn: str, writes: Sequence[tuple[int, Sequence[tuple[Optional[int], list]], bool]],
+                csn: Optional[int] = None) -> None:
+        """Hold ``writes`` — (table id, [(partition (None: the reference copy), batches)], replace) —
+        until ``commit_write``; called again with the same ``txn`` the writes join the same transaction.
+        Durable stores (``csn`` given) also write and sync them: WAL records or segments plus a delta,
+        all ignored by recovery unless the commit log gets ``csn``. A failure aborts the whole
+        transaction here."""
+        pending = self._begin(txn, csn)
+        added = len(pending.writes)
         try:
-            for key, batches in pieces:
-                store = stores[key]
-                prepared.append(store.prepare_replace(csn, batches) if replace else store.prepare_append(csn, batches))
-            for p in prepared:
-                p.sync()
+            for table_id, pieces, replace in writes:
+                for key, batches in pieces:
+                    store = self._store(table_id, key)
+                    if self.durable is None:
+                        pending.writes.append(_MemoryWrite(store, batches, replace))
+                    else:
+                        pending.writes.append(store.prepare_replace(csn, batches) if replace
+                                              else store.prepare_append(csn, batches))
+            for p in pending.writes[added:]:
+                if self.durable is not None:
+                    p.sync()
         except BaseException:
-            for p in prepared:
-                p.abort()
+            self.abort_write(txn)
             raise
-        self._pending[txn] = prepared
+
+    def prepare_delete(self, txn: str, table_id: int, keys: Sequence[Optional[int]], matcher,
+                       collect: bool, csn: Optional[int] = None) -> tuple[int, list]:
+        """Mark the rows ``matcher`` (engine.sql.dml.RowMatcher) selects in this leaf's partitions
+        ``keys`` of the table, on threads (one per partition): durable stores write their delete
+        bitmaps and sync them (``prepare_delete``), memory stores hold their kept rows until commit.
+        Returns (rows matched, the matched rows themselves when ``collect``: an UPDATE's driver
+        computes their new versions). A failure aborts the whole transaction here."""
+        pending = self._begin(txn, csn)
+        try:
+            stores = [self._store(table_id, key) for key in keys]
+            if self.durable is None:
+                parts, error = _on_threads(lambda store: store.delete_rows(matcher, collect), stores)
+            else:
+                parts, error = _on_threads(lambda store: store.prepare_delete(csn, matcher, collect), stores)
+            pending.deletes.extend(p for p in parts if p is not None)
+            if error is not None:
+                raise error
+        except BaseException:
+            self.abort_write(txn)
+            raise
+        rows = [b for p in parts for b in p.deleted_rows] if collect else []
+        return sum(p.deleted for p in parts), rows
+
+    def _begin(self, txn: str, csn: Optional[int]) -> _LeafTransaction:
+        pending = self._pending.get(txn)
+        if pending is not None:
+            return pending
+        release = None
+        if self.durable is not None:
+            if csn is None:
+                raise CanopyInternalError("a write to durable partitions without a commit sequence number")
+            self._resolve_stale()
+            hold = contextlib.ExitStack()
+            hold.enter_context(self.leaf.storage.committer.lock.exclusive())
+            release = hold.close
+        pending = self._pending[txn] = _LeafTransaction(csn, release=release)
+        return pending
+
+    def _resolve_stale(self) -> None:
+        """Transactions still prepared here when another one starts (one driver writes at a time, and
+        it waits for every apply): their driver died between prepare and apply, or a test prepared by
+        hand. Each is applied if its commit record is in the log, aborted otherwise; either way the
+        commit lock it holds is released."""
+        if not self._pending:
+            return
+        records, _ = read_records(Path(self.durable.commit_log), (COMMIT_MAGIC, FLOOR_MAGIC))
+        committed = {csn for magic, csn, _ in records if magic == COMMIT_MAGIC}
+        for txn, pending in list(self._pending.items()):
+            if pending.csn in committed:
+                self.commit_write(txn)
+            else:
+                self.abort_write(txn)
 
     def commit_write(self, txn: str, epoch: Optional[int] = None, floor: Optional[int] = None) -> None:
-        """Apply a prepared write (the driver has made it durable) as the version ``epoch`` of the
-        stores it changes (queries of older epochs still read the versions before it; ``floor``: the
-        oldest epoch the driver's queries may still read, see :mod:`cluster.versions`); then flush what
-        crossed its threshold. Ray runs this actor's default-group methods one at a time, so no
-        prepared write of another statement sits in a WAL that the flush swaps (one driver writes at
-        a time), and no task runs between the versions' bookkeeping and the apply."""
+        """Apply a prepared transaction (the driver has made it durable) as the version ``epoch`` of
+        the stores it changes (queries of older epochs still read the versions before it; ``floor``: the
+        oldest epoch the driver's queries may still read, see :mod:`cluster.versions`): deletes first,
+        on threads (each installs a partition's manifest), then the writes. Then release the commit
+        lock and hand the partitions to the background thread, which flushes and merges what crossed
+        its threshold (it cannot run before: the transaction holds the commit lock until here). Ray
+        runs this actor's default-group methods one at a time, so no task runs between the versions'
+        bookkeeping and the apply."""
         try:
-            prepared = self._pending.pop(txn)
+            pending = self._pending.pop(txn)
         except KeyError:
             raise ExecutionError(f"leaf {self.leaf.leaf_id} holds no prepared write {txn} "
                                  f"(it was restarted after preparing it)") from None
         self.versions.prune(floor)
-        with self.versions.changing(epoch, self.leaf.storage.keys_of(p.store for p in prepared)):
-            for p in prepared:
-                p.apply()
+        try:
+            with self.versions.changing(epoch, self.leaf.storage.keys_of(p.store for p in pending.parts())):
+                _, error = _on_threads(lambda p: p.apply(), pending.deletes)
+                if error is not None:
+                    raise error
+                for p in pending.writes:
+                    p.apply()
+        finally:
+            if pending.release is not None:
+                pending.release()
         if self.durable is not None:
-            self.leaf.storage.committer.maintain([p.store for p in prepared])
+            self.leaf.storage.committer.maintain([p.store for p in pending.parts()])
 
     def abort_write(self, txn: str) -> None:
-        for p in self._pending.pop(txn, ()):
-            p.abort()
+        pending = self._pending.pop(txn, None)
+        if pending is None:
+            return
+        try:
+            for p in pending.parts():
+                p.abort()
+        finally:
+            if pending.release is not None:
+                pending.release()
 
     def optimize_table(self, table_id: int) -> None:
         """OPTIMIZE TABLE on this leaf: flush write buffers, merge small segments."""

@@ -17,7 +17,10 @@ Durability: with a ``data_dir`` the driver opens it as the embedded runner does 
 A write is one statement of the commit protocol (:mod:`engine.storage.columnstore.commit`) spread over
 processes: the csn comes from the driver's commit log, the leaves prepare and sync, the driver appends
 the commit record, the leaves apply. Driver and leaves must see the same filesystem (one node, or a
-shared mount).
+shared mount). One transaction may span tables (a pipeline batch's rows and its files' marks). DELETE
+and UPDATE run in place: every leaf evaluates the predicate on its partitions and prepares delete
+bitmaps; an UPDATE's matched rows (only those) come to the driver, which computes their new versions and
+routes them into the same transaction. Durable leaves flush and merge on a background thread.
 
 Consistent reads: every write is a snapshot epoch, published when every leaf has applied it; a query
 reads the epoch published when it started, on every leaf and in every stage (:mod:`cluster.versions`).
@@ -62,7 +65,7 @@ from engine.exec.operators.base import Deadline, PhysicalOperator, conform, stat
 from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.profile import TaskProfile
 from engine.exec.stages import StageSpec, encode_stage
-from engine.runner import Runner
+from engine.runner import LoadWriter, Runner
 from engine.storage.columnstore.datadir import DataDirectory
 
 
@@ -130,7 +133,8 @@ class RayRunner(Runner):
         # the object-store put are per plan, not per query (the spec keeps its id from being reused)
         self._stages: "collections.OrderedDict[int, tuple]" = collections.OrderedDict()
         self.aggregator = Leaf(-1, ())          # runs the once-only stages that read no table
-        self._write_lock = threading.Lock()
+        self._write_lock = threading.Lock()     # one transaction at a time (and no DDL during one)
+        self._cursor_lock = threading.Lock()
         self._keyless_cursor: dict[int, int] = {}
         # Row counts and distinct counts answered here: the optimizer asks for them hundreds of times a
         # plan, and every write goes through this driver, which keeps them exact (a reconnecting driver
@@ -263,28 +267,40 @@ class RayRunner(Runner):
 
     def create_table(self, table: TableDef) -> None:
         self._forget(table.table_id)
-        self._get([leaf.create_table.remote(table.table_id, table.arrow_schema, self._keys(table, i),
-                                            table.sort_key)
-                   for i, leaf in enumerate(self.leaves)])
+        with self._write_lock:
+            self._get([leaf.create_table.remote(table.table_id, table.arrow_schema, self._keys(table, i),
+                                                table.sort_key)
+                       for i, leaf in enumerate(self.leaves)])
         self._save_catalog()
 
     def drop_table(self, table: TableDef) -> None:
         self._forget(table.table_id)
-        self._get([leaf.drop_table.remote(table.table_id) for leaf in self.leaves])
+        with self._write_lock:      # a durable leaf in a transaction holds its commit lock until the apply
+            self._get([leaf.drop_table.remote(table.table_id) for leaf in self.leaves])
         self._save_catalog()
 
     def insert(self, table: TableDef, data: pa.Table) -> int:
         if data.num_rows == 0:
             return 0
-        self._write(table, self._place(table, data), replace=False)
+        self._write([(table, self._place(table, data), False)])
         return data.num_rows
+
+    def begin_load(self, table: TableDef) -> "_RayLoad":
+        return _RayLoad(self, table)
 
     def replace_table(self, table: TableDef, data: Optional[pa.Table]) -> None:
         pieces = self._place(table, data) if data is not None else {}
         for i in range(self.num_leaves):       # every store is replaced, the empty ones with nothing
             for key in self._keys(table, i):
                 pieces.setdefault(i, {}).setdefault(key, [])
-        self._write(table, pieces, replace=True)
+        self._write([(table, pieces, True)])
+
+    def delete_rows(self, table: TableDef, matcher, rewrite=None) -> int:
+        """DELETE / UPDATE in place, one transaction: every leaf marks the rows ``matcher`` selects in
+        its partitions (delete bitmaps when durable); for an UPDATE the matched rows (only those) come
+        here, ``rewrite`` makes their new versions, which are routed as an INSERT's and prepared in the
+        same transaction. Returns the rows matched (a reference table's counted once)."""
+        return self._write([], delete=(table, matcher, rewrite))
 
     def _place(self, table: TableDef, data: pa.Table) -> dict[int, dict[Optional[int], list]]:
         """{leaf: {partition (None: the reference copy): [batches]}}, routed here on the driver."""
@@ -300,7 +316,7 @@ class RayRunner(Runner):
             if table.shard_key:
                 pieces = enumerate(kernels.split_batch(batch, list(table.shard_key), n))
             else:                 # keyless: each batch goes whole to the next partition in turn
-                with self._write_lock:
+                with self._cursor_lock:
                     partition = self._keyless_cursor.get(table.table_id, 0)
                     self._keyless_cursor[table.table_id] = (partition + 1) % n
                 pieces = [(partition, batch)]
@@ -310,40 +326,83 @@ class RayRunner(Runner):
                     placed.setdefault(leaf, {}).setdefault(partition, []).append(piece)
         return placed
 
-    def _write(self, table: TableDef, placed: dict, replace: bool) -> None:
-        """Two steps: every leaf holds its pieces (prepare), then every leaf applies them (commit), so a
-        leaf that cannot take its rows leaves every partition untouched. Durable: the prepared pieces
-        are synced to disk, and the commit record between the steps is the statement's commit point.
-        The statement is the next snapshot epoch, published once every leaf has applied it: queries
-        started before read the versions without it on every leaf (cluster.versions)."""
+    def _write(self, writes: Sequence[tuple[TableDef, dict, bool]], on_commit=None, delete=None) -> int:
+        """One transaction over any number of tables. ``writes``: (table, pieces as ``_place`` makes
+        them, replace); ``delete``: (table, matcher, rewrite or None) of a DELETE / UPDATE (see
+        ``delete_rows``), prepared first; ``on_commit`` runs once every leaf applied, still under the
+        write lock. Returns the rows the delete matched.
+
+        Three steps: every leaf prepares its part (durable: synced to disk), so a leaf that cannot take
+        its rows, a predicate that fails or an UPDATE's bad new value leaves every partition as it was
+        (abort everywhere); the driver appends the commit record, the statement's commit point; every
+        leaf applies. The statement is the next snapshot epoch, published once every leaf has applied
+        it: queries started before read the versions without it on every leaf (cluster.versions)."""
         txn = uuid.uuid4().hex
-        self._forget(table.table_id)
-        targets = [(i, list(pieces.items())) for i, pieces in placed.items()]
+        for table, *_ in [*writes, *([delete] if delete is not None else [])]:
+            self._forget(table.table_id)
         with self._write_lock:
             csn = self._data.log.next_csn() if self._data is not None else None
+            touched: set[int] = set()          # leaves holding a part of the transaction
+            deleted = 0
             try:
-                self._get([self.leaves[i].prepare_write.remote(txn, table.table_id, pieces, replace, csn)
-                           for i, pieces in targets])
+                if delete is not None:
+                    deleted, rewritten = self._prepare_delete(txn, csn, *delete, touched)
+                    if rewritten is not None and rewritten.num_rows:
+                        writes = [*writes, (delete[0], self._place(delete[0], rewritten), False)]
+                if delete is not None and not deleted and not writes:    # matched no row: no commit record
+                    for i in touched:
+                        self.leaves[i].abort_write.remote(txn)
+                    return 0
+                by_leaf: dict[int, list] = {}
+                for table, placed, replace in writes:
+                    for i, pieces in placed.items():
+                        by_leaf.setdefault(i, []).append((table.table_id, list(pieces.items()), replace))
+                touched.update(by_leaf)
+                self._get([self.leaves[i].prepare.remote(txn, ops, csn) for i, ops in by_leaf.items()])
+                if self._data is not None and touched:
+                    self._data.log.commit(csn)      # the commit point
             except BaseException:
-                for i, _ in targets:
+                for i in touched:
                     self.leaves[i].abort_write.remote(txn)
                 raise
-            epoch = self._published + 1
-            try:
-                if self._data is None:
-                    self._get([ref for _, ref in self._commit_on_leaves(txn, [i for i, _ in targets], epoch)])
-                    return
-                self._data.log.commit(csn)
-                failed = []
-                for i, ref in self._commit_on_leaves(txn, [i for i, _ in targets], epoch):
-                    try:
-                        self._get(ref)
-                    except ExecutionError as error:
-                        failed.append((i, error))
-                for i, error in failed:
-                    self._reopen_leaf(i, csn, error)
-            finally:
-                self._publish(epoch)
+            self._apply(txn, csn, sorted(touched))
+            if on_commit is not None:
+                on_commit()
+            return deleted
+
+    def _prepare_delete(self, txn: str, csn: Optional[int], table: TableDef, matcher, rewrite,
+                        touched: set[int]) -> tuple[int, Optional[pa.Table]]:
+        """Every leaf prepares the delete; (rows matched, their new versions for an UPDATE). A
+        reference table's copies are alike: leaf 0's count and rows are the table's."""
+        counted = range(1) if table.reference else range(self.num_leaves)
+        touched.update(range(self.num_leaves))
+        results = self._get([leaf.prepare_delete.remote(txn, table.table_id, self._keys(table, i), matcher,
+                                                        rewrite is not None and i in counted, csn)
+                             for i, leaf in enumerate(self.leaves)])
+        deleted = sum(results[i][0] for i in counted)
+        if rewrite is None or not deleted:
+            return deleted, None
+        return deleted, rewrite([b for i in counted for b in results[i][1]])
+
+    def _apply(self, txn: str, csn: Optional[int], leaves: list[int]) -> None:
+        """Every leaf makes the transaction visible, as the next snapshot epoch (published once all
+        have). Durable: it is committed already, so a leaf that fails to apply (it died after
+        preparing) reopens its partitions from disk instead."""
+        epoch = self._published + 1
+        try:
+            if self._data is None:
+                self._get([ref for _, ref in self._commit_on_leaves(txn, leaves, epoch)])
+                return
+            failed = []
+            for i, ref in self._commit_on_leaves(txn, leaves, epoch):
+                try:
+                    self._get(ref)
+                except Exception as error:      # noqa: BLE001 - the statement is committed: recover the leaf
+                    failed.append((i, error))
+            for i, error in failed:
+                self._reopen_leaf(i, csn, error)
+        finally:
+            self._publish(epoch)
 
     def _commit_on_leaves(self, txn: str, leaves: list[int], epoch: int) -> list[tuple[int, object]]:
         """Send ``commit_write`` of ``txn`` (as snapshot ``epoch``) to ``leaves``; their refs."""
@@ -416,7 +475,8 @@ class RayRunner(Runner):
         return self._distinct[key]
 
     def optimize_table(self, table: TableDef) -> None:
-        self._get([leaf.optimize_table.remote(table.table_id) for leaf in self.leaves])
+        with self._write_lock:      # a durable leaf in a transaction holds its commit lock until the apply
+            self._get([leaf.optimize_table.remote(table.table_id) for leaf in self.leaves])
 
     def map_column_partitions(self, table: TableDef, column: str, fn):
         leaves = self.leaves[:1] if table.reference else self.leaves
@@ -734,6 +794,48 @@ class RayRunner(Runner):
         if self._data is not None:
             self._data.close()
             self._data = None
+
+
+class _RayLoad(LoadWriter):
+    """A load routed on the driver block by block as it is read; at commit the routed pieces and those
+    of ``add_related`` tables (a pipeline batch's file marks) are one transaction (``RayRunner._write``),
+    ``on_commit`` running inside it: the rows and their marks become durable and visible together."""
+
+    def __init__(self, runner: RayRunner, table: TableDef):
+        super().__init__(runner, table)
+        self._added: list[dict[int, dict[Optional[int], list]]] = []    # each add's pieces, as _place makes them
+
+    def add(self, data: "pa.Table | pa.RecordBatch") -> None:
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        self._added.append(self.runner._place(self.table, data))
+        self.rows += data.num_rows
+
+    def savepoint(self) -> tuple[int, int]:
+        return len(self._added), self.rows
+
+    def rollback_to(self, savepoint: tuple[int, int]) -> None:
+        del self._added[savepoint[0]:]
+        self.rows = savepoint[1]
+
+    def add_related(self, table: TableDef, data: pa.Table) -> None:
+        self._related.append((table, self.runner._place(table, data), False))
+
+    def commit(self, on_commit=None) -> int:
+        placed: dict[int, dict[Optional[int], list]] = {}
+        for pieces_of_leaf in self._added:
+            for leaf, pieces in pieces_of_leaf.items():
+                for key, batches in pieces.items():
+                    placed.setdefault(leaf, {}).setdefault(key, []).extend(batches)
+        self._added = []
+        related, self._related = self._related, []
+        self.runner._write([(self.table, placed, False), *related], on_commit=on_commit)
+        return self.rows
+
+    def abort(self) -> None:
+        self._added = []
+        self._related = []
+        self.rows = 0
 
 
 class _LeafDied(ExecutionError):

@@ -96,3 +96,6 @@ class _MemoryDelete:
     def apply(self) -> None:
         if self.kept is not None:
             self.store.replace(self.kept)
+
+    def abort(self) -> None:
+        pass                    # nothing was changed before apply

@@ -119,7 +119,11 @@ class Committer:
     """Runs transactions over partition stores. Without a commit log (in-memory tables) a transaction
     is the stores' own append/replace under the exclusive lock, as before there was a columnstore."""
 
-    def __init__(self, log: Optional[CommitLog] = None, background_merges: bool = False):
+    def __init__(self, log: Optional[CommitLog] = None, background_merges: bool = False,
+                 background_flushes: bool = False):
+        """``background_merges``: partitions due for a merge go to a :class:`BackgroundMerger` thread;
+        ``background_flushes`` (with it): so do flushes, and a statement only hands its partitions over
+        (a Ray leaf, whose statements are actor calls the driver waits for)."""
         self.log = log
         self.lock = SharedExclusiveLock()
         # Held while a statement makes its rows visible in the partitions it touched (apply), and while
@@ -128,7 +132,7 @@ class Committer:
         self.merger = None
         if background_merges:
             from engine.storage.columnstore.merger import BackgroundMerger
-            self.merger = BackgroundMerger(self.lock)
+            self.merger = BackgroundMerger(self.lock, flushes=background_flushes)
 
     def begin(self) -> "Transaction":
         return Transaction(self)
@@ -136,8 +140,14 @@ class Committer:
     def maintain(self, stores) -> None:
         """Flush write buffers past their threshold — synchronously, by the statement that crossed
         it, under the exclusive lock (a flush swaps the WAL); then partitions due for a merge go to
-        the background merger, or are merged here under the same lock without one."""
+        the background merger, or are merged here under the same lock without one. With background
+        flushes the merger's thread does both: the statement returns at once."""
         stores = [s for s in stores if hasattr(s, "needs_merge")]
+        if self.merger is not None and self.merger.flushes:
+            due = [s for s in stores if s.needs_flush() or s.needs_merge()]
+            if due:
+                self.merger.submit(due)
+            return
         flush = [s for s in stores if s.needs_flush()]
         merge = [] if self.merger is not None else [s for s in stores if s.needs_merge()]
         if flush or merge:

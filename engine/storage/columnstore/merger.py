@@ -17,6 +17,10 @@ swap under the commit lock's *shared* side (like an INSERT: no DELETE or TRUNCAT
 and apply then), abandoning the merge when a candidate changed meanwhile. Readers never wait: a scan
 keeps the segments of the snapshot it started with. ``close`` stops the thread (a merge in progress
 is abandoned at its next segment) and waits for it.
+
+With ``flushes`` (a Ray leaf) the thread also flushes a submitted partition's write buffer first, under
+the commit lock's exclusive side (a flush swaps the WAL: no statement may be between prepare and apply),
+so a statement returns once its rows are durable and visible, never after a flush or a merge.
 """
 from __future__ import annotations
 
@@ -28,8 +32,9 @@ log = logging.getLogger(__name__)
 
 
 class BackgroundMerger:
-    def __init__(self, commit_lock) -> None:
+    def __init__(self, commit_lock, flushes: bool = False) -> None:
         self._commit_lock = commit_lock
+        self.flushes = flushes
         self._cond = threading.Condition()
         self._due: dict[int, object] = {}          # id(store) -> store, in arrival order
         self._busy = False
@@ -76,6 +81,9 @@ class BackgroundMerger:
                 store = self._due.pop(next(iter(self._due)))
                 self._busy = True
             try:
+                if self.flushes and store.needs_flush():
+                    with self._commit_lock.exclusive():
+                        store.flush()                   # a no-op once the store is closed
                 while True:
                     count = store.merge(commit_lock=self._commit_lock.shared, stop=self._stopping)
                     if not count:

@@ -356,8 +356,11 @@ class ColumnstorePartitionStore(PartitionStore):
             return not self._closed and bool(self._merge_candidates(self._segments, force=False))
 
     def flush(self) -> None:
-        """Write the buffer as segments and start an empty WAL (caller holds the exclusive lock)."""
+        """Write the buffer as segments and start an empty WAL (caller holds the exclusive lock).
+        Nothing to do once closed (a background flush of a dropped table)."""
         with self._lock:
+            if self._closed:
+                return
             buffer = self._buffer
         if buffer:
             infos = self._write_segments(pa.Table.from_batches(buffer, schema=self.schema))
