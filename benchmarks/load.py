@@ -88,13 +88,13 @@ def canopy_load(ddl: str, table: str, path: Path, clauses: str, data_dir: Option
     def run():
         options = {}
         if data_dir is not None:
-            shutil.rmtree(data_dir, ignore_errors=True)
+            _remove_data_dir(data_dir)
             options["data_dir"] = str(data_dir)
         try:
             _load_once(options)
         finally:
             if data_dir is not None:
-                shutil.rmtree(data_dir, ignore_errors=True)
+                _remove_data_dir(data_dir)
 
     def _load_once(options):
         with engine.connect(progress=False, **options) as con:
@@ -103,6 +103,16 @@ def canopy_load(ddl: str, table: str, path: Path, clauses: str, data_dir: Option
             con.execute(f"LOAD DATA INFILE '{path}' INTO TABLE {table} {clauses}")
             run.elapsed = time.perf_counter() - started       # the load alone, not connect / DDL
     return run
+
+
+def _remove_data_dir(path: Path) -> None:
+    """Remove a data directory a durable run left, refusing anything else (a mistyped --data-dir must
+    not delete, say, the TPC-H cache)."""
+    if not path.exists():
+        return
+    if any(path.iterdir()) and not (path / "catalog.json").exists():
+        raise SystemExit(f"--data-dir {path} exists and is not a Canopy data directory; not removing it")
+    shutil.rmtree(path)
 
 
 def bench_csv(name: str, path: Path, schema: pa.Schema, ddl: str, table: str, clauses: str, header: bool,
@@ -189,8 +199,7 @@ def _polars_type(pl, t: pa.DataType):
 
 
 def lineitem(repeat: int, data_dir: Optional[Path] = None) -> None:
-    data_dir = tpch.generate(1, tpch.default_cache_dir())
-    path = Path(data_dir) / "lineitem.csv"
+    path = Path(tpch.generate(1, tpch.default_cache_dir())) / "lineitem.csv"
     ddl = next(s for s in tpch.schema_statements() if "lineitem" in s.lower().split("(")[0])
     with engine.connect(progress=False) as con:
         con.execute(ddl)
