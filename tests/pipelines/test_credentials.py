@@ -6,6 +6,7 @@ back, kept in a 0600 file of the data_dir, restored on reopen."""
 from __future__ import annotations
 
 import json
+import logging
 import stat
 import sys
 import uuid
@@ -15,7 +16,7 @@ import boto3
 import pytest
 
 import engine
-from engine.errors import ParseError
+from engine.errors import ParseError, UnsupportedError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_pipelines import count, file_states, wait_for  # noqa: E402
@@ -114,9 +115,12 @@ def test_no_credentials_use_the_default_chain(con, auth_endpoint, monkeypatch, t
     con.execute("STOP PIPELINE p")
 
 
-def test_credentials_are_never_printed_back(con, s3_endpoint):
+def test_credentials_are_never_printed_back(con, s3_endpoint, caplog):
+    caplog.set_level(logging.DEBUG)
     secret = {"aws_access_key_id": "AKIAEXAMPLEKEYID0000", "aws_secret_access_key": SECRET_LOOKING}
     _create(con, s3_endpoint, "some-bucket", secret)
+    with pytest.raises(UnsupportedError, match="EXPLAIN of a pipeline statement"):
+        con.execute(f"EXPLAIN CREATE PIPELINE q AS LOAD DATA S3 'b' CREDENTIALS '{json.dumps(secret)}' INTO TABLE t")
     name, text = con.execute("SHOW CREATE PIPELINE p").fetchone()
     assert name == "p"
     assert text.startswith("CREATE PIPELINE p AS LOAD DATA S3 'some-bucket/in/'")
@@ -137,6 +141,7 @@ def test_credentials_are_never_printed_back(con, s3_endpoint):
     assert SECRET_LOOKING not in str(raised.value)
     with pytest.raises(ParseError, match="unknown key 'password'"):
         con.execute("CREATE PIPELINE q AS LOAD DATA S3 'b/x' CREDENTIALS '{\"password\": \"x\"}' INTO TABLE t")
+    assert SECRET_LOOKING not in caplog.text and secret["aws_access_key_id"] not in caplog.text
 
 
 def test_credentials_at_rest_in_the_data_dir(auth_endpoint, tmp_path):

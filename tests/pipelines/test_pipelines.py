@@ -246,3 +246,20 @@ def test_doctests():
 
     import engine.pipelines.statements as module
     assert doctest.testmod(module).failed == 0
+
+
+def test_a_batch_of_small_files_is_appended_as_few_blocks():
+    import pyarrow as pa
+
+    from engine.pipelines.pipeline import coalesced
+
+    def block(first, n):
+        return pa.record_batch([pa.array(range(first, first + n), pa.int64())], names=["id"])
+
+    blocks = [block(i, 1) for i in range(10)] + [block(100, 50)] + [block(200, 3), block(203, 4)]
+    out = list(coalesced(blocks, min_rows=6))
+    # runs of small blocks become one block once they reach min_rows (six singles; the four singles
+    # left and the 3-row block); a large block passes as it is; the last run goes out as it is
+    assert [b.num_rows for b in out] == [6, 50, 7, 4]
+    assert sorted(v for b in out for v in b.column(0).to_pylist()) == \
+        sorted(v for b in blocks for v in b.column(0).to_pylist())
