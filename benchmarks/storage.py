@@ -3,6 +3,7 @@ file, and flush / merge / scan throughput of the durable columnstore.
 
     python -m benchmarks.storage                 # SF1 (generated once under .data/tpch)
     python -m benchmarks.storage --sf 0.1
+    python -m benchmarks.storage --all-tables    # and all 8 tables' bytes against Parquet and DuckDB
     python -m benchmarks.storage --workload d    # workload d on persisted tables, beside DuckDB's file
     python -m benchmarks.storage --workload delete [--rows N]   # DELETE of 1%: delete bitmaps vs rewrite
     python -m benchmarks.storage --workload reopen [--rows N]   # open + first query after reopening
@@ -382,6 +383,36 @@ def workload_tpch_first(sf: float) -> None:
     print(f"  before / after: {totals[False] / totals[True]:.2f}x")
 
 
+def all_tables(work: Path, data: Path) -> None:
+    """Bytes on disk of all 8 TPC-H tables: a Canopy data directory (LOAD DATA, OPTIMIZE TABLE), one
+    zstd Parquet file per table (pyarrow), one DuckDB file (COPY, CHECKPOINT)."""
+    canopy_dir = work / "canopy-all"
+    shutil.rmtree(canopy_dir, ignore_errors=True)
+    con = engine.connect(data_dir=str(canopy_dir), progress=False)
+    tpch.create_schema(con)
+    tpch.load(con, data)
+    parquet_bytes = 0
+    for name in tpch.TABLES:
+        con.execute(f"OPTIMIZE TABLE {name}")
+        path = work / f"{name}.parquet"
+        pq.write_table(con.session.execute(f"SELECT * FROM {name}").table, path, compression="zstd")
+        parquet_bytes += path.stat().st_size
+    con.close()
+    line = f"all 8 tables: canopy {_bytes(canopy_dir) / 1e6:8.1f} MB, parquet (zstd) {parquet_bytes / 1e6:8.1f} MB"
+    try:
+        import duckdb
+        duck_file = work / "all.duckdb"
+        duck_file.unlink(missing_ok=True)
+        duck = duckdb.connect(str(duck_file))
+        tpch.load_duckdb(duck, data)
+        duck.execute("CHECKPOINT")
+        duck.close()
+        line += f", duckdb {duck_file.stat().st_size / 1e6:8.1f} MB"
+    except ImportError:
+        line += ", duckdb not installed"
+    print(line)
+
+
 def stores_cache(con) -> dict:
     """The column cache's statistics of a connection's data directory (one cache for all its stores)."""
     stores = [s for leaf in con.session.runner.leaves for s in leaf.storage.all_stores()]
@@ -399,6 +430,8 @@ def main() -> None:
     parser.add_argument("--workload", choices=["d", "f", "delete", "reopen", "first", "wide", "tpch-first"], default=None,
                         help="run only this workload (d or f of WORKLOADS.md, DELETE of 1%%, reopen latency) on "
                              "persisted tables")
+    parser.add_argument("--all-tables", action="store_true",
+                        help="also bytes on disk of all 8 TPC-H tables (Canopy, Parquet, DuckDB)")
     parser.add_argument("--rows", type=int, default=None,
                         help="rows of the --workload f/delete/reopen table (default 20M for f, else 10M)")
     args = parser.parse_args()
@@ -489,6 +522,8 @@ def main() -> None:
     print(f"scan     : all 16 columns {total / scan_all / 1e6:6.1f} M rows/s, one column {total / scan_one / 1e6:6.1f} M rows/s"
           f" ({total:,} rows, memory-mapped, decoded)")
     store.close()
+    if args.all_tables:
+        all_tables(work, data)
 
 
 if __name__ == "__main__":

@@ -30,8 +30,9 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.stats.histogram import Bucket, ColumnStats
+# the precision of the segments' write-time sketches (1 KiB of registers, ~3% error)
+from engine.storage.columnstore.encoding import SKETCH_PRECISION as PRECISION
 
-PRECISION = 10                  # the segments' write-time sketches (encoding.SKETCH_PRECISION)
 # An in-memory partition's sample is hashed into a finer sketch (16 KiB, ~0.8% error): its NDV is
 # scaled up from what the sample shows, and a key column must read as all distinct.
 SAMPLE_PRECISION = 14
@@ -66,8 +67,6 @@ def summarize_store(store, column: str) -> QuickSummary:
 
 
 def _from_segments(store, column: str) -> QuickSummary:
-    from engine.storage.columnstore.encoding import SKETCH_PRECISION
-    assert SKETCH_PRECISION == PRECISION
     segments, buffer = store.snapshot()
     type_ = store.schema.field(column).type
     chunks = [b.column(b.schema.get_field_index(column)) for b in buffer]
