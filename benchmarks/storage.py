@@ -15,8 +15,9 @@ file, and flush / merge / scan throughput of the durable columnstore.
 Workload d (``../shared/bench/WORKLOADS.md``): ``t(i INT)``, 10M rows sorted by ``SORT KEY (i)``,
 ``COUNT(*) WHERE i = 2``, through SQL on a reopened data directory and on a reopened DuckDB database
 file, in the same run: the first query after opening and the median of the warm ones. The query runs
-once before the data directory is closed (the first query on a new table collects the statistics its
-plan estimates from; they are persisted, so reopening does not collect them again). The same 10M
+once before the data directory is closed (the first query on a new table plans from quick statistics
+while the histogram is collected in the background; it is persisted, so reopening does not collect it
+again). The same 10M
 rows with 100x more runs (100,000 values) shows the cost growing with the runs, not the rows.
 
 Canopy: ``engine.connect(data_dir=...)`` (2 leaves x 4 partitions), ``LOAD DATA`` of lineitem.csv, then
@@ -75,7 +76,8 @@ def workload_d(work: Path, rows: int = 10_000_000) -> None:
         con.execute("CREATE TABLE t (i INT, SORT KEY (i))")
         con.load_table("t", table)
         con.execute("OPTIMIZE TABLE t")
-        _, ever = _timed(lambda: con.execute(sql).fetchall())      # collects (and persists) statistics of i
+        _, ever = _timed(lambda: con.execute(sql).fetchall())      # quick statistics of i; the histogram
+        con.session.statistics.wait()           # collected in the background, and persisted, before closing
         con.close()
         con = engine.connect(data_dir=str(canopy_dir), progress=False)
         (answer,), first = _timed(lambda: con.execute(sql).fetchall())
@@ -170,7 +172,8 @@ def workload_reopen(work: Path, rows: int = 10_000_000, repeat: int = 7) -> None
     con.execute("CREATE TABLE t (i INT, SORT KEY (i))")
     con.load_table("t", table)
     con.execute("OPTIMIZE TABLE t")
-    (answer,) = con.execute(sql).fetchall()          # collects (and persists) the statistics of i
+    (answer,) = con.execute(sql).fetchall()          # quick statistics of i; the histogram collected
+    con.session.statistics.wait()                    # in the background, and persisted
     con.close()
     print(f"reopen: connect(data_dir) + first `{sql}` on {rows:,} rows, median of {repeat} reopens")
     for label, keep_stats in (("statistics persisted", True), ("statistics removed", False)):
@@ -233,7 +236,8 @@ def workload_f(work: Path, rows: int = 20_000_000, repeat: int = 11) -> None:
     con.execute("OPTIMIZE TABLE trade")
     stores = [s for leaf in con.session.runner.leaves for s in leaf.storage.all_stores()]
     encodings = {i.columns["stock_symbol"].encoding for s in stores for i in s.segment_infos()}
-    _, collecting = _timed(lambda: con.execute(sql).fetchall())    # the first query ever collects statistics
+    _, collecting = _timed(lambda: con.execute(sql).fetchall())    # the first query ever: quick statistics
+    con.session.statistics.wait()       # the histograms collected in the background (and persisted)
     con.close()
     cores = min(os.cpu_count() or 1, 8)      # the local runner's threads (2 leaves x 4 partitions)
     runs = {}
@@ -249,7 +253,7 @@ def workload_f(work: Path, rows: int = 20_000_000, repeat: int = 11) -> None:
         con.close()
         runs[label] = (got, first, statistics.median(walls), statistics.median(cpus), cache)
     print(f"workload f on persisted data, {rows:,} rows (load {load_s:.1f} s; stock_symbol stored as "
-          f"{'/'.join(sorted(encodings))}; first on the new table, collecting statistics, "
+          f"{'/'.join(sorted(encodings))}; first on the new table, from quick statistics, "
           f"{collecting * 1e3:.1f} ms): {sql}")
     for label, (got, first, warm, cpu, cache) in runs.items():
         print(f"  canopy data_dir, {label:15}: {warm * 1e3:7.1f} ms = {rows / warm / 1e6:7.1f} M rows/s"
