@@ -524,8 +524,16 @@ class _Reader:
             first.append(row)
             return "error"
 
+        buffer = self.buffer
+        if self.escaped:
+            # pyarrow decodes a bad row's text as UTF-8 before calling the handler, and the
+            # placeholders are not UTF-8: put the escapes they stand for back (rows and fields do not
+            # change; pyarrow's own escape handling reads them), or the row would go unnamed
+            escape = self.escape.encode()
+            buffer = pa.py_buffer(buffer.to_pybytes().replace(_ESCAPED_ESCAPE, escape + escape)
+                                  .replace(_NULL_MARK, escape + b"N"))
         try:  # single-threaded: only then does pyarrow number the rows
-            self._parse(self.buffer, use_threads=False, on_invalid_row=record)
+            self._parse(buffer, use_threads=False, on_invalid_row=record)
         except pa.ArrowInvalid:
             pass
         if not first:

@@ -180,3 +180,11 @@ def test_routed_pieces_are_concatenated_per_partition(tmp_path, small_chunks, sm
 def test_fallback_drops_concatenated_batches_too(tmp_path, small_chunks, small_load_batches):
     count, got = _load(tmp_path, rows_text(600) + '600,"two\nlines",1,x\n' + rows_text(10, 601))
     assert count == 611 and [r[0] for r in got] == list(range(611))
+
+
+def test_wrong_field_count_in_a_file_with_escapes_names_the_line(tmp_path):
+    """The escape rewrite's placeholders are not UTF-8; the error for a short row must still name it."""
+    path = tmp_path / "e.csv"
+    path.write_text('1,a,1,\\N\n2,b\\\\c,2,x\n3,\\N,3\n4,d,4,y\n')
+    with pytest.raises(BadDataError, match=r"line 3: expected 4 fields, got 3: '3,\\\\N,3'"):
+        whole(path)
