@@ -96,6 +96,16 @@ def test_bloom_filter_drops_rows_in_the_scan(selective):
                                                        2_000)]
 
 
+def test_bloom_filter_through_a_renaming_projection(selective):
+    # the probe key is a derived table's column: the filter must name the scan's own column (it once
+    # named the derived column, and the scan failed with 'Field "f.k#.." does not exist in schema')
+    sql = ("SELECT SUM(f.q), COUNT(*) FROM (SELECT fk AS k, qty AS q FROM fact) f "
+           "JOIN (SELECT pk FROM dim WHERE name = 'n7') d ON f.k = d.pk")
+    plan = "\n".join(r[0] for r in selective.execute("EXPLAIN " + sql).fetchall())
+    assert "bloom filter -> Scan fact.fact.fk" in plan, plan
+    assert selective.execute(sql).fetchall() == selective.execute(SELECTIVE).fetchall()
+
+
 def test_bloom_filter_switches_off_when_it_keeps_most_rows(selective):
     sql = "SELECT COUNT(*) FROM fact JOIN dim ON fk = pk WHERE name <> 'n7'"
     lines = [r[0] for r in selective.execute("EXPLAIN ANALYZE " + sql).fetchall()]

@@ -73,8 +73,7 @@ class HashJoinExec(PhysicalOperator):
         if not isinstance(key, ColumnRef) or not kernels.supports_join_key(build_key.type.to_arrow()) \
                 or pa.types.is_decimal(build_key.type.to_arrow()):
             return None
-        scan = _scan_of(self.left, key.id)
-        return (scan, key.id) if scan is not None else None
+        return _scan_of(self.left, key.id)
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         right = collect(self.right, partition, ctx)
@@ -203,15 +202,16 @@ class HashJoinExec(PhysicalOperator):
 
 
 def _scan_of(op: PhysicalOperator, column: str):
-    """The ScanExec producing ``column`` below ``op`` in the same stage, where dropping a row whose
-    ``column`` value has no match cannot change the join above: through filters, pass-through
-    projections and inner joins (either side) or the probe side of semi / anti / left joins."""
+    """(the ScanExec producing ``column`` below ``op`` in the same stage, the id it has there — a
+    projection may rename it), where dropping a row whose ``column`` value has no match cannot change
+    the join above: through filters, pass-through projections and inner joins (either side) or the
+    probe side of semi / anti / left joins; None if there is none."""
     from engine.exec.operators.filter import FilterExec
     from engine.exec.operators.project import ProjectExec
     from engine.exec.operators.scan import ScanExec
 
     if isinstance(op, ScanExec):
-        return op if any(f.id == column for f in op.fields) else None
+        return (op, column) if any(f.id == column for f in op.fields) else None
     if isinstance(op, FilterExec):
         return _scan_of(op.input, column)
     if isinstance(op, ProjectExec):
