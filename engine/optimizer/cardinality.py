@@ -23,8 +23,8 @@ from typing import Optional, Protocol
 
 from engine.catalog import TableDef
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, conjuncts
-from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Scan, Sort,
-                                 Union, Values)
+from engine.plan.logical import (Aggregate, CteScan, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Scan,
+                                 Sort, Union, Values)
 from engine.stats.histogram import ColumnStats, join_rows
 
 # "sample" and "segment metadata": a column's quick statistics (engine.stats.quick), used until its
@@ -176,6 +176,10 @@ class Estimator:
             return rows * self.conjunction(plan.filters, bare, rows)
         if isinstance(plan, Values):
             return float(len(plan.rows))
+        if isinstance(plan, CteScan):           # the estimate of the plan it was computed by, on its grounds
+            rows = self.rows(plan.definition)
+            self._note(self.source(plan.definition))
+            return rows
         if isinstance(plan, Filter):
             rows = self.rows(plan.input)
             return rows * self.conjunction(conjuncts(plan.predicate), plan.input, rows)

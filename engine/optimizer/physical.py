@@ -40,13 +40,14 @@ from engine.exec.operators.scan import ScanExec
 from engine.exec.operators.sort import SortExec
 from engine.exec.operators.streaming_aggregate import StreamingAggregateExec
 from engine.exec.operators.union import UnionExec
+from engine.exec.operators.cte_scan import CteScanExec
 from engine.exec.operators.values import ValuesExec
 from engine import types as T
 from engine.optimizer import cost
 from engine.optimizer.context import OptimizerContext
 from engine.plan.expressions import AggCall, Call, ColumnRef, and_all
-from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort, Union,
-                                 Values)
+from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort,
+                                 Union, Values)
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,10 @@ class PhysicalPlanner:
 
     def _Values(self, node: Values):
         return ValuesExec(node.fields, node.rows), REPLICATED
+
+    def _CteScan(self, node: CteScan):
+        # a materialized CTE is at most broadcast_row_limit rows (engine.optimizer.ctes): every reader has all of it
+        return CteScanExec(node.fields, node.name, node.index), REPLICATED
 
     def _Filter(self, node: Filter):
         op, dist = self.build(node.input)
@@ -582,6 +587,8 @@ def _upper_rows(plan: LogicalPlan, est) -> float:
         return float(est.stats.table_rows(plan.table))
     if isinstance(plan, Values):
         return float(len(plan.rows))
+    if isinstance(plan, CteScan):
+        return _upper_rows(plan.definition, est)
     if isinstance(plan, (Filter, Project, Sort)):
         return _upper_rows(plan.input, est)
     if isinstance(plan, Aggregate):

@@ -89,6 +89,10 @@ class Binder:
         self.ids = ids or IdGenerator()
         self.subqueries: list[Query] = []
         self.visible_ctes: dict = {}
+        # id(plan bound for one reference to a WITH query) -> (id of its definition, its name, the plan):
+        # each reference is bound on its own (fresh field ids); engine.optimizer.ctes finds the ones that
+        # survive in the bound query and computes a CTE referenced more than once only once
+        self.cte_uses: dict[int, tuple[int, str, LogicalPlan]] = {}
 
     # ---------------------------------------------------------------------------------------------
     # queries
@@ -295,6 +299,7 @@ class Binder:
             if not node.db and name.lower() in ctes:
                 cte = ctes[name.lower()]
                 plan, names = self.bind_query(cte.this, None, {k: v for k, v in ctes.items() if k != name.lower()})
+                self.cte_uses[id(plan)] = (id(cte), name.lower(), plan)
                 column_aliases = [c.name for c in cte.args["alias"].columns] if cte.args.get("alias") and \
                     cte.args["alias"].columns else names
                 return self._derived(plan, column_aliases, alias, scope)
@@ -429,6 +434,7 @@ class Binder:
         probe_scope = Scope(parent=scope)
         # cheap correlation test: bind the core in a throw-away binder sharing our catalog
         trial = Binder(self.catalog, self.database, self.ids)
+        trial.cte_uses = self.cte_uses
         trial_parts = trial.bind_select_core(query, scope, ctes)
         if not trial_parts.correlated:
             return False
@@ -725,6 +731,7 @@ class Binder:
         probe = Scope(parent=ctx.scope)
         sub = Binder(self.catalog, self.database, self.ids)
         sub.subqueries = self.subqueries
+        sub.cte_uses = self.cte_uses
         plan, names = sub.bind_query(node.this, probe, self.visible_ctes)
         if probe.outer_refs:
             raise UnsupportedError(

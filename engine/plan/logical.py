@@ -69,6 +69,22 @@ class Values(LogicalPlan):
 
 
 @dataclass(frozen=True)
+class CteScan(LogicalPlan):
+    """One reference to a WITH query that is computed once per statement and read by all its references
+    (``engine.optimizer.ctes``): its rows are those of materialized CTE number ``index``, whose columns
+    are ``fields`` by position. ``definition`` is that CTE's optimized plan, for estimates only: it is
+    not an input (rules do not rewrite it, it runs apart)."""
+
+    fields: tuple[Field, ...]
+    name: str
+    index: int
+    definition: LogicalPlan = field(compare=False, repr=False)
+
+    def describe(self) -> str:
+        return f"CteScan {self.name} (materialized cte{self.index})"
+
+
+@dataclass(frozen=True)
 class Filter(LogicalPlan):
     input: LogicalPlan
     predicate: Expr

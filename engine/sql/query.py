@@ -1,10 +1,12 @@
 """Queries: bind, optimize, plan physically, cut into stages, run on the runner.
 
-A bound query may carry init plans (uncorrelated scalar subqueries): each is planned and run first, and
-its single value becomes a parameter of the plans after it.
+A bound query may carry init plans, each planned apart and run before the main plan: a WITH query that
+several references read (``engine.optimizer.ctes``), whose result is put into the stages that read it,
+and uncorrelated scalar subqueries, whose single value becomes a parameter of the plans after them.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -15,12 +17,14 @@ from sqlglot import exp
 from engine.catalog import Catalog
 from engine.errors import BadDataError
 from engine.exec.operators.base import PhysicalOperator
+from engine.exec.operators.cte_scan import CteScanExec
 from engine.exec.operators.exchange import ExchangeExec
 from engine.exec.profile import QueryProfile
 from engine.exec.stages import StageSpec, explain_physical, operator_names, split_stages
 from engine.optimizer import optimize_logical
 from engine.optimizer.cardinality import Estimator
 from engine.optimizer.context import OptimizerContext
+from engine.optimizer.ctes import materialize_ctes
 from engine.optimizer.physical import PhysicalPlanner
 from engine.plan.binder import Binder
 from engine.plan.logical import Field, LogicalPlan, Query
@@ -28,10 +32,22 @@ from engine.result import ColumnInfo, Result
 
 
 @dataclass(frozen=True)
+class InitPlan:
+    """A plan run before the main one: a materialized CTE (``cte`` its name; ``reads``: how many
+    references read it) or, with ``cte`` None, a scalar subquery. CTEs come first, in the order of
+    their CteScan numbers; the scalar subqueries follow in the order of their ``$subqueryN``."""
+
+    root: PhysicalOperator
+    stages: tuple[StageSpec, ...]
+    cte: Optional[str] = None
+    reads: int = 0
+
+
+@dataclass(frozen=True)
 class PlannedQuery:
     """One query ready to run: stages of each init plan (in order), then the main plan's stages."""
 
-    init_plans: tuple[tuple[PhysicalOperator, tuple[StageSpec, ...]], ...]
+    init_plans: tuple[InitPlan, ...]
     root: PhysicalOperator
     stages: tuple[StageSpec, ...]
     fields: tuple[Field, ...]
@@ -44,14 +60,19 @@ class PlannedQuery:
 
 def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], statistics,
                num_partitions: int) -> PlannedQuery:
-    query: Query = Binder(catalog, database).bind_statement(node)
+    binder = Binder(catalog, database)
+    query: Query = binder.bind_statement(node)
     ctx = OptimizerContext(Estimator(statistics), num_partitions=num_partitions,
                            num_tasks=getattr(getattr(statistics, "runner", None), "num_leaves", None))
+    query, ctes = materialize_ctes(query, binder.cte_uses, ctx, lambda plan: optimize_logical(plan, ctx))
     init_plans = []
     planner = PhysicalPlanner(ctx)
+    for cte in ctes:
+        root = planner.plan(cte.plan)
+        init_plans.append(InitPlan(root, tuple(split_stages(root)), cte.name, cte.reads))
     for sub in query.subqueries:
         root = planner.plan(optimize_logical(sub.root, ctx))
-        init_plans.append((root, tuple(split_stages(root))))
+        init_plans.append(InitPlan(root, tuple(split_stages(root))))
     logical = optimize_logical(query.root, ctx)
     root = planner.plan(logical)
     estimates = {op_id: (ctx.estimator.rows(node), ctx.estimator.source(node), planner.cost_text(op_id))
@@ -73,14 +94,44 @@ def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfil
         return table
 
     params: list = []
-    for index, (_, stages) in enumerate(planned.init_plans):
-        table = run(stages, params)
+    ctes: list[pa.Table] = []           # results of the materialized CTEs, by CteScan number
+    for init in planned.init_plans:
+        table = run(with_ctes(init.stages, ctes), params)
+        if init.cte is not None:
+            ctes.append(table)
+            continue
         if table.num_rows > 1:
-            raise BadDataError(f"scalar subquery $subquery{index} returned {table.num_rows} rows; it must "
-                               "return at most one")
+            raise BadDataError(f"scalar subquery $subquery{len(params)} returned {table.num_rows} rows; it "
+                               "must return at most one")
         params.append(table.column(0)[0].as_py() if table.num_rows else None)
-    table = run(planned.stages, params)
+    table = run(with_ctes(planned.stages, ctes), params)
     return query_result(table, planned.fields, planned.names)
+
+
+def with_ctes(stages: tuple[StageSpec, ...], ctes: list[pa.Table]) -> tuple[StageSpec, ...]:
+    """``stages`` with each CteScanExec holding its CTE's result, so a stage carries what it reads to
+    wherever it runs (the aggregator or every leaf, on any runner), as a VALUES stage carries its rows."""
+    if not ctes:
+        return stages
+
+    def bind(op: PhysicalOperator) -> PhysicalOperator:
+        if isinstance(op, CteScanExec):
+            return dataclasses.replace(op, table=ctes[op.index])
+        replaced = {}
+        for f in dataclasses.fields(op):
+            value = getattr(op, f.name)
+            if isinstance(value, PhysicalOperator):
+                new = bind(value)
+                if new is not value:
+                    replaced[f.name] = new
+            elif isinstance(value, tuple) and value and all(isinstance(v, PhysicalOperator) for v in value):
+                new = tuple(bind(v) for v in value)
+                if any(a is not b for a, b in zip(new, value)):
+                    replaced[f.name] = new
+        return dataclasses.replace(op, **replaced) if replaced else op
+
+    return tuple(dataclasses.replace(stage, root=root) if root is not stage.root else stage
+                 for stage, root in ((stage, bind(stage.root)) for stage in stages))
 
 
 def query_result(table: pa.Table, fields: tuple[Field, ...], names: tuple[str, ...]) -> Result:
@@ -124,13 +175,20 @@ def explain_text(planned: PlannedQuery, profiles: Optional[list[QueryProfile]] =
         names = operator_names(root)
         return lambda op: "  ".join(t for t in (estimate(op), _actual(op, names.get(id(op)), profile)) if t)
 
-    plans = [root for root, _ in planned.init_plans] + [planned.root]
+    plans = [init.root for init in planned.init_plans] + [planned.root]
     profiles = profiles if profiles is not None else [None] * len(plans)
     parts = []
+    scalars = 0
     for index, (root, profile) in enumerate(zip(plans, profiles)):
         text = explain_physical(root, annotated(root, profile))
         if index < len(planned.init_plans):
-            parts.append(f"Init plan $subquery{index} (scalar, runs first):")
+            init = planned.init_plans[index]
+            if init.cte is not None:
+                parts.append(f"Init plan cte{index}: CTE {init.cte} materialized once, read {init.reads}x "
+                             "(runs first):")
+            else:
+                parts.append(f"Init plan $subquery{scalars} (scalar, runs first):")
+                scalars += 1
             text = "\n".join("  " + line for line in text.splitlines())
         parts.append(text)
     if profiles[-1] is not None:
