@@ -11,6 +11,9 @@ from engine.storage.interface import PartitionStore
 
 # Small appends (INSERT ... VALUES) are coalesced so scans do not iterate over thousands of tiny batches.
 _COALESCE_BELOW_ROWS = 64 * 1024
+# ... and a tail of this many small pieces is concatenated into one (a pipeline committing one small file
+# at a time, or single-row INSERTs, would otherwise leave up to 64k one-row batches for every scan).
+_TAIL_PIECES = 16
 
 
 class MemoryPartitionStore(PartitionStore):
@@ -22,6 +25,7 @@ class MemoryPartitionStore(PartitionStore):
         self.schema = schema
         self._sealed: tuple[pa.RecordBatch, ...] = ()
         self._tail: tuple[pa.RecordBatch, ...] = ()
+        self._tail_rows = 0
         self._rows = 0
         self._lock = threading.Lock()
 
@@ -34,13 +38,17 @@ class MemoryPartitionStore(PartitionStore):
             if batch.num_rows >= _COALESCE_BELOW_ROWS:
                 self._sealed = self._sealed + (batch,)
             else:
-                tail = self._tail + (batch,)
-                if sum(b.num_rows for b in tail) >= _COALESCE_BELOW_ROWS:
-                    merged = pa.Table.from_batches(tail, schema=self.schema).combine_chunks().to_batches()
-                    self._sealed = self._sealed + tuple(merged)
-                    tail = ()
-                self._tail = tail
+                tail, tail_rows = self._tail + (batch,), self._tail_rows + batch.num_rows
+                if tail_rows >= _COALESCE_BELOW_ROWS:
+                    self._sealed = self._sealed + self._concatenated(tail)
+                    tail, tail_rows = (), 0
+                elif len(tail) >= _TAIL_PIECES:
+                    tail = self._concatenated(tail)     # copies at most 64k rows once per 16 appends
+                self._tail, self._tail_rows = tail, tail_rows
             self._rows += batch.num_rows
+
+    def _concatenated(self, batches: tuple[pa.RecordBatch, ...]) -> tuple[pa.RecordBatch, ...]:
+        return tuple(pa.Table.from_batches(batches, schema=self.schema).combine_chunks().to_batches())
 
     def snapshot(self) -> tuple[pa.RecordBatch, ...]:
         """The batches a scan starting now reads (immutable)."""
@@ -85,7 +93,7 @@ class MemoryPartitionStore(PartitionStore):
     def replace(self, batches: Sequence[pa.RecordBatch]) -> None:
         batches = tuple(b for b in batches if b.num_rows)
         with self._lock:
-            self._sealed, self._tail = batches, ()
+            self._sealed, self._tail, self._tail_rows = batches, (), 0
             self._rows = sum(b.num_rows for b in batches)
 
 

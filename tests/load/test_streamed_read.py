@@ -158,9 +158,11 @@ def small_load_batches(monkeypatch):
     monkeypatch.setattr(cluster.local, "_LOAD_BATCH_ROWS", 50)
 
 
-def test_routed_pieces_are_concatenated_per_partition(tmp_path, small_chunks, small_load_batches):
+def test_routed_pieces_are_concatenated_per_partition(tmp_path, small_chunks, small_load_batches, monkeypatch):
     """The embedded runner concatenates a partition's pieces as the load goes: the stores get batches
     of about _LOAD_BATCH_ROWS rows, not one per parsed block, and every row once."""
+    from engine.storage import memory
+    monkeypatch.setattr(memory, "_TAIL_PIECES", 1 << 30)    # the store's own coalescing would hide the load's
     path = tmp_path / "l.csv"
     path.write_text(rows_text(2000))
     with engine.connect(progress=False) as con:
