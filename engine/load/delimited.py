@@ -312,8 +312,10 @@ class _Reader:
             skipped.append(row)
             return "skip"
 
-        raw = self._parse(self.buffer, use_threads=False, on_invalid_row=record,
+        buffer, null_values, restore = self._buffer_for_row_handler()
+        raw = self._parse(buffer, use_threads=False, on_invalid_row=record, null_values=null_values,
                           types={f.name: pa.binary() for f in self.parsed_fields})
+        raw = restore(raw)
         numbers = sorted(row.number for row in skipped)
         self.row_numbers = np.setdiff1d(np.arange(1, raw.num_rows + len(skipped) + 1), numbers)
         for row in sorted(skipped, key=lambda r: r.number):
@@ -347,6 +349,28 @@ class _Reader:
         self._drop(bad)
         return pa.Table.from_arrays(columns, names=[f.name for f in self.parsed_fields])
 
+    def _buffer_for_row_handler(self) -> tuple[pa.Buffer, Optional[list], Callable[[pa.Table], pa.Table]]:
+        """pyarrow decodes a skipped row's text as UTF-8 before the invalid-row handler sees it, so the
+        escape placeholders (bytes never in UTF-8) would fail that decode. For this parse they are
+        swapped for private-use characters the file does not contain, and swapped back in the columns
+        parsed: (buffer, null_values for the parse, restore)."""
+        if not self.escaped:
+            return self.buffer, None, lambda table: table
+        data = self.buffer.to_pybytes()
+        free = (chr(c).encode() for c in range(0xE000, 0xF900) if chr(c).encode() not in data)
+        swaps = [(mark, next(free)) for mark in (_NULL_MARK, _ESCAPED_ESCAPE) if mark in data]
+        for mark, token in swaps:
+            data = data.replace(mark, token)
+
+        def restore(table: pa.Table) -> pa.Table:
+            columns = table.columns
+            for mark, token in swaps:
+                columns = [pc.replace_substring(column, token, mark) for column in columns]
+            return pa.Table.from_arrays(columns, names=table.column_names)
+
+        nulls = [token for mark, token in swaps if mark == _NULL_MARK] or [_NULL_MARK]
+        return pa.py_buffer(data), nulls, restore
+
     def _drop(self, mask: np.ndarray) -> None:
         if mask.any():
             self.dropped = mask if self.dropped is None else (self.dropped | mask)
@@ -372,7 +396,8 @@ class _Reader:
     def _parse(self, buffer: pa.Buffer, use_threads: bool = True,
                types: Optional[dict[str, pa.DataType]] = None,
                on_invalid_row: Optional[Callable] = None,
-               newlines_in_values: Optional[bool] = None, block_size: int = BLOCK_SIZE) -> pa.Table:
+               newlines_in_values: Optional[bool] = None, block_size: int = BLOCK_SIZE,
+               null_values: Optional[list] = None) -> pa.Table:
         if types is None:
             types = {f.name: self._read_type(f) for f in self.parsed_fields}
         return pacsv.read_csv(
@@ -387,7 +412,7 @@ class _Reader:
                 invalid_row_handler=on_invalid_row),
             convert_options=pacsv.ConvertOptions(
                 column_types=types, include_columns=list(types),
-                null_values=[_NULL_MARK] if self.escaped else [], strings_can_be_null=True,
+                null_values=null_values or ([_NULL_MARK] if self.escaped else []), strings_can_be_null=True,
                 quoted_strings_can_be_null=False, check_utf8=True))
 
     def _default(self, index: int, num_rows: int) -> pa.Array:

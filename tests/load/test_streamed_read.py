@@ -190,3 +190,19 @@ def test_wrong_field_count_in_a_file_with_escapes_names_the_line(tmp_path):
     path.write_text('1,a,1,\\N\n2,b\\\\c,2,x\n3,\\N,3\n4,d,4,y\n')
     with pytest.raises(BadDataError, match=r"line 3: expected 4 fields, got 3: '3,\\\\N,3'"):
         whole(path)
+
+
+def test_skip_parser_errors_skips_a_short_row_holding_escapes(tmp_path):
+    """Under SKIP PARSER ERRORS the short row holding ``\\N`` is skipped and counted (pyarrow decodes a
+    skipped row as UTF-8, which the escape placeholders are not); the other rows keep their escapes."""
+    path = tmp_path / "e.csv"
+    path.write_text('1,a,1,\\N\n2,b\\\\c,2,x\n3,\\N,3\n4,d\\N,4,\\\\\n')
+    with engine.connect(progress=False) as con:
+        con.execute("CREATE TABLE t (id BIGINT, name VARCHAR(12), x DOUBLE, note TEXT)")
+        loaded = con.execute(f"LOAD DATA INFILE '{path}' SKIP PARSER ERRORS INTO TABLE t "
+                             "FIELDS TERMINATED BY ',' ESCAPED BY '\\\\'")
+        assert loaded.rowcount == 3
+        assert con.execute("SHOW WARNINGS").fetchall() == [
+            ("Warning", "1261", f"LOAD DATA {path}: line 3: expected 4 fields, got 3")]
+        assert con.execute("SELECT * FROM t ORDER BY id").fetchall() == [
+            (1, "a", 1.0, None), (2, "b\\c", 2.0, "x"), (4, "dN", 4.0, "\\")]
