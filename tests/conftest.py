@@ -83,3 +83,16 @@ def tpch_duckdb_sf01(tpch_dir_sf01):
     con = _duckdb_with_tpch(tpch_dir_sf01)
     yield con
     con.close()
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray for the whole session (2 CPUs, as on CI), started on first use and shut down at
+    the end if this fixture started it."""
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray
+    if started:
+        ray.shutdown()

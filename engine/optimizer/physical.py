@@ -378,7 +378,6 @@ class PhysicalPlanner:
     def _Join(self, node: Join):
         left, ldist = self.build(node.left)
         right, rdist = self.build(node.right)
-        fields = node.fields
         kind = node.kind
         if not node.left_keys:
             return self._nested_loop(node, left, ldist, right, rdist)

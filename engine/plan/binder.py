@@ -14,7 +14,6 @@ The result is a :class:`~engine.plan.logical.Query`; no sqlglot object goes furt
 """
 from __future__ import annotations
 
-import datetime
 import decimal
 from dataclasses import dataclass, field
 from typing import Optional
@@ -25,8 +24,7 @@ from engine import types as T
 from engine.catalog import Catalog
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
-from engine.plan.expressions import (AggCall, Call, ColumnRef, Expr, Literal, ScalarParam, and_all,
-                                     conjuncts)
+from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, ScalarParam, and_all
 from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
                                  Query, Scan, Sort, SortKey, Union, Values)
 from engine.plan.scope import IdGenerator, Relation, Scope
@@ -250,7 +248,6 @@ class Binder:
             if side == "FULL":
                 raise UnsupportedError("FULL OUTER JOIN is not supported yet")
             if side in ("LEFT", "RIGHT"):
-                left_scope_relations = list(scope.relations)
                 right_scope = Scope(parent=scope.parent)
                 right_plan = self.bind_table_item(join.this, right_scope, ctes)
                 for relation in right_scope.relations:
@@ -263,7 +260,6 @@ class Binder:
                     left_plan, right_plan = right_plan, left_plan
                 joined = self.build_outer_join(left_plan, right_plan, on, scope)
                 items, conditions = [joined], []
-                del left_scope_relations
                 continue
             plan = self.bind_table_item(join.this, scope, ctes)
             items.append(plan)
@@ -485,7 +481,6 @@ class Binder:
 
         agg: Optional[AggContext] = None
         key_fields: list[tuple[Field, Expr]] = []
-        alias_nodes = {name.lower(): e for e, name in items}
         if aggregating:
             agg = AggContext(self.ids)
             for g in group.expressions if group else []:

@@ -1,20 +1,8 @@
-"""Fixtures of the Ray runner tests: one local Ray for the whole session (2 CPUs, as on CI), started on
-first use and shut down at the end if these fixtures started it; each test module opens its own
-deployments (leaf actors) on it."""
+"""Fixtures of the Ray runner tests: each test module opens its own deployments (leaf actors) on the
+session's one local Ray (``ray_session``, tests/conftest.py)."""
 from __future__ import annotations
 
 import pytest
-
-
-@pytest.fixture(scope="session")
-def ray_session():
-    ray = pytest.importorskip("ray")
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    yield ray
-    if started:
-        ray.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 the statistics of the whole column, and when statistics are collected again."""
 import datetime
 from decimal import Decimal
-from functools import partial
 
 import numpy as np
 import pyarrow as pa

@@ -7,25 +7,12 @@ import dataclasses
 import threading
 import time
 
-import pytest
-
 import engine
 from engine.pipelines import durable
 from engine.pipelines.pipeline import pipelines_of
 from test_pipelines import create, objects, wait_for
 
 SMALL = {"flush_rows": 64, "segment_rows": 256, "chunk_rows": 32}
-
-
-@pytest.fixture(scope="module")
-def ray_local():
-    ray = pytest.importorskip("ray")
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    yield ray
-    if started:
-        ray.shutdown()
 
 
 def _counts(con) -> tuple[int, int, int]:
@@ -36,7 +23,7 @@ def _counts(con) -> tuple[int, int, int]:
     return rows, distinct, marks
 
 
-def test_rows_and_marks_commit_together_on_ray(ray_local, tmp_path, s3, bucket, put_many, s3_endpoint,
+def test_rows_and_marks_commit_together_on_ray(ray_session, tmp_path, s3, bucket, put_many, s3_endpoint,
                                                monkeypatch):
     put_many(bucket, objects(0, 40))                  # 40 files of 3 rows
     con = engine.connect(cluster="ray", data_dir=str(tmp_path), **SMALL)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
 import uuid
 from dataclasses import dataclass
