@@ -5,6 +5,7 @@
     python -m benchmarks.ray_bench choice --sf 0.1           # payload bytes vs Ray-pickled batches
     python -m benchmarks.ray_bench overhead --sf 0.01        # where a small query's time goes on Ray
     python -m benchmarks.ray_bench dml --rows 2000000        # DELETE / UPDATE of 1% on durable Ray leaves
+    python -m benchmarks.ray_bench load --sf 0.1             # LOAD DATA lineitem streamed to the leaves
 
 ``tpch``: both runners load the same CSV files (2 leaves x 4 partitions each); every query runs once as a
 warm-up on each, then ``--repeat`` times alternating; totals are sums of medians.
@@ -29,6 +30,14 @@ runner; DELETE and UPDATE of 1% of the rows (``id % 100 = c``: rows in every seg
 bitmaps; an UPDATE's matched rows travel to the driver and back) against the rewrite every Ray DELETE
 and UPDATE did before (still the path of a WHERE with a subquery: ``(SELECT c)`` forces it, same work
 otherwise). Each statement changes fresh rows; ``--repeat`` rounds alternate the two paths.
+
+``load``: LOAD DATA of TPC-H lineitem (``--sf``) into in-memory Ray leaves, which the driver streams to
+the leaves as chunks while it parses (``cluster.ray_runner._RayLoad``), with compression ``never``,
+``always`` and ``adaptive`` (a chunk goes LZ4 when more than 4 to its leaf are unacknowledged), on
+loopback and on links throttled to ``--throttle-mb`` MB/s per leaf (the transport's benchmark mode).
+``--repeat`` rounds alternate the modes on one deployment (the table emptied between loads); MB/s is
+the CSV file's size over the median time of the statement. The embedded runner's LOAD DATA of the same
+file is the peer, measured in the same run.
 """
 from __future__ import annotations
 
@@ -287,18 +296,72 @@ def bench_dml(args) -> int:
     return 0
 
 
+def bench_load(args) -> int:
+    import engine
+    from engine.workloads import tpch
+
+    data_dir = tpch.generate(args.sf, tpch.default_cache_dir())
+    path = (data_dir / "lineitem.csv").resolve()
+    megabytes = path.stat().st_size / 1e6
+    sql = tpch.LOAD_DATA_SQL.format(path=str(path).replace("'", "''"), table="lineitem")
+    ddl = next(s for s in tpch.schema_statements() if "lineitem" in s.split("(")[0].lower())
+    cons = {"embedded": engine.connect(cluster="local", leaves=args.leaves, progress=False),
+            "ray": engine.connect(cluster="ray", leaves=args.leaves, leaf_cpus=args.leaf_cpus, progress=False)}
+    for con in cons.values():
+        con.execute(ddl)
+    runner = cons["ray"].session.runner
+    modes = [("embedded", None, None)] + [(link, compression, throttle)
+                                          for link, throttle in (("loopback", None), ("throttled", args.throttle_mb * 1e6))
+                                          for compression in ("never", "always", "adaptive")]
+    seconds: dict = {mode: [] for mode in modes}
+    stats: dict = {}
+    for _ in range(args.repeat):
+        for mode in modes:
+            link, compression, throttle = mode
+            con = cons["embedded" if link == "embedded" else "ray"]
+            if link != "embedded":
+                runner.transport_options.update(compression=compression, throttle_bytes_per_s=throttle)
+            con.execute("DELETE FROM lineitem")
+            start = time.perf_counter()
+            con.execute(sql)
+            seconds[mode].append(time.perf_counter() - start)
+            if link != "embedded":
+                stats[mode] = runner.last_load
+    print(f"LOAD DATA lineitem SF {args.sf:g} ({megabytes:.1f} MB CSV), {args.leaves} leaves x 4 partitions, "
+          f"{os.cpu_count()} CPUs, machine load {os.getloadavg()[0]:.1f}; median of {args.repeat}, modes alternating; "
+          f"throttled = {args.throttle_mb:g} MB/s per leaf\n")
+    print(f"{'link':<10} {'compression':<11} {'s':>7} {'MB/s':>7} {'raw MB':>7} {'sent MB':>8} {'ratio':>6} "
+          f"{'LZ4 chunks':>11} {'waits':>6}")
+    for mode in modes:
+        link, compression, _ = mode
+        median = statistics.median(seconds[mode])
+        line = f"{link:<10} {compression or '-':<11} {median:>7.2f} {megabytes / median:>7.1f}"
+        if mode in stats:
+            st = stats[mode]
+            line += (f" {st.bytes_raw / 1e6:>7.1f} {st.bytes_sent / 1e6:>8.1f} {st.ratio:>6.2f} "
+                     f"{st.chunks_compressed:>5}/{st.chunks:<5} {st.waits:>6}")
+        print(line)
+    for link in ("loopback", "throttled"):
+        never, always, adaptive = (statistics.median(seconds[(link, c, t)]) for (l, c, t) in modes if l == link)
+        print(f"  {link}: LZ4 always {never / always:.2f}x, adaptive {never / adaptive:.2f}x the speed of raw")
+    for con in cons.values():
+        con.close()
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ray_bench", description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["tpch", "link", "choice", "overhead", "dml"])
+    parser.add_argument("what", choices=["tpch", "link", "choice", "overhead", "dml", "load"])
     parser.add_argument("--sf", type=float, default=0.1)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--queries", default="", help="comma-separated subset of TPC-H queries")
     parser.add_argument("--leaves", type=int, default=2)
     parser.add_argument("--leaf-cpus", type=float, default=0.5)
     parser.add_argument("--rows", type=int, default=2_000_000, help="dml: rows of the table")
+    parser.add_argument("--throttle-mb", type=float, default=10.0, help="load: throttled link, MB/s per leaf")
     args = parser.parse_args(argv)
     return {"tpch": bench_tpch, "link": bench_link, "choice": bench_choice,
-            "overhead": bench_overhead, "dml": bench_dml}[args.what](args)
+            "overhead": bench_overhead, "dml": bench_dml, "load": bench_load}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from engine.storage.columnstore.commit import COMMIT_MAGIC, FLOOR_MAGIC, Committ
 from engine.storage.columnstore.wal import read_records
 
 CANCEL_MEMORY_S = 600.0     # how long a leaf remembers a cancelled query id
+STAGED_IDLE_S = 3600.0      # a load whose chunks stopped arriving this long ago is dropped (its driver died)
 STAGE_CACHE = 128           # decoded stages a leaf keeps
 COALESCE_ROWS = 32768       # rows of repartitioned pieces gathered into one batch per link
 
@@ -91,6 +92,51 @@ class _LeafTransaction:
         return self.deletes + self.writes
 
 
+@dataclass
+class _StagedLoad:
+    """The chunks a streaming load (``cluster.ray_runner._RayLoad``) has sent this leaf so far, decoded,
+    by the driver's chunk number: each chunk is [(partition, batch)]. They wait here until the load's
+    commit prepares them (``prepare(..., staged=...)``) or its abort drops them."""
+    table_id: int
+    chunks: "collections.OrderedDict[int, list[tuple[Optional[int], pa.RecordBatch]]]" = \
+        field(default_factory=collections.OrderedDict)
+    rows: int = 0
+    nbytes: int = 0
+    touched_at: float = field(default_factory=time.monotonic)
+
+    def add(self, seq: int, pieces: list) -> None:
+        self.chunks[seq] = pieces
+        self.rows += sum(batch.num_rows for _, batch in pieces)
+        self.nbytes += sum(batch.nbytes for _, batch in pieces)
+        self.touched_at = time.monotonic()
+
+    def rollback(self, mark: int, keep: dict) -> None:
+        """Drop what the load added after its savepoint: chunks numbered from ``mark`` on held the
+        pieces that waited on the driver at the savepoint first, ``keep[partition]`` rows of each; those
+        stay, the rest goes."""
+        left = dict(keep)
+        for seq in [seq for seq in self.chunks if seq >= mark]:
+            kept = []
+            for key, batch in self.chunks.pop(seq):
+                rows = min(left.get(key, 0), batch.num_rows)
+                if rows:
+                    kept.append((key, batch.slice(0, rows)))
+                    left[key] -= rows
+            if kept:
+                self.chunks[seq] = kept
+        self.rows = sum(b.num_rows for pieces in self.chunks.values() for _, b in pieces)
+        self.nbytes = sum(b.nbytes for pieces in self.chunks.values() for _, b in pieces)
+        self.touched_at = time.monotonic()
+
+    def pieces(self) -> list[tuple[Optional[int], list]]:
+        """[(partition, its batches in the order they were loaded)]."""
+        by_key: dict[Optional[int], list] = {}
+        for pieces in self.chunks.values():
+            for key, batch in pieces:
+                by_key.setdefault(key, []).append(batch)
+        return list(by_key.items())
+
+
 class _MemoryWrite:
     """An in-memory store's prepared piece: held until commit, applied then (nothing to undo)."""
 
@@ -119,6 +165,7 @@ class LeafActor:
         self.restarted = restarted
         self.debug_task_delay_s = debug_task_delay_s
         self._pending: dict[str, _LeafTransaction] = {}     # prepared, not yet committed or aborted
+        self._staged: dict[str, _StagedLoad] = {}           # streaming loads' chunks, by load (its txn)
         self._cancelled: dict[str, float] = {}     # query id -> when its cancel arrived
         self._stages: "collections.OrderedDict[bytes, object]" = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -213,15 +260,27 @@ class LeafActor:
         self.prepare(txn, [(table_id, pieces, replace)], csn)
 
     def prepare(self, txn: str, writes: Sequence[tuple[int, Sequence[tuple[Optional[int], list]], bool]],
-                csn: Optional[int] = None) -> None:
+                csn: Optional[int] = None, staged_rows: Optional[int] = None) -> None:
         """Hold ``writes`` — (table id, [(partition (None: the reference copy), batches)], replace) —
         until ``commit_write``; called again with the same ``txn`` the writes join the same transaction.
-        Durable stores (``csn`` given) also write and sync them: WAL records or segments plus a delta,
-        all ignored by recovery unless the commit log gets ``csn``. A failure aborts the whole
-        transaction here."""
+        ``staged_rows``: the transaction is a streaming load whose chunks this leaf already holds
+        (``stage_chunk``, staged under ``txn``): they are prepared first, and must be that many rows (a
+        leaf restarted during the load has lost them). Durable stores (``csn`` given) also write and
+        sync them: WAL records or segments plus a delta, all ignored by recovery unless the commit log
+        gets ``csn``. A failure aborts the whole transaction here."""
         pending = self._begin(txn, csn)
         added = len(pending.writes)
         try:
+            if staged_rows is not None:
+                load = self._staged.pop(txn, None)
+                held = load.rows if load is not None else 0
+                if held != staged_rows:
+                    raise ExecutionError(
+                        f"leaf {self.leaf.leaf_id} holds {held} of the {staged_rows} rows the load sent it "
+                        f"(it was restarted during the load, or the load sat idle past {STAGED_IDLE_S:.0f} s); "
+                        f"nothing of the load is visible: run it again")
+                if load is not None:
+                    writes = [(load.table_id, load.pieces(), False), *writes]
             for table_id, pieces, replace in writes:
                 for key, batches in pieces:
                     store = self._store(table_id, key)
@@ -318,7 +377,40 @@ class LeafActor:
         if self.durable is not None:
             self.leaf.storage.committer.maintain([p.store for p in pending.parts()])
 
+    # -- streaming loads: chunks staged here as the driver reads, prepared by the load's commit ----------
+    def stage_chunk(self, load: str, table_id: int, seq: int, keys: Sequence[Optional[int]], payload) -> int:
+        """Keep chunk ``seq`` of the streaming load ``load`` (its transaction id): a transport payload
+        whose frames are the rows for partitions ``keys``, in order. Loads idle past STAGED_IDLE_S
+        (their driver died: nothing else ever drops them) are dropped here. Returns the rows staged."""
+        now = time.monotonic()
+        for stale in [name for name, staged in self._staged.items() if now - staged.touched_at > STAGED_IDLE_S]:
+            del self._staged[stale]
+        batches = transport.decode(payload)
+        if len(batches) != len(keys):
+            raise CanopyInternalError(f"a load chunk of {len(batches)} frames for {len(keys)} partitions")
+        staged = self._staged.get(load)
+        if staged is None:
+            staged = self._staged[load] = _StagedLoad(table_id)
+        staged.add(seq, list(zip(keys, batches)))
+        return staged.rows
+
+    def rollback_staged(self, load: str, mark: int, keep: dict) -> None:
+        """The load rolled back to a savepoint (see ``_StagedLoad.rollback``)."""
+        staged = self._staged.get(load)
+        if staged is not None:
+            staged.rollback(mark, keep)
+
+    def drop_staged(self, load: str) -> None:
+        """The load was aborted: its chunks go."""
+        self._staged.pop(load, None)
+
+    def staged_info(self) -> dict:
+        """{load: {"rows", "bytes", "chunks"}} of the loads staged here (tests, diagnostics)."""
+        return {name: {"rows": s.rows, "bytes": s.nbytes, "chunks": len(s.chunks)}
+                for name, s in self._staged.items()}
+
     def abort_write(self, txn: str) -> None:
+        self._staged.pop(txn, None)         # a streaming load's chunks, if the transaction is one
         pending = self._pending.pop(txn, None)
         if pending is None:
             return

@@ -5,7 +5,8 @@ each owning ``partitions_per_leaf`` partitions of every sharded table and a copy
 in its own process, plus a named :class:`cluster.actors.AggregatorActor` (``<name>-aggregator``) that keeps
 the deployment's shape and catalog so a second driver can reconnect by name. The driver holds the catalog
 and plays the aggregator: it routes inserted rows with ``kernels.split_batch`` and runs the once-only
-stages that read no table.
+stages that read no table. A load streams: the driver routes each parsed block and sends every leaf its
+rows in chunks as it goes (``_RayLoad``), which the leaves stage until the load's transaction.
 
 A query's stages are submitted all at once; Ray starts each task when its inputs exist. A parallel stage
 runs one task per leaf; a task returns its meta plus one transport payload per destination (per leaf for
@@ -128,6 +129,7 @@ class RayRunner(Runner):
         self.max_restarts = max_restarts
         self.transport_options = {"compression": compression, "throttle_bytes_per_s": throttle_bytes_per_s}
         self.last_profile: list[dict] = []
+        self.last_load: Optional[LoadStats] = None   # what the latest committed load sent the leaves
         self.retries = 0                        # queries that succeeded on a retry after a leaf died
         # id(StageSpec) -> (the spec, its payload for tasks, the exchanges it reads): stage encoding and
         # the object-store put are per plan, not per query (the spec keeps its id from being reused)
@@ -326,19 +328,22 @@ class RayRunner(Runner):
                     placed.setdefault(leaf, {}).setdefault(partition, []).append(piece)
         return placed
 
-    def _write(self, writes: Sequence[tuple[TableDef, dict, bool]], on_commit=None, delete=None) -> int:
+    def _write(self, writes: Sequence[tuple[TableDef, dict, bool]], on_commit=None, delete=None,
+               staged: Optional["_RayLoad"] = None) -> int:
         """One transaction over any number of tables. ``writes``: (table, pieces as ``_place`` makes
         them, replace); ``delete``: (table, matcher, rewrite or None) of a DELETE / UPDATE (see
-        ``delete_rows``), prepared first; ``on_commit`` runs once every leaf applied, still under the
-        write lock. Returns the rows the delete matched.
+        ``delete_rows``), prepared first; ``staged``: a streaming load whose rows the leaves already
+        hold (its load id is the transaction's id), prepared with the writes; ``on_commit`` runs once
+        every leaf applied, still under the write lock. Returns the rows the delete matched.
 
         Three steps: every leaf prepares its part (durable: synced to disk), so a leaf that cannot take
         its rows, a predicate that fails or an UPDATE's bad new value leaves every partition as it was
         (abort everywhere); the driver appends the commit record, the statement's commit point; every
         leaf applies. The statement is the next snapshot epoch, published once every leaf has applied
         it: queries started before read the versions without it on every leaf (cluster.versions)."""
-        txn = uuid.uuid4().hex
-        for table, *_ in [*writes, *([delete] if delete is not None else [])]:
+        txn = staged.load_id if staged is not None else uuid.uuid4().hex
+        for table, *_ in [*writes, *([delete] if delete is not None else []),
+                          *([(staged.table,)] if staged is not None else [])]:
             self._forget(table.table_id)
         with self._write_lock:
             csn = self._data.log.next_csn() if self._data is not None else None
@@ -357,8 +362,15 @@ class RayRunner(Runner):
                 for table, placed, replace in writes:
                     for i, pieces in placed.items():
                         by_leaf.setdefault(i, []).append((table.table_id, list(pieces.items()), replace))
+                staged_rows = staged.staged_rows() if staged is not None else {}
+                for i in staged_rows:
+                    by_leaf.setdefault(i, [])
                 touched.update(by_leaf)
-                self._get([self.leaves[i].prepare.remote(txn, ops, csn) for i, ops in by_leaf.items()])
+                refs = [self.leaves[i].prepare.remote(txn, ops, csn, staged_rows.get(i)) for i, ops in by_leaf.items()]
+                if staged is not None:
+                    staged.get(refs, "preparing")
+                else:
+                    self._get(refs)
                 if self._data is not None and touched:
                     self._data.log.commit(csn)      # the commit point
             except BaseException:
@@ -796,44 +808,195 @@ class RayRunner(Runner):
             self._data = None
 
 
+LOAD_CHUNK_ROWS = 65536     # rows a streaming load gathers for one leaf before sending them as one chunk
+LOAD_MAX_OUTSTANDING = 8    # a leaf's unacknowledged chunks before the load waits for the oldest
+
+
+@dataclasses.dataclass
+class LoadStats:
+    """What one streaming load sent to the leaves (``RayRunner.last_load``)."""
+    rows: int = 0
+    chunks: int = 0
+    chunks_compressed: int = 0
+    bytes_raw: int = 0           # Arrow IPC bytes of the chunks
+    bytes_sent: int = 0          # bytes of the payloads (LZ4 where compressed)
+    waits: int = 0               # times the load waited for a leaf with LOAD_MAX_OUTSTANDING chunks unacknowledged
+    compression: str = "adaptive"
+
+    @property
+    def ratio(self) -> float:
+        return self.bytes_raw / self.bytes_sent if self.bytes_sent else 1.0
+
+
 class _RayLoad(LoadWriter):
-    """A load routed on the driver block by block as it is read; at commit the routed pieces and those
-    of ``add_related`` tables (a pipeline batch's file marks) are one transaction (``RayRunner._write``),
-    ``on_commit`` running inside it: the rows and their marks become durable and visible together."""
+    """A load that streams to the leaves as it is read. Each added block is routed here on the driver;
+    the pieces bound for one leaf wait until they make LOAD_CHUNK_ROWS rows, then go to that leaf as one
+    chunk: a :mod:`cluster.transport` payload (Arrow IPC frames, one per partition) sent with
+    ``stage_chunk``, which the leaf decodes and keeps under the load's id. The commit sends what is left,
+    and one transaction (``RayRunner._write``) prepares the staged rows on every leaf together with those
+    of ``add_related`` tables (a pipeline batch's file marks), ``on_commit`` running inside it: the rows
+    and their marks become durable and visible together; ``abort`` drops the staged chunks.
+
+    Adaptive LZ4 (MemSQL 6.7's rule, per leaf): a chunk goes compressed when more than
+    ``transport.COMPRESS_AFTER`` chunks to its leaf are still unacknowledged (the link, or the leaf,
+    is the bottleneck), raw otherwise; the runner's ``compression="always"|"never"`` forces either. A
+    leaf with LOAD_MAX_OUTSTANDING chunks unacknowledged makes the load wait for the oldest, which bounds
+    the driver's memory. ``throttle_bytes_per_s`` (the runner's transport option, a benchmark mode)
+    models each leaf's link: a chunk occupies it for ``bytes / rate`` and counts as unacknowledged until
+    it is across and the leaf has answered.
+    """
 
     def __init__(self, runner: RayRunner, table: TableDef):
         super().__init__(runner, table)
-        self._added: list[dict[int, dict[Optional[int], list]]] = []    # each add's pieces, as _place makes them
+        self.load_id = uuid.uuid4().hex
+        leaves = runner.num_leaves
+        options = runner.transport_options
+        self.stats = LoadStats(compression=options["compression"])
+        self._throttle = options["throttle_bytes_per_s"]
+        self._held: list[dict[Optional[int], list]] = [{} for _ in range(leaves)]     # per leaf: partition -> pieces
+        self._held_rows = [0] * leaves
+        self._next_seq = [0] * leaves           # the number the next chunk to each leaf gets
+        self._sent_rows = [0] * leaves          # rows each leaf holds for this load (sent, or on their way)
+        self._unacked: list[collections.deque] = [collections.deque() for _ in range(leaves)]  # (ref, across at)
+        self._wire_free_at = [0.0] * leaves     # throttled: when each leaf's modelled link is idle again
 
+    # -- adding -------------------------------------------------------------------------------------
     def add(self, data: "pa.Table | pa.RecordBatch") -> None:
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
-        self._added.append(self.runner._place(self.table, data))
+        for leaf, pieces in self.runner._place(self.table, data).items():
+            held = self._held[leaf]
+            for key, batches in pieces.items():
+                held.setdefault(key, []).extend(batches)
+                self._held_rows[leaf] += sum(b.num_rows for b in batches)
+            if self._held_rows[leaf] >= LOAD_CHUNK_ROWS:
+                self._send(leaf)
         self.rows += data.num_rows
 
-    def savepoint(self) -> tuple[int, int]:
-        return len(self._added), self.rows
+    def _send(self, leaf: int) -> None:
+        """Send what waits for ``leaf`` as chunks of about LOAD_CHUNK_ROWS rows (each partition's pieces
+        concatenated, then cut into as many slices as chunks, so partitions stay in their order)."""
+        held, rows = self._held[leaf], self._held_rows[leaf]
+        if not rows:
+            return
+        self._held[leaf], self._held_rows[leaf] = {}, 0
+        keys = list(held)
+        whole = [pa.concat_batches(held[key]) if len(held[key]) > 1 else held[key][0] for key in keys]
+        del held
+        count = max(1, round(rows / LOAD_CHUNK_ROWS))
+        for part in range(count):
+            slices = [(key, batch.slice(batch.num_rows * part // count,
+                                        batch.num_rows * (part + 1) // count - batch.num_rows * part // count))
+                      for key, batch in zip(keys, whole)]
+            slices = [(key, batch) for key, batch in slices if batch.num_rows]
+            self._send_chunk(leaf, [key for key, _ in slices], [batch for _, batch in slices])
 
-    def rollback_to(self, savepoint: tuple[int, int]) -> None:
-        del self._added[savepoint[0]:]
-        self.rows = savepoint[1]
+    def _send_chunk(self, leaf: int, keys: list, batches: list[pa.RecordBatch]) -> None:
+        self._reap(leaf)
+        mode = self.stats.compression
+        compress = mode == "always" or mode == "adaptive" and len(self._unacked[leaf]) > transport.COMPRESS_AFTER
+        payload, counters = transport.encode_payload(batches, self.table.arrow_schema, compress)
+        seq = self._next_seq[leaf]
+        self._next_seq[leaf] += 1
+        ref = self.runner.leaves[leaf].stage_chunk.remote(self.load_id, self.table.table_id, seq, keys, payload)
+        del payload
+        across = 0.0
+        if self._throttle:
+            across = self._wire_free_at[leaf] = \
+                max(self._wire_free_at[leaf], time.monotonic()) + counters.bytes_sent / self._throttle
+        self._unacked[leaf].append((ref, across))
+        self._sent_rows[leaf] += counters.rows
+        stats = self.stats
+        stats.chunks += 1
+        stats.chunks_compressed += counters.batches_compressed > 0
+        stats.bytes_raw += counters.bytes_raw
+        stats.bytes_sent += counters.bytes_sent
+        while len(self._unacked[leaf]) >= LOAD_MAX_OUTSTANDING:
+            stats.waits += 1
+            self._settle_oldest(leaf)
+
+    def _reap(self, leaf: int) -> None:
+        """Forget the chunks to ``leaf`` that are across and acknowledged (raising a leaf's error)."""
+        unacked = self._unacked[leaf]
+        if not unacked:
+            return
+        ready, _ = ray.wait([ref for ref, _ in unacked], num_returns=len(unacked), timeout=0)
+        ready = set(ready)
+        now = time.monotonic()
+        while unacked and unacked[0][0] in ready and unacked[0][1] <= now:
+            self.get(unacked.popleft()[0], "sending")
+
+    def _settle_oldest(self, leaf: int) -> None:
+        ref, across = self._unacked[leaf].popleft()
+        self.get(ref, "sending")
+        time.sleep(max(0.0, across - time.monotonic()))
+
+    def get(self, refs, doing: str):
+        """``ray.get`` of the load's calls; a leaf that died fails the load naming it."""
+        try:
+            return ray.get(refs)
+        except rex.RayActorError as error:
+            self.runner._forget()           # cached counts: the leaf may have lost rows
+            actor_id = getattr(error, "actor_id", None)
+            leaf = self.runner._leaf_by_actor.get(
+                actor_id if isinstance(actor_id, str) else getattr(actor_id, "hex", lambda: "")())
+            who = f"leaf {leaf} ({self.runner.name}-leaf-{leaf})" if leaf is not None else "a leaf"
+            raise ExecutionError(f"{who} died while {doing} the load into {self.table.name}: nothing of the load "
+                                 f"is visible; run it again once Ray has restarted the leaf") from None
+        except rex.RayError as error:
+            raise self.runner._translate(error) from None
+
+    # -- savepoints ---------------------------------------------------------------------------------
+    def savepoint(self) -> tuple:
+        held = [{key: (len(pieces), sum(b.num_rows for b in pieces)) for key, pieces in by_key.items()}
+                for by_key in self._held]
+        return self.rows, list(self._next_seq), list(self._sent_rows), held
+
+    def rollback_to(self, savepoint: tuple) -> None:
+        """Back to ``savepoint``: for a leaf that was sent chunks since, the pieces that waited here then
+        went first in those chunks; the leaf keeps that many rows of each partition and drops the rest.
+        Otherwise the waiting pieces are cut back here."""
+        self.rows, marks, sent_rows, held = savepoint
+        for leaf, mark in enumerate(marks):
+            if self._next_seq[leaf] > mark:
+                keep = {key: rows for key, (_, rows) in held[leaf].items()}
+                ref = self.runner.leaves[leaf].rollback_staged.remote(self.load_id, mark, keep)
+                self._unacked[leaf].append((ref, 0.0))
+                self._held[leaf], self._held_rows[leaf] = {}, 0
+                self._sent_rows[leaf] = sent_rows[leaf] + sum(keep.values())
+            else:
+                self._held[leaf] = {key: self._held[leaf][key][:count] for key, (count, _) in held[leaf].items()}
+                self._held_rows[leaf] = sum(rows for _, rows in held[leaf].values())
+                self._sent_rows[leaf] = sent_rows[leaf]
 
     def add_related(self, table: TableDef, data: pa.Table) -> None:
         self._related.append((table, self.runner._place(table, data), False))
 
+    # -- the end ------------------------------------------------------------------------------------
+    def staged_rows(self) -> dict[int, int]:
+        """{leaf: rows it must hold} for every leaf that was sent chunks."""
+        return {leaf: self._sent_rows[leaf] for leaf in range(self.runner.num_leaves) if self._next_seq[leaf]}
+
     def commit(self, on_commit=None) -> int:
-        placed: dict[int, dict[Optional[int], list]] = {}
-        for pieces_of_leaf in self._added:
-            for leaf, pieces in pieces_of_leaf.items():
-                for key, batches in pieces.items():
-                    placed.setdefault(leaf, {}).setdefault(key, []).extend(batches)
-        self._added = []
+        for leaf in range(self.runner.num_leaves):
+            self._send(leaf)
+        for leaf in range(self.runner.num_leaves):
+            while self._unacked[leaf]:
+                self._settle_oldest(leaf)
         related, self._related = self._related, []
-        self.runner._write([(self.table, placed, False), *related], on_commit=on_commit)
+        self.runner._write(related, on_commit=on_commit, staged=self)
+        self.stats.rows = self.rows
+        self.runner.last_load = self.stats
         return self.rows
 
     def abort(self) -> None:
-        self._added = []
+        """Drop what the leaves hold of the load (the abort of its transaction drops its staged chunks
+        too, should ``_write`` have started it) and what waits here."""
+        for leaf in range(self.runner.num_leaves):
+            if self._next_seq[leaf]:
+                self.runner.leaves[leaf].drop_staged.remote(self.load_id)
+        self._held = [{} for _ in range(self.runner.num_leaves)]
+        self._unacked = [collections.deque() for _ in range(self.runner.num_leaves)]
         self._related = []
         self.rows = 0
 

@@ -22,6 +22,10 @@ measured 0.83x raw speed). ``compression="always"|"never"`` forces either (bench
 ``len / rate`` seconds, one frame may wait in the socket buffer behind the one on the wire (so encoding
 the next frame overlaps sending this one), and ``finish`` returns once the last byte is across.
 
+A streaming load's chunks (``cluster.ray_runner._RayLoad``) are payloads of the same layout, built
+whole by :func:`encode_payload`; the load applies the queue rule itself, per leaf, counting the chunks
+its leaf has not acknowledged yet.
+
 Payload layout (little-endian)::
 
     b"CNPX" | u32 schema length | schema IPC message, padded | frame*
@@ -85,8 +89,7 @@ class Sender:
         self.compression = compression
         self.compress_after = compress_after
         self.throttle = throttle_bytes_per_s
-        schema_bytes = self.schema.serialize().to_pybytes()
-        header = MAGIC + struct.pack("<I", len(schema_bytes)) + schema_bytes + _pad(len(schema_bytes))
+        header = _header(self.schema)
         self._parts: list[list] = [[header] for _ in range(destinations)]
         self.counters = [LinkCounters() for _ in range(destinations)]
         self._queue: "queue.Queue[Optional[tuple[int, pa.RecordBatch]]]" = queue.Queue(maxsize=queue_limit)
@@ -207,6 +210,11 @@ def encode_frame(batch: pa.RecordBatch, compress: bool) -> _Frame:
                   compress)
 
 
+def _header(schema: pa.Schema) -> bytes:
+    schema_bytes = schema.serialize().to_pybytes()
+    return MAGIC + struct.pack("<I", len(schema_bytes)) + schema_bytes + _pad(len(schema_bytes))
+
+
 def _pad(length: int) -> bytes:
     return b"\0" * (-length % 8)
 
@@ -217,6 +225,26 @@ def encode(batches: Iterable[pa.RecordBatch], schema: pa.Schema, compression: st
     for batch in batches:
         sender.send(0, batch)
     return sender.finish()[0]
+
+
+def encode_payload(batches: Iterable[pa.RecordBatch], schema: pa.Schema,
+                   compress: bool) -> tuple[bytes, LinkCounters]:
+    """One payload of ``batches``, every frame LZ4-compressed or every one raw, built in the calling
+    thread (no sender thread, no queue): for callers that decide compression per payload themselves (a
+    load's chunks, see ``cluster.ray_runner._RayLoad``). Empty batches are kept, so the payload's
+    frames stay aligned with whatever the caller sends beside it. Returns the payload and its counters."""
+    plain = _plain_schema(schema)
+    parts: list = [_header(plain)]
+    counters = LinkCounters()
+    for batch in batches:
+        frame = encode_frame(_plain_batch(batch, plain), compress)
+        parts.extend(frame.parts)
+        counters.batches += 1
+        counters.batches_compressed += frame.compressed
+        counters.rows += batch.num_rows
+        counters.bytes_raw += frame.raw_length
+        counters.bytes_sent += frame.sent_length
+    return b"".join(parts), counters
 
 
 def decode(payload) -> list[pa.RecordBatch]:
