@@ -206,3 +206,28 @@ def test_a_leaf_killed_mid_load_fails_the_load(con, tmp_path):
             raise
     wait_restarted(runner, 1)
     assert _rows(con, "kill") == _duck(before)
+
+
+def test_a_load_whose_driver_went_away_is_dropped_after_a_while(monkeypatch):
+    """The leaf code without Ray: a load whose chunks stopped arriving STAGED_IDLE_S ago is dropped when
+    another load stages, and its commit then fails naming what the leaf lost."""
+    import time
+
+    from cluster import actors, transport
+
+    leaf = actors.LeafActor(0, range(2))
+    schema = pa.schema([("k", pa.int64())])
+    leaf.create_table(7, schema, [0, 1])
+    payload = transport.encode_payload([pa.record_batch([pa.array([1, 2])], schema=schema),
+                                        pa.record_batch([pa.array([3])], schema=schema)], schema, compress=True)[0]
+    leaf.stage_chunk("old", 7, 0, [0, 1], payload)
+    assert leaf.staged_info() == {"old": {"rows": 3, "bytes": leaf.staged_info()["old"]["bytes"], "chunks": 1}}
+    monkeypatch.setattr(actors, "STAGED_IDLE_S", 0.05)
+    time.sleep(0.1)
+    leaf.stage_chunk("new", 7, 0, [1, 0], payload)
+    assert list(leaf.staged_info()) == ["new"]
+    with pytest.raises(engine.OperationalError, match="holds 0 of the 3 rows"):
+        leaf.prepare("old", [], None, staged_rows=3)
+    leaf.prepare("new", [], None, staged_rows=3)
+    leaf.commit_write("new")
+    assert leaf.row_count(7, [0]) == 1 and leaf.row_count(7, [1]) == 2 and leaf.staged_info() == {}
