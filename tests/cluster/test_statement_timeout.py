@@ -11,6 +11,7 @@ import pytest
 
 import engine
 from engine.exec.operators.base import Deadline
+from engine.storage import memory
 
 ROWS = 200_000
 GROUPED = "SELECT k % 7, COUNT(*) FROM t GROUP BY 1 ORDER BY 1"
@@ -22,8 +23,10 @@ def con():
     con.execute("CREATE TABLE t (k BIGINT, v BIGINT, SHARD KEY (k))")
     data = pa.table({"k": pa.array(range(ROWS), pa.int64()),
                      "v": pa.array([i % 100 for i in range(ROWS)], pa.int64())})
-    for chunk in data.to_batches(max_chunksize=ROWS // 40):     # many batches per partition
-        con.load_table("t", chunk)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memory, "_TAIL_PIECES", 1 << 30)     # keep them apart: many batches per partition
+        for chunk in data.to_batches(max_chunksize=ROWS // 40):
+            con.load_table("t", chunk)
     con.execute("CREATE TABLE copy (k BIGINT, v BIGINT, SHARD KEY (k))")
     yield con
     con.close()
