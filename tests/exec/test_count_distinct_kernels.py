@@ -2,13 +2,12 @@
 x) and GROUP BY over a repartition with the hash table sized from a HyperLogLog estimate: results
 against DuckDB, on inputs above the sizing threshold, with NULLs, every kind of key, and EXPLAIN
 showing the plan these paths serve."""
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
 
-import engine
 from engine.exec.operators import hash_aggregate
+from oracle import canopy_and_duckdb
 
 ROWS = 3 * hash_aggregate._PRESIZE_ROWS
 
@@ -32,12 +31,8 @@ def both():
         "day": pa.array(rng.integers(0, 3000, n).astype("int32")).cast(pa.date32()),
         "f": pa.array(rng.random(n) < 0.5),
     })
-    con, duck = engine.connect(), duckdb.connect()
-    con.execute("CREATE TABLE t (a BIGINT, b BIGINT, k BIGINT, v BIGINT, s VARCHAR(10), d DECIMAL(14,2), "
-                "day DATE, f BOOLEAN, SHARD KEY (a))")
-    con.load_table("t", data)
-    duck.register("src", data)
-    duck.execute("CREATE TABLE t AS SELECT * FROM src")
+    con, duck = canopy_and_duckdb("CREATE TABLE t (a BIGINT, b BIGINT, k BIGINT, v BIGINT, s VARCHAR(10), "
+                                  "d DECIMAL(14,2), day DATE, f BOOLEAN, SHARD KEY (a))", "t", data)
     yield con, duck
     con.close()
 
