@@ -55,6 +55,16 @@ def _timed(fn):
     return result, time.perf_counter() - start
 
 
+def _median_wall_and_cpu(fn, repeat: int) -> tuple[float, float]:
+    """Median wall and process CPU seconds of ``repeat`` calls of ``fn``."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        cpu = time.process_time()
+        walls.append(_timed(fn)[1])
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
 def _median_ms(fn, repeat: int = 21) -> float:
     times = []
     for _ in range(repeat):
@@ -245,14 +255,10 @@ def workload_f(work: Path, rows: int = 20_000_000, repeat: int = 11) -> None:
     for label, options in (("no column cache", {"column_cache_bytes": 0}), ("column cache", {})):
         con = engine.connect(data_dir=str(canopy_dir), progress=False, **options)
         got, first = _timed(lambda: con.execute(sql).fetchall())
-        walls, cpus = [], []
-        for _ in range(repeat):
-            cpu = time.process_time()
-            walls.append(_timed(lambda: con.execute(sql).fetchall())[1])
-            cpus.append(time.process_time() - cpu)
+        warm, cpu = _median_wall_and_cpu(lambda: con.execute(sql).fetchall(), repeat)
         cache = stores_cache(con)
         con.close()
-        runs[label] = (got, first, statistics.median(walls), statistics.median(cpus), cache)
+        runs[label] = (got, first, warm, cpu, cache)
     print(f"workload f on persisted data, {rows:,} rows (load {load_s:.1f} s; stock_symbol stored as "
           f"{'/'.join(sorted(encodings))}; first on the new table, from quick statistics, "
           f"{collecting * 1e3:.1f} ms): {sql}")
@@ -275,12 +281,7 @@ def workload_f(work: Path, rows: int = 20_000_000, repeat: int = 11) -> None:
         duck = duckdb.connect(str(duck_file))
         duck.execute("SET threads TO 2")
         want, duck_first = _timed(lambda: duck.execute(sql).fetchall())
-        duck_walls, duck_cpus = [], []
-        for _ in range(repeat):
-            cpu = time.process_time()
-            duck_walls.append(_timed(lambda: duck.execute(sql).fetchall())[1])
-            duck_cpus.append(time.process_time() - cpu)
-        duck_warm, duck_cpu = statistics.median(duck_walls), statistics.median(duck_cpus)
+        duck_warm, duck_cpu = _median_wall_and_cpu(lambda: duck.execute(sql).fetchall(), repeat)
         duck.close()
         assert [c for _, c in got] == [c for _, c in want], (got, want)
         line += (f"duckdb {duckdb.__version__} file (2 threads) {duck_warm * 1e3:7.1f} ms, {duck_cpu * 1e3:6.1f} ms CPU"
