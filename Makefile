@@ -20,16 +20,26 @@ $(PY):
 # setup.py imports Cython and numpy, and the editable install runs without build isolation (so the
 # kernels build against the venv's numpy): the build requirements go in first. The "python3"
 # kernelspec installed into the venv makes Jupyter started from the venv run this interpreter.
+# pip's per-package lines go to .venv/install.log (shown when a step fails); the terminal gets one line a
+# step with its time. The editable install declares no extensions (CANOPY_SKIP_KERNELS): the kernels are
+# compiled once, by the next rule.
 $(INSTALL_STAMP): $(PY) pyproject.toml setup.py
-	$(PY) -m pip install "setuptools>=68" wheel "Cython>=3.0" "numpy>=1.26"
-	$(PY) -m pip install --no-build-isolation -e ".[test,bench]"
-	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (canopy .venv)"
-	touch $@
+	@echo "canopy: installing build tools and dependencies into $(VENV) (log: $(VENV)/install.log) ..."
+	@start=$$(date +%s); \
+	{ $(PY) -m pip install -q --disable-pip-version-check "setuptools>=68" wheel "Cython>=3.0" "numpy>=1.26" && \
+	  CANOPY_SKIP_KERNELS=1 $(PY) -m pip install -q --disable-pip-version-check --no-build-isolation -e ".[test,bench]" && \
+	  $(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (canopy .venv)"; \
+	} > $(VENV)/install.log 2>&1 || { tail -40 $(VENV)/install.log; echo "canopy: install failed (full log: $(VENV)/install.log)"; exit 1; }; \
+	echo "canopy: dependencies installed in $$(( $$(date +%s) - start )) s"
+	@touch $@
 
 $(KERNEL_STAMP): $(INSTALL_STAMP) $(KERNEL_SOURCES)
-	$(PY) setup.py build_ext --inplace
+	@echo "canopy: compiling the Cython kernels (log: build/kernels.log) ..."
 	@mkdir -p $(dir $@)
-	touch $@
+	@start=$$(date +%s); \
+	$(PY) setup.py -q build_ext --inplace > build/kernels.log 2>&1 || { tail -40 build/kernels.log; echo "canopy: kernel build failed (full log: build/kernels.log)"; exit 1; }; \
+	echo "canopy: kernels compiled in $$(( $$(date +%s) - start )) s"
+	@touch $@
 
 kernels: $(KERNEL_STAMP)
 

@@ -2,6 +2,10 @@
 
 Every ``kernels/*.pyx`` becomes an extension module ``kernels.<name>``. The default flags are portable
 (-O3, no -march); set CANOPY_NATIVE=1 to build for the host CPU (-march=native).
+
+``CANOPY_SKIP_KERNELS=1`` declares no extensions: the Makefile sets it for the editable install (which
+would otherwise compile every kernel into a build directory of its own) and then builds them once, in
+place, with ``setup.py build_ext --inplace``.
 """
 import glob
 import os
@@ -27,10 +31,14 @@ extensions = [
     for path in sorted(glob.glob("kernels/*.pyx"))
 ]
 
-setup(
-    ext_modules=cythonize(
-        extensions,
-        language_level="3",
-        compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True},
-    ),
-)
+if os.environ.get("CANOPY_SKIP_KERNELS") == "1":
+    setup()
+else:
+    setup(
+        ext_modules=cythonize(
+            extensions,
+            language_level="3",
+            quiet=True,
+            compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True},
+        ),
+    )
