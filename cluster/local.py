@@ -135,16 +135,20 @@ class LocalRunner(Runner):
         return [(self.leaf_of(partition), partition)]
 
     def replace_table(self, table: TableDef, data: Optional[pa.Table]) -> None:
-        batches = [b for b in data.to_batches() if b.num_rows] if data is not None else []
-        placements = [p for pieces in self._pool.map(lambda b: self._route(table, b), batches) for p in pieces]
-        by_partition: dict[Optional[int], list[pa.RecordBatch]] = \
-            {None: []} if table.reference else {p: [] for p in range(self.num_partitions)}
-        for partition, piece in placements:
-            by_partition[partition].append(piece)
+        self.replace_tables([(table, data)])
+
+    def replace_tables(self, changes) -> None:
         txn = self._committer.begin()
-        for partition, pieces in by_partition.items():
-            for leaf, key in self._targets(table, partition):
-                txn.replace(leaf.storage.store(table.table_id, key), pieces)
+        for table, data in changes:
+            batches = [b for b in data.to_batches() if b.num_rows] if data is not None else []
+            placements = [p for pieces in self._pool.map(lambda b: self._route(table, b), batches) for p in pieces]
+            by_partition: dict[Optional[int], list[pa.RecordBatch]] = \
+                {None: []} if table.reference else {p: [] for p in range(self.num_partitions)}
+            for partition, piece in placements:
+                by_partition[partition].append(piece)
+            for partition, pieces in by_partition.items():
+                for leaf, key in self._targets(table, partition):
+                    txn.replace(leaf.storage.store(table.table_id, key), pieces)
         txn.commit()
 
     def delete_rows(self, table: TableDef, matcher, rewrite=None) -> int:

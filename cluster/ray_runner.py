@@ -291,11 +291,17 @@ class RayRunner(Runner):
         return _RayLoad(self, table)
 
     def replace_table(self, table: TableDef, data: Optional[pa.Table]) -> None:
-        pieces = self._place(table, data) if data is not None else {}
-        for i in range(self.num_leaves):       # every store is replaced, the empty ones with nothing
-            for key in self._keys(table, i):
-                pieces.setdefault(i, {}).setdefault(key, [])
-        self._write([(table, pieces, True)])
+        self.replace_tables([(table, data)])
+
+    def replace_tables(self, changes) -> None:
+        writes = []
+        for table, data in changes:
+            pieces = self._place(table, data) if data is not None else {}
+            for i in range(self.num_leaves):       # every store is replaced, the empty ones with nothing
+                for key in self._keys(table, i):
+                    pieces.setdefault(i, {}).setdefault(key, [])
+            writes.append((table, pieces, True))
+        self._write(writes)
 
     def delete_rows(self, table: TableDef, matcher, rewrite=None) -> int:
         """DELETE / UPDATE in place, one transaction: every leaf marks the rows ``matcher`` selects in

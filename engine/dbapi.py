@@ -6,8 +6,11 @@ structure), and an :class:`engine.result.Result` comes back. The only data work 
 fetch boundary, where the requested slice of the Arrow result is converted column by column to Python
 values.
 
-Statements autocommit: Canopy has no multi-statement transactions, so :meth:`Connection.commit` and
-:meth:`Connection.rollback` are no-ops. ``rollback`` does *not* undo anything already executed.
+Transactions: a connection autocommits by default (each statement commits on its own, as Canopy's
+notebooks and tools expect); ``connect(autocommit=False)`` or ``con.autocommit = False`` gives PEP 249's
+behaviour, where the first write opens a transaction that :meth:`Connection.commit` makes visible and
+:meth:`Connection.rollback` drops (see :mod:`engine.transactions`). Closing a connection rolls back an
+open transaction.
 
 This module imports neither the session nor pyarrow at import time; ``engine`` re-exports it and every
 engine submodule imports ``engine`` first.
@@ -94,14 +97,15 @@ def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802 - PEP 2
 # --- connect -------------------------------------------------------------------------------------
 def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_per_leaf: int = 4,
             cluster: Optional[str] = None, load_dir: Optional[str] = None, progress: Optional[bool] = None,
-            statement_timeout: Optional[int] = None, **options: Any) -> "Connection":
+            statement_timeout: Optional[int] = None, autocommit: bool = True, **options: Any) -> "Connection":
     """Start a runner (``cluster="local"`` runs leaves in-process, ``"ray"`` as Ray actors; None reads
     ``$CANOPY_RUNNER``, default local) and open a connection on it.
 
     The connection owns the runner and shuts it down on :meth:`Connection.close`. ``load_dir`` confines
     LOAD DATA to files inside that directory (MySQL's ``secure_file_priv``); ``progress`` forces the
     progress bar of long loads on or off (default: on a terminal or in a notebook); ``statement_timeout``
-    (milliseconds, also ``SET statement_timeout = N``) cancels a query running longer. Extra ``options``
+    (milliseconds, also ``SET statement_timeout = N``) cancels a query running longer; ``autocommit=False``
+    opens a transaction at the first write, ended by ``commit()`` / ``rollback()``. Extra ``options``
     go to :func:`engine.runner.start_runner` unchanged.
     """
     # Imported here: engine.session pulls in the whole SQL stack, and engine/__init__ must stay light.
@@ -115,6 +119,7 @@ def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_p
     try:
         session = Session(runner, database=database, load_dir=load_dir, progress=progress,
                           statement_timeout=statement_timeout)
+        session.set_autocommit(autocommit)
         from engine.pipelines import resume_pipelines
         resume_pipelines(runner)       # a data_dir's pipelines, started again if they were running
     except BaseException:
@@ -197,23 +202,26 @@ class Connection:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    # -- transactions: every statement autocommits ---------------------------------------------
+    # -- transactions (engine.transactions) ------------------------------------------------------
     @property
     def autocommit(self) -> bool:
-        return True
+        return self.session.autocommit
 
     @autocommit.setter
     def autocommit(self, value: bool) -> None:
-        if not value:
-            raise NotSupportedError("Canopy has no transactions; every statement autocommits")
+        """Turning autocommit on commits an open transaction (as MySQL's ``SET autocommit = 1``)."""
+        self._check_open()
+        _run(self.session.set_autocommit, bool(value))
 
     def commit(self) -> None:
-        """No-op: each statement was committed when it finished."""
+        """Make the open transaction's writes visible, all at once (nothing to do without one)."""
         self._check_open()
+        _run(self.session.commit)
 
     def rollback(self) -> None:
-        """No-op: statements autocommit, so there is nothing to roll back (nothing is undone)."""
+        """Drop the open transaction's writes (nothing to do without one)."""
         self._check_open()
+        _run(self.session.rollback)
 
     # -- cursors and shortcuts ---------------------------------------------------------------
     @property

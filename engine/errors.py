@@ -85,6 +85,10 @@ class ExecutionError(CanopyError, OperationalError):
     """A query failed while running for a reason other than its data (a dead leaf, a timeout)."""
 
 
+class LockWaitTimeoutError(ExecutionError):
+    """A write waited longer than ``lock_wait_timeout`` for a table another transaction is writing."""
+
+
 class BadDataError(CanopyError, DataError):
     """Data that does not fit: an overflowing value, an unparsable CSV field, a division overflow."""
 

@@ -56,6 +56,11 @@ class Runner(ABC):
         DELETE, UPDATE and TRUNCATE go through this: readers see the old rows or the new, never a mix.
         """
 
+    def replace_tables(self, changes: Sequence[tuple[TableDef, "pa.Table | None"]]) -> None:
+        """``replace_table`` of several tables as one atomic step (a transaction's COMMIT: one commit
+        record, one snapshot): readers and recovery see every table's new rows or none of them."""
+        raise UnsupportedError("multi-table transactions on this runner")
+
     def delete_rows(self, table: TableDef, matcher, rewrite=None) -> "int | None":
         """DELETE in place: remove the rows ``matcher`` selects (engine.sql.dml.RowMatcher) in one
         atomic statement, returning how many (a reference table's rows counted once). ``rewrite``

@@ -9,7 +9,14 @@ Contract used by every front end (DB-API driver, MySQL wire server, notebooks)::
 
 Parameters follow PEP 249's ``pyformat`` style (``%s`` positional, ``%(name)s`` named); values are
 substituted into the parsed AST as literals, never spliced into SQL text. Several statements separated
-by ``;`` run in order and the last one's result is returned. Every statement commits on its own.
+by ``;`` run in order and the last one's result is returned.
+
+Transactions (engine.transactions): every statement commits on its own (``autocommit``, the default)
+unless a transaction is open: ``BEGIN`` / ``START TRANSACTION`` or ``session.begin()`` opens one, and
+with ``SET autocommit = 0`` (``session.set_autocommit(False)``) the first write opens one.
+``COMMIT`` / ``session.commit()`` makes all of its writes visible at once, ``ROLLBACK`` /
+``session.rollback()`` drops them. A DDL statement commits an open transaction first (as MySQL does);
+closing the session rolls it back.
 
 Errors: bad input raises the typed errors of :mod:`engine.errors`; anything else escaping the engine is
 wrapped as :class:`~engine.errors.CanopyInternalError`, so no raw traceback of engine internals reaches a
@@ -31,22 +38,26 @@ from engine.result import Result
 from engine.sql import ddl
 from engine.sql.handlers.catalog import CatalogStatements
 from engine.sql.handlers.pipelines import PipelineStatements
+from engine.sql.handlers.session_state import SessionStatements, timeout_ms
 from engine.sql.handlers.writes import WriteStatements
 from engine.sql.parameters import bind_placeholders, mark_placeholders, parameterize_literals
 from engine.sql.parser import Statement, parse
 from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values
 from engine.sql.query import explain_text, plan_query, run_query
 from engine.statistics import RunnerStatistics
+from engine.transactions import DEFAULT_LOCK_WAIT_TIMEOUT, Transaction, TransactionCatalog, table_locks_of
 
 
-class Session(CatalogStatements, WriteStatements, PipelineStatements):
+class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionStatements):
     def __init__(self, runner, database: Optional[str] = "canopy", *, load_dir: Optional[str] = None,
                  progress: Optional[bool] = None, statement_timeout: Optional[int] = None):
         """``load_dir``: LOAD DATA reads only files inside it (MySQL's secure_file_priv); ``progress``:
         a progress bar for long loads (None: when stderr is a terminal or in a notebook);
         ``statement_timeout``: milliseconds a call of ``execute`` may run its queries (0/None: no limit)."""
         self.runner = runner
-        self.catalog = runner.catalog
+        self.autocommit = True
+        self.lock_wait_timeout = DEFAULT_LOCK_WAIT_TIMEOUT     # seconds (SET lock_wait_timeout)
+        self._txn: Optional[Transaction] = None
         if database is not None and not self.catalog.has_database(database):
             self.catalog.create_database(database)
         self.database = database
@@ -57,7 +68,105 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
         self.progress = progress
         self.warnings: list[tuple[str, int, str]] = []    # SHOW WARNINGS: the last statement's
         self.closed = False
-        self.statement_timeout = _timeout_ms(statement_timeout)
+        self.statement_timeout = timeout_ms(statement_timeout)
+
+    @property
+    def catalog(self):
+        """The catalog as this session sees it: inside a transaction, the tables it has written
+        resolve to their uncommitted versions."""
+        return self._txn.catalog if self._txn is not None else self.runner.catalog
+
+    # -- transactions -------------------------------------------------------------------------------
+    @property
+    def in_transaction(self) -> bool:
+        return self._txn is not None
+
+    def begin(self) -> None:
+        """Open a transaction (committing an open one first, as MySQL's BEGIN does)."""
+        self._check_open()
+        self.commit()
+        self._txn = Transaction(self.runner, self, lambda: self.lock_wait_timeout)
+
+    def commit(self) -> None:
+        """Make the open transaction's writes visible, all at once; nothing to do without one."""
+        txn, self._txn = self._txn, None
+        if txn is None:
+            return
+        changed = self._guarded(lambda: txn.commit(self._read_all))
+        self.plan_cache.invalidate()
+        for table in changed:
+            self.statistics.forget(table)
+
+    def rollback(self) -> None:
+        """Drop the open transaction's writes; nothing to do without one."""
+        txn, self._txn = self._txn, None
+        if txn is not None:
+            txn.end()
+
+    def set_autocommit(self, on: bool) -> None:
+        """``SET autocommit``: turning it on commits an open transaction (MySQL)."""
+        if on:
+            self.commit()
+        self.autocommit = bool(on)
+
+    def _read_all(self, table) -> pa.Table:
+        """Every row of ``table`` (a TableDef, committed or a transaction's shadow), in its schema."""
+        catalog = TransactionCatalog(self.runner.catalog, {(table.database.lower(), table.name.lower()): table})
+        select = exp.select(*[exp.column(c.name, quoted=True) for c in table.columns]).from_(
+            exp.table_(table.name, db=table.database, quoted=True))
+        planned = plan_query(select, catalog, self.database, self.statistics, self.runner.num_partitions)
+        data = run_query(planned, self.runner).table
+        return pa.Table.from_arrays(data.columns, schema=table.arrow_schema)
+
+    @contextlib.contextmanager
+    def _writing(self, node, statement: Statement):
+        """Around a statement: the write locks of the tables it writes, for the statement (autocommit)
+        or, inside a transaction, until it ends, with the tables replaced by their shadows."""
+        tables = self._write_targets(node)
+        if tables and self._txn is None and not self.autocommit:
+            self._txn = Transaction(self.runner, self, lambda: self.lock_wait_timeout)
+        if self._txn is not None:
+            for table in tables:
+                if isinstance(node, exp.Drop):
+                    continue         # DDL committed the transaction already (see _run)
+                self._txn.shadow_of(table, self._read_all)
+            yield
+            return
+        locks = table_locks_of(self.runner)
+        taken = []
+        try:
+            for table in tables:
+                if locks.acquire(table, self, self.lock_wait_timeout):
+                    taken.append(table.table_id)
+            yield
+        finally:
+            locks.release(taken, self)
+
+    def _write_targets(self, node) -> list:
+        """The committed tables a statement writes (its write locks); unknown names are left to the
+        statement's handler to report."""
+        if _is_load_data(node):
+            names = [(node.database, node.table)]
+        elif isinstance(node, exp.Insert):
+            target = node.this.this if isinstance(node.this, exp.Schema) else node.this
+            names = [(target.text("db"), target.name)]
+        elif isinstance(node, (exp.Update, exp.Delete)):
+            names = [(node.this.text("db"), node.this.name)] if isinstance(node.this, exp.Table) else []
+        elif isinstance(node, exp.TruncateTable):
+            names = [(t.text("db"), t.name) for t in node.expressions]
+        elif isinstance(node, exp.Drop) and (node.args.get("kind") or "").upper() == "TABLE":
+            names = [(t.text("db"), t.name) for t in (node.args.get("tables") or [node.this])]
+        else:
+            return []
+        tables = []
+        for database, name in names:
+            database = database or self.database
+            if database is None or not self.runner.catalog.has_database(database):
+                continue
+            table = self.runner.catalog.find_table(database, name)
+            if table is not None and all(t.table_id != table.table_id for t in tables):
+                tables.append(table)
+        return tables
 
     # -- entry points -----------------------------------------------------------------------------
     def execute(self, sql: str, params: Optional[Sequence | Mapping] = None) -> Result:
@@ -82,13 +191,18 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
             database = database or self.database
             if database is None:
                 raise BindError("no database selected; run USE <database> first")
-            target = self.catalog.table(database, table)
-            self.plan_cache.invalidate()
-            return Result(None, rowcount=load_arrow(data, target, self.runner, progress=self.progress))
+            node = exp.Insert(this=exp.table_(table, db=database))
+            with self._writing(node, None):
+                target = self.catalog.table(database, table)
+                self.plan_cache.invalidate()
+                return Result(None, rowcount=load_arrow(data, target, self.runner, progress=self.progress))
 
         return self._guarded(load).rowcount
 
     def close(self) -> None:
+        """Close the session; an open transaction is rolled back."""
+        if not self.closed:
+            self.rollback()
         self.closed = True
 
     # -- internals --------------------------------------------------------------------------------
@@ -125,7 +239,7 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
         if not isinstance(sql, str):
             raise BindError(f"the statement must be a string, not {type(sql).__name__}")
         marked, values = mark_placeholders(sql, params)
-        if self.plan_cache.enabled:
+        if self.plan_cache.enabled and not (self._txn is not None and self._txn.written):
             # A query with literals and no parameters is cached by its shape too: its literals become
             # the parameters (verified in _cached_query); otherwise it runs as written.
             lifted = parameterize_literals(sql) if params is None else None
@@ -219,13 +333,16 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
         if not isinstance(node, (exp.Select, exp.Union, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set)):
             self.plan_cache.invalidate()       # DDL, ANALYZE, writes: plans and estimates may be stale
         try:
-            if type(node).__name__ == "LoadDataStatement":
-                result = self._load_data(node)
-            else:
-                handler = getattr(self, "_stmt_" + type(node).__name__, None)
-                if handler is None:
-                    raise UnsupportedError(f"{type(node).__name__.upper()} statements are not supported")
-                result = handler(node, statement)
+            if self._txn is not None and not isinstance(node, _KEEPS_TRANSACTION) and not _is_load_data(node):
+                self.commit()        # DDL, ANALYZE, OPTIMIZE, pipelines: an implicit COMMIT first (MySQL)
+            with self._writing(node, statement):
+                if _is_load_data(node):
+                    result = self._load_data(node)
+                else:
+                    handler = getattr(self, "_stmt_" + type(node).__name__, None)
+                    if handler is None:
+                        raise UnsupportedError(f"{type(node).__name__.upper()} statements are not supported")
+                    result = handler(node, statement)
         except Error as error:
             self.warnings = [("Error", 0, str(error))]
             raise
@@ -262,42 +379,6 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements):
             text = explain_text(planned)
         return ddl.text_result(["EXPLAIN"], [(line,) for line in text.splitlines()])
 
-    # -- session state ------------------------------------------------------------------------------
-    def _stmt_Set(self, node: exp.Set, statement) -> Result:
-        # Clients send SET NAMES / SET autocommit=1 / SET sql_mode=... on connect: record, do not fail.
-        for item in node.expressions:
-            assignment = item.this
-            name = assignment.this.name.lower() if isinstance(assignment, exp.EQ) else ""
-            if name in TIMEOUT_VARIABLES:
-                value = assignment.expression
-                self.statement_timeout = None if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT" \
-                    else _timeout_ms(value.to_py() if isinstance(value, (exp.Literal, exp.Neg)) else value.sql())
-                continue
-            self.variables[item.sql(dialect="mysql")] = True
-        return Result(None, rowcount=0)
-
-    def _stmt_Transaction(self, node, statement) -> Result:
-        return Result(None, rowcount=0)    # every statement autocommits; BEGIN is accepted for clients
-
-    _stmt_Commit = _stmt_Rollback = _stmt_Transaction
-
-
-# statement_timeout (milliseconds, as PostgreSQL and SingleStore name it) and MySQL's max_execution_time
-TIMEOUT_VARIABLES = ("statement_timeout", "max_execution_time")
-
-
-def _timeout_ms(value) -> Optional[int]:
-    """A statement timeout in whole milliseconds; 0 and None mean no limit."""
-    if value is None:
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BindError(f"statement_timeout must be a whole number of milliseconds >= 0 (0: no limit), "
-                        f"not {value!r}")
-    return value or None
-
-
 def _same_tree(node: exp.Expression, values: list, original: str) -> bool:
     """Whether ``node`` with ``values`` bound is the tree ``original`` parses to (lifted literals)."""
     try:
@@ -321,6 +402,16 @@ def _plan_cache_of(runner) -> PlanCache:
         cache = PlanCache()
         runner.plan_cache = cache          # shared by every session of this cluster
     return cache
+
+
+# Statements that run inside an open transaction; any other commits it first.
+_KEEPS_TRANSACTION = (exp.Select, exp.Union, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set, exp.Use,
+                      exp.Insert, exp.Update, exp.Delete, exp.Transaction, exp.Commit, exp.Rollback,
+                      exp.Intersect, exp.Except)
+
+
+def _is_load_data(node) -> bool:
+    return type(node).__name__ == "LoadDataStatement"
 
 
 def _is_load(node) -> bool:

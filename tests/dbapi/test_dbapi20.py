@@ -77,11 +77,11 @@ def test_exceptions_as_connection_attributes(con):
 
 # --- connection ---------------------------------------------------------------------------------------
 def test_commit(con):
-    con.commit()  # must exist and work even though every statement autocommits
+    con.commit()  # must exist and work with no transaction open
 
 
 def test_rollback(con):
-    con.rollback()  # statements autocommit, so this is documented as a no-op
+    con.rollback()  # nothing open: nothing to undo
 
 
 def test_cursor(con):

@@ -65,10 +65,20 @@ def test_connection_exposes_session(con):
 
 
 def test_autocommit(con):
+    """Autocommit by default; off, the first write opens a transaction that rollback() drops."""
     assert con.autocommit is True
-    con.autocommit = True
-    with pytest.raises(engine.NotSupportedError):
+    con.execute("CREATE TABLE ac (a INT)")
+    try:
         con.autocommit = False
+        con.execute("INSERT INTO ac VALUES (1)")
+        con.rollback()
+        assert con.execute("SELECT COUNT(*) FROM ac").fetchone() == (0,)
+        con.execute("INSERT INTO ac VALUES (2)")
+        con.autocommit = True                     # commits the open transaction
+        assert con.execute("SELECT a FROM ac").fetchall() == [(2,)]
+    finally:
+        con.autocommit = True
+        con.execute("DROP TABLE ac")
 
 
 # --- Arrow and pandas results ---------------------------------------------------------------------------

@@ -16,8 +16,7 @@ from engine.sql.query import run_query
 
 class WriteStatements:
     def _stmt_Insert(self, node: exp.Insert, statement) -> Result:
-        if node.args.get("conflict") or node.args.get("overwrite") or node.args.get("alternative"):
-            raise UnsupportedError("INSERT IGNORE / REPLACE / ON DUPLICATE KEY UPDATE (tables have no unique keys)")
+        _refuse_unknown_clauses(node, "INSERT", {"this", "expression"})
         target = node.this
         names = None
         if isinstance(target, exp.Schema):
@@ -120,6 +119,22 @@ class WriteStatements:
         if len(projection) != len(table.columns):
             return data
         return dml.conform_to_table(data, [f.type for f in planned.fields], table, list(table.columns))
+
+
+# The words of clauses sqlglot records in a statement's args, for the refusal of one Canopy ignores.
+_CLAUSE_WORDS = {"ignore": "INSERT IGNORE", "conflict": "ON DUPLICATE KEY UPDATE", "overwrite": "INSERT OVERWRITE",
+                 "alternative": "INSERT OR ...", "partition": "PARTITION", "returning": "RETURNING",
+                 "hint": "optimizer hints", "where": "WHERE", "by_name": "BY NAME", "exists": "IF EXISTS",
+                 "stored": "STORED", "settings": "SETTINGS", "default": "DEFAULT VALUES", "is_function": "FUNCTION"}
+
+
+def _refuse_unknown_clauses(node: exp.Expression, statement: str, handled: set) -> None:
+    """NotSupportedError for any clause of ``node`` outside ``handled`` that is present: nothing a
+    user wrote is dropped silently."""
+    for name, value in node.args.items():
+        if name not in handled and value not in (None, False, [], ""):
+            word = _CLAUSE_WORDS.get(name, name.upper())
+            raise UnsupportedError(word if word.startswith(statement) else f"{statement} with {word}")
 
 
 def _is_true(predicate: exp.Expression) -> exp.Expression:

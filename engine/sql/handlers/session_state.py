@@ -1,0 +1,168 @@
+"""Session-state statements: SET and the transaction statements (BEGIN / START TRANSACTION, COMMIT,
+ROLLBACK).
+
+A mixin of :class:`engine.session.Session`. Every SET variable listed in ``_SETTERS`` has its real
+effect; any other is refused with NotSupportedError naming it (a client that sets ``sql_mode`` or
+``time_zone`` must not believe Canopy now behaves that way).
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Callable, Optional
+
+from sqlglot import exp
+
+from engine.errors import BindError, UnsupportedError
+from engine.result import Result
+
+# Character sets whose text Canopy returns as it is (UTF-8); NULL for character_set_results means
+# "send results as stored", which is UTF-8 too.
+_UTF8 = {"utf8", "utf8mb4", "utf8mb3"}
+_COLLATIONS = {"utf8mb4_general_ci", "utf8mb4_bin", "utf8_general_ci", "utf8_bin", "utf8mb4_0900_ai_ci"}
+_ISOLATION = "READ COMMITTED"       # SingleStore's only isolation level, and Canopy's
+
+
+class SessionStatements:
+    # -- transactions ------------------------------------------------------------------------------
+    def _stmt_Transaction(self, node: exp.Transaction, statement) -> Result:
+        modes = [str(m).upper() for m in node.args.get("modes") or []]
+        if any(m != "READ WRITE" for m in modes):
+            raise UnsupportedError(f"START TRANSACTION {', '.join(modes)}")
+        self.begin()
+        return Result(None, rowcount=0)
+
+    def _stmt_Commit(self, node: exp.Commit, statement) -> Result:
+        if node.args.get("chain") is not None or node.args.get("durability"):
+            raise UnsupportedError("COMMIT AND CHAIN / RELEASE")
+        self.commit()
+        return Result(None, rowcount=0)
+
+    def _stmt_Rollback(self, node: exp.Rollback, statement) -> Result:
+        if node.args.get("savepoint") is not None:
+            raise UnsupportedError("ROLLBACK TO SAVEPOINT (savepoints)")
+        self.rollback()
+        return Result(None, rowcount=0)
+
+    # -- SET -----------------------------------------------------------------------------------------
+    def _stmt_Set(self, node: exp.Set, statement) -> Result:
+        """All items are checked before any takes effect: ``SET autocommit = 0, sql_mode = ''`` changes
+        nothing when ``sql_mode`` is refused."""
+        if node.args.get("unset") or node.args.get("tag"):
+            raise UnsupportedError("UNSET / SET TAG")
+        effects = [self._set_item(item) for item in node.expressions]
+        for effect in effects:
+            effect()
+        return Result(None, rowcount=0)
+
+    def _set_item(self, item: exp.Expression) -> Callable[[], None]:
+        kind = str(item.args.get("kind") or "").upper()
+        if kind in ("NAMES", "CHARACTER SET"):
+            charset = item.this.name.lower() if item.this is not None else ""
+            collate = item.args.get("collate")
+            if charset not in _UTF8 or (collate is not None and collate.name.lower() not in _COLLATIONS):
+                raise UnsupportedError(f"SET {kind} {item.this.sql() if item.this else ''}: Canopy sends and "
+                                       f"reads text as UTF-8 only (utf8mb4)")
+            return lambda: self.variables.__setitem__("character_set_client", charset)
+        if kind == "TRANSACTION":
+            text = " ".join(str(e.this if isinstance(e, exp.Var) else e).upper() for e in item.expressions)
+            if text not in (f"ISOLATION LEVEL {_ISOLATION}", "READ WRITE"):
+                raise UnsupportedError(f"SET TRANSACTION {text}: Canopy's transactions are {_ISOLATION}")
+            return lambda: None
+        if kind in ("GLOBAL", "PERSIST", "PERSIST_ONLY"):
+            raise UnsupportedError(f"SET {kind} (server-wide variables)")
+        if kind not in ("", "SESSION", "LOCAL"):
+            raise UnsupportedError(f"SET {kind}")
+        assignment = item.this
+        if not isinstance(assignment, exp.EQ):
+            raise UnsupportedError(f"SET {item.sql(dialect='mysql')}")
+        target, value = assignment.this, assignment.expression
+        if isinstance(target, exp.Parameter):
+            raise UnsupportedError(f"user variables (SET @{target.name})")
+        if isinstance(target, exp.SessionParameter) and str(target.args.get("kind") or "session").lower() \
+                not in ("session", "local"):
+            raise UnsupportedError(f"SET @@{target.args.get('kind')}.{target.name} (server-wide variables)")
+        name = target.name.lower()
+        setter = _SETTERS.get(name)
+        if setter is None:
+            raise UnsupportedError(f"SET {name}: Canopy does not implement this variable")
+        if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT":
+            value = None
+        else:
+            value = _constant(value, name)
+        return setter(self, name, value)
+
+
+def _constant(value: exp.Expression, name: str):
+    """A SET value as Python: numbers, strings, TRUE/FALSE, ON/OFF (as 1/0), NULL."""
+    if isinstance(value, exp.Null):
+        return "NULL"
+    if isinstance(value, exp.Boolean):
+        return int(value.this)
+    if isinstance(value, (exp.Literal, exp.Neg)):
+        return value.to_py()
+    if isinstance(value, (exp.Var, exp.Column, exp.Identifier)):
+        word = value.name
+        return {"ON": 1, "OFF": 0}.get(word.upper(), word)
+    raise BindError(f"SET {name}: the value must be a constant, not {value.sql(dialect='mysql')}")
+
+
+def _set_autocommit(session, name: str, value):
+    on = True if value is None else value
+    if on not in (0, 1, True, False):
+        raise BindError(f"SET autocommit takes 0 or 1 (ON / OFF), not {on!r}")
+    return lambda: session.set_autocommit(bool(on))
+
+
+def _set_statement_timeout(session, name: str, value):
+    timeout = None if value is None else timeout_ms(value)
+    return lambda: setattr(session, "statement_timeout", timeout)
+
+
+def timeout_ms(value) -> Optional[int]:
+    """A statement timeout in whole milliseconds; 0 and None mean no limit."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BindError(f"statement_timeout must be a whole number of milliseconds >= 0 (0: no limit), "
+                        f"not {value!r}")
+    return value or None
+
+
+def _set_lock_wait_timeout(session, name: str, value):
+    from engine.transactions import DEFAULT_LOCK_WAIT_TIMEOUT
+    seconds = DEFAULT_LOCK_WAIT_TIMEOUT if value is None else value
+    if isinstance(seconds, Decimal):
+        seconds = float(seconds)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+        raise BindError(f"SET {name} takes a number of seconds >= 0, not {value!r}")
+    return lambda: setattr(session, "lock_wait_timeout", float(seconds))
+
+
+def _set_charset(session, name: str, value):
+    if value is None or value == "NULL" or str(value).lower() in _UTF8 | _COLLATIONS:
+        return lambda: session.variables.__setitem__(name, value)
+    raise UnsupportedError(f"SET {name} = {value}: Canopy sends and reads text as UTF-8 only (utf8mb4)")
+
+
+def _set_isolation(session, name: str, value):
+    if value is None or str(value).upper().replace("-", " ") == _ISOLATION:
+        return lambda: None
+    raise UnsupportedError(f"SET {name} = {value}: Canopy's transactions are {_ISOLATION}")
+
+
+_SETTERS = {
+    "autocommit": _set_autocommit,
+    # milliseconds, as PostgreSQL and SingleStore name it, and MySQL's max_execution_time
+    "statement_timeout": _set_statement_timeout,
+    "max_execution_time": _set_statement_timeout,
+    "lock_wait_timeout": _set_lock_wait_timeout,
+    "innodb_lock_wait_timeout": _set_lock_wait_timeout,
+    "character_set_client": _set_charset,
+    "character_set_connection": _set_charset,
+    "character_set_results": _set_charset,
+    "collation_connection": _set_charset,
+    "transaction_isolation": _set_isolation,
+    "tx_isolation": _set_isolation,
+}
