@@ -279,7 +279,7 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
                     raise
                 statements = []       # a literal the grammar needs as text: run as written
             node = statements[0].node if statements else None
-            if len(statements) != 1 or not isinstance(node, (exp.Select, exp.Union)) \
+            if len(statements) != 1 or not isinstance(node, (exp.Select, exp.SetOperation)) \
                     or "information_schema" in marked.lower() \
                     or (original is not None and not _same_tree(node, values, original)):
                 cache.put(key, UNCACHEABLE)
@@ -330,7 +330,7 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
         if getattr(self.runner, "pipelines", None) is not None and "information_schema" in statement.text.lower():
             from engine.pipelines.system_tables import refresh
             refresh(self.runner, self.runner.pipelines)   # the pipelines' state as of this statement
-        if not isinstance(node, (exp.Select, exp.Union, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set)):
+        if not isinstance(node, (exp.Select, exp.SetOperation, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set)):
             self.plan_cache.invalidate()       # DDL, ANALYZE, writes: plans and estimates may be stale
         try:
             if self._txn is not None and not isinstance(node, _KEEPS_TRANSACTION) and not _is_load_data(node):
@@ -356,12 +356,7 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
     def _query(self, node, statement) -> Result:
         return run_query(self._plan(node), self.runner)
 
-    _stmt_Select = _stmt_Union = _stmt_Subquery = _stmt_Values = _query
-
-    def _stmt_Intersect(self, node, statement):
-        raise UnsupportedError(f"{type(node).__name__.upper()} is not supported yet")
-
-    _stmt_Except = _stmt_Intersect
+    _stmt_Select = _stmt_Union = _stmt_Intersect = _stmt_Except = _stmt_Subquery = _stmt_Values = _query
 
     def _stmt_Describe(self, node: exp.Describe, statement) -> Result:
         target = node.this

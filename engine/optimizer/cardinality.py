@@ -23,8 +23,8 @@ from typing import Optional, Protocol
 
 from engine.catalog import TableDef
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, conjuncts
-from engine.plan.logical import (Aggregate, CteScan, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Scan,
-                                 Sort, Union, Values)
+from engine.plan.logical import (Aggregate, CteScan, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
+                                 Repeat, Scan, Sort, Union, Values)
 from engine.stats.histogram import ColumnStats, join_rows
 
 # "sample" and "segment metadata": a column's quick statistics (engine.stats.quick), used until its
@@ -183,7 +183,7 @@ class Estimator:
         if isinstance(plan, Filter):
             rows = self.rows(plan.input)
             return rows * self.conjunction(conjuncts(plan.predicate), plan.input, rows)
-        if isinstance(plan, (Project, Sort)):
+        if isinstance(plan, (Project, Sort, Repeat)):     # Repeat: a row's copies count as one
             rows = self.rows(plan.input)
             return min(rows, plan.limit) if isinstance(plan, Sort) and plan.limit is not None else rows
         if isinstance(plan, Limit):
@@ -217,6 +217,8 @@ class Estimator:
             if plan.residual is not None:
                 self._note("default")
                 rows *= 0.5
+            if plan.kind == "full":
+                return max(rows, left, right)
             return max(rows, left) if plan.kind == "left" else rows
         if isinstance(plan, MultiJoin):
             self._note("default")

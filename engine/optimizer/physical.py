@@ -36,6 +36,7 @@ from engine.exec.operators.hash_join import HashJoinExec
 from engine.exec.operators.limit import LimitExec
 from engine.exec.operators.nested_loop_join import NestedLoopJoinExec
 from engine.exec.operators.project import ProjectExec
+from engine.exec.operators.repeat import RepeatExec
 from engine.exec.operators.scan import ScanExec
 from engine.exec.operators.sort import SortExec
 from engine.exec.operators.streaming_aggregate import StreamingAggregateExec
@@ -46,8 +47,8 @@ from engine import types as T
 from engine.optimizer import cost
 from engine.optimizer.context import OptimizerContext
 from engine.plan.expressions import AggCall, Call, ColumnRef, and_all
-from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, Project, Scan, Sort,
-                                 Union, Values)
+from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, Project, Repeat,
+                                 Scan, Sort, Union, Values)
 
 
 @dataclass(frozen=True)
@@ -236,12 +237,17 @@ class PhysicalPlanner:
             op = self.to_single(op, dist)
         return SortExec(op, node.keys, node.limit), SINGLE
 
+    def _Repeat(self, node: Repeat):
+        op, dist = self.build(node.input)
+        return RepeatExec(op, node.count), dist
+
     def _Union(self, node: Union):
-        children = []
-        for child in node.inputs:
-            op, dist = self.build(child)
-            children.append(self.to_single(op, dist))
-        return UnionExec(tuple(children), node.fields), SINGLE
+        """Inputs that are all spread over the partitions stay there (each task unions its share, and
+        an aggregate above, as INTERSECT / EXCEPT have, runs distributed); otherwise all are gathered."""
+        built = [self.build(child) for child in node.inputs]
+        if all(dist.partitioned for _, dist in built):
+            return UnionExec(tuple(op for op, _ in built), node.fields), ANY
+        return UnionExec(tuple(self.to_single(op, dist) for op, dist in built), node.fields), SINGLE
 
     def _Aggregate(self, node: Aggregate):
         op, dist = self.build(node.input)
@@ -387,10 +393,13 @@ class PhysicalPlanner:
         lkey_ids = tuple(k.id for k in left_keys)
         rkey_ids = tuple(k.id for k in right_keys)
         preserve_left = kind != "inner"
+        # A full join keeps the unmatched rows of both sides: neither may be copied to several tasks
+        # (each copy would come out unmatched once per task), so its sides meet only where a key lives.
+        full = kind == "full"
         strategy = ""
         out_dist: Distribution
         distribution = None        # (chosen, {alternative: seconds}) where broadcast vs repartition was costed
-        if rdist.kind == "replicated" and ldist.kind != "single":
+        if rdist.kind == "replicated" and ldist.kind != "single" and not full:
             strategy, out_dist = "local (replicated build)", ldist
         elif ldist.kind == "single" and rdist.kind == "single":
             strategy, out_dist = "aggregator", SINGLE
@@ -399,7 +408,7 @@ class PhysicalPlanner:
         elif ldist.kind == "replicated" and not preserve_left and rdist.partitioned:
             strategy, out_dist = "local (replicated probe)", rdist
         elif self._colocated(ldist, rdist, lkey_ids, rkey_ids, left_keys, right_keys):
-            strategy, out_dist = "colocated", ldist
+            strategy, out_dist = "colocated", ANY if full else ldist
         else:
             left_rows, right_rows = self.est.rows(node.left), self.est.rows(node.right)
             limit = self.ctx.broadcast_row_limit
@@ -410,7 +419,9 @@ class PhysicalPlanner:
             repartition_cost = cost.exchange(moved, "repartition") + \
                 cost.hash_join(right_rows / tasks, left_rows / tasks, tasks)
             costed = {"broadcast": broadcast_cost, "repartition": repartition_cost}
-            if kind == "anti_null_aware" or rdist.kind == "single" or (
+            if full:
+                pass            # repartitioned below
+            elif kind == "anti_null_aware" or rdist.kind == "single" or (
                     right_rows <= limit and broadcast_cost <= repartition_cost and ldist.kind != "single"):
                 if ldist.kind == "replicated":
                     left = self.to_single(left, ldist)
@@ -428,7 +439,7 @@ class PhysicalPlanner:
             elif ldist.kind == "single" and not preserve_left and left_rows <= limit:
                 left = self.broadcast(left, ldist)
                 strategy, out_dist = "broadcast probe", rdist
-            else:
+            if full or strategy == "":
                 if ldist.kind == "replicated":
                     left = self.to_single(left, ldist)
                     ldist = SINGLE
@@ -450,7 +461,9 @@ class PhysicalPlanner:
                     right = self.repartition(right, rdist, rkey_ids)
                     out_keys = lkey_ids
                 strategy, out_dist = "repartition", Distribution("hashed", out_keys)
-                if right_rows <= limit and ldist.kind != "single":     # broadcast was possible: costed
+                if full:
+                    out_dist = ANY      # the unmatched rows of the right side have NULL left keys
+                elif right_rows <= limit and ldist.kind != "single":     # broadcast was possible: costed
                     distribution = ("repartition", costed)
         return self._join_algorithm(node, left, right, left_keys, right_keys, strategy, out_dist,
                                     distribution), out_dist
@@ -473,7 +486,7 @@ class PhysicalPlanner:
         # 5 x 4 rows, met 5,843 x 8,508 and spent 2.6 s in a NestedLoopJoin a hash join does in ~10 ms.
         # So it competes only where even its worst case (the inputs' upper bounds) is no dearer than
         # hashing the estimated rows.
-        if kind in ("inner", "left", "semi", "anti") and max(per_left, per_right) <= _NESTED_LOOP_MAX_ROWS:
+        if kind in ("inner", "left", "full", "semi", "anti") and max(per_left, per_right) <= _NESTED_LOOP_MAX_ROWS:
             share_left = per_left / max(left_rows, 1e-9)
             share_right = per_right / max(right_rows, 1e-9)
             worst = cost.nested_loop(_upper_rows(node.left, self.est) * share_left,
@@ -523,6 +536,11 @@ class PhysicalPlanner:
         kind = "inner" if node.kind == "cross" else node.kind
         if kind == "anti_null_aware":
             raise UnsupportedError("NOT IN without a comparable key")
+        if kind == "full":        # no key to meet on: both sides in one task (see _Join)
+            if ldist.kind == rdist.kind == "replicated":
+                return NestedLoopJoinExec(left, right, kind, node.residual, node.fields), REPLICATED
+            return NestedLoopJoinExec(self.to_single(left, ldist), self.to_single(right, rdist), kind,
+                                      node.residual, node.fields, "aggregator"), SINGLE
         if rdist.kind == "replicated" and ldist.kind != "single":
             out = ldist
         elif ldist.kind == "single" and rdist.kind in ("single", "replicated"):
@@ -600,7 +618,7 @@ def _upper_rows(plan: LogicalPlan, est) -> float:
         if plan.kind in ("semi", "anti", "anti_null_aware"):
             return left
         right = _upper_rows(plan.right, est)
-        return max(left * right, left if plan.kind == "left" else 0.0)
+        return max(left * right, left if plan.kind == "left" else left + right if plan.kind == "full" else 0.0)
     if isinstance(plan, Union):
         return sum(_upper_rows(i, est) for i in plan.inputs)
     return math.inf

@@ -25,9 +25,12 @@ from engine.catalog import Catalog
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, ScalarParam, and_all
+from engine.plan.expressions import equi_pair as _equi_pair
 from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
                                  Query, Scan, Sort, SortKey, Union, Values)
+from engine.plan.joins import bind_join_chain, bind_parenthesised
 from engine.plan.scope import IdGenerator, Relation, Scope
+from engine.plan.set_operations import lower_set_operation
 
 AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 
@@ -115,7 +118,7 @@ class Binder:
         if isinstance(node, exp.Union):
             return self.bind_union(node, outer, ctes)
         if isinstance(node, (exp.Intersect, exp.Except)):
-            raise UnsupportedError(f"{type(node).__name__.upper()} is not supported yet")
+            return self.bind_intersect_except(node, outer, ctes)
         if isinstance(node, exp.Values):
             return self.bind_values(node)
         raise UnsupportedError(f"statement {node.key.upper()} is not supported as a query")
@@ -155,6 +158,23 @@ class Binder:
             plan = Aggregate(plan, tuple((f, f.ref()) for f in out_fields), ())
         plan = self._order_limit_for_set_operation(node, plan, names)
         return plan, names
+
+    def bind_intersect_except(self, node: exp.Expression, outer, ctes) -> tuple[LogicalPlan, list[str]]:
+        """INTERSECT / EXCEPT [ALL | DISTINCT]: both inputs typed as UNION types them, then lowered by
+        :mod:`engine.plan.set_operations`."""
+        kind = "intersect" if isinstance(node, exp.Intersect) else "except"
+        left, names = self.bind_query(node.this, outer, ctes)
+        right, _ = self.bind_query(node.expression, outer, ctes)
+        if len(left.fields) != len(right.fields):
+            raise BindError(f"the SELECTs of an {kind.upper()} have {len(left.fields)} and {len(right.fields)} columns")
+        types = [T.common_type(a.type, b.type, kind.upper()) for a, b in zip(left.fields, right.fields)]
+        types = [t if t.kind != "null" else T.BIGINT for t in types]     # SELECT NULL INTERSECT SELECT NULL
+        out_fields = tuple(Field(self.ids.new(n), n, t, True) for n, t in zip(names, types))
+        plan = lower_set_operation(
+            kind, not node.args.get("distinct"), left, right, out_fields, self.ids,
+            tuple(self.coerce(f.ref(), t) for f, t in zip(left.fields, types)),
+            tuple(self.coerce(f.ref(), t) for f, t in zip(right.fields, types)))
+        return self._order_limit_for_set_operation(node, plan, names), names
 
     def _order_limit_for_set_operation(self, node, plan: LogicalPlan, names: list[str]) -> LogicalPlan:
         order = arg(node, "order")
@@ -236,56 +256,11 @@ class Binder:
         if from_ is None:
             one_row = Values((Field(self.ids.new("dual"), "dual", T.BIGINT),), ((0,),))
             return [one_row], []
-        items: list[LogicalPlan] = [self.bind_table_item(from_.this, scope, ctes)]
-        conditions: list[Expr] = []
-        for join in sel.args.get("joins") or []:
-            side = (join.args.get("side") or "").upper()
-            kind = (join.args.get("kind") or "").upper()
-            if join.args.get("using"):
-                raise UnsupportedError("JOIN ... USING; write the join condition with ON")
-            if kind in ("NATURAL",) or join.args.get("method"):
-                raise UnsupportedError(f"{kind or join.args.get('method')} JOIN")
-            if side == "FULL":
-                raise UnsupportedError("FULL OUTER JOIN is not supported yet")
-            if side in ("LEFT", "RIGHT"):
-                right_scope = Scope(parent=scope.parent)
-                right_plan = self.bind_table_item(join.this, right_scope, ctes)
-                for relation in right_scope.relations:
-                    scope.add(relation)
-                left_plan = items[0] if len(items) == 1 and not conditions else MultiJoin(tuple(items), tuple(conditions))
-                if len(items) == 1 and conditions:
-                    left_plan = Filter(items[0], and_all(conditions))
-                on = join.args.get("on")
-                if side == "RIGHT":
-                    left_plan, right_plan = right_plan, left_plan
-                joined = self.build_outer_join(left_plan, right_plan, on, scope)
-                items, conditions = [joined], []
-                continue
-            plan = self.bind_table_item(join.this, scope, ctes)
-            items.append(plan)
-            on = join.args.get("on")
-            if on is not None:
-                for c in _split_and(on):
-                    conditions.append(self.bind_expr(c, ExprContext(scope, clause="ON")))
-        return items, conditions
+        return bind_join_chain(self, from_.this, sel.args.get("joins") or [], scope, ctes)
 
-    def build_outer_join(self, left: LogicalPlan, right: LogicalPlan, on, scope: Scope) -> LogicalPlan:
-        left_ids, right_ids = left.field_ids(), right.field_ids()
-        lkeys, rkeys, residual, right_filters = [], [], [], []
-        for c in _split_and(on) if on is not None else []:
-            bound = self.bind_expr(c, ExprContext(scope, clause="ON"))
-            ids = bound.column_ids()
-            pair = _equi_pair(bound, left_ids, right_ids)
-            if pair:
-                lkeys.append(pair[0])
-                rkeys.append(pair[1])
-            elif ids and ids <= right_ids:
-                right_filters.append(bound)         # only filters which right rows can match
-            else:
-                residual.append(bound)
-        if right_filters:
-            right = Filter(right, and_all(right_filters))
-        return Join(left, right, "left", tuple(lkeys), tuple(rkeys), and_all(residual))
+    def bind_on(self, on: Optional[exp.Expression], scope: Scope) -> list[Expr]:
+        """The conjuncts of a join's ON condition, bound in ``scope``."""
+        return [self.bind_expr(c, ExprContext(scope, clause="ON")) for c in (_split_and(on) if on is not None else [])]
 
     def bind_table_item(self, node: exp.Expression, scope: Scope, ctes: dict) -> LogicalPlan:
         if isinstance(node, exp.Table):
@@ -306,6 +281,9 @@ class Binder:
                            for c in table.columns)
             scope.add(Relation(alias, list(fields)))
             return Scan(table, fields, tuple(c.name for c in table.columns), (), alias)
+        if isinstance(node, exp.Subquery) and not node.alias and isinstance(node.this, exp.Table) \
+                and node.this.args.get("joins"):
+            return bind_parenthesised(self, node.this, scope, ctes)
         if isinstance(node, exp.Subquery):
             alias = node.alias
             if not alias:
@@ -1246,19 +1224,6 @@ def _column_node(f: Field) -> exp.Expression:
     node = exp.Column(this=exp.to_identifier(f.name))
     node.meta["canopy_field"] = f
     return node
-
-
-def _equi_pair(c: Expr, left_ids: set[str], right_ids: set[str]) -> Optional[tuple[Expr, Expr]]:
-    """If ``c`` is ``l = r`` with l over left columns and r over right columns, return (l, r)."""
-    if not (isinstance(c, Call) and c.op == "eq"):
-        return None
-    a, b = c.args
-    ia, ib = a.column_ids(), b.column_ids()
-    if ia and ib and ia <= left_ids and ib <= right_ids:
-        return a, b
-    if ia and ib and ib <= left_ids and ia <= right_ids:
-        return b, a
-    return None
 
 
 def _temporal_of_string(s: Expr, other: T.SqlType) -> T.SqlType:

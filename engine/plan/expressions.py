@@ -131,6 +131,19 @@ def and_all(exprs: list[Expr]) -> Optional[Expr]:
     return result
 
 
+def equi_pair(c: Expr, left_ids: set[str], right_ids: set[str]) -> Optional[tuple[Expr, Expr]]:
+    """If ``c`` is ``l = r`` with l over left columns and r over right columns, return (l, r)."""
+    if not (isinstance(c, Call) and c.op == "eq"):
+        return None
+    a, b = c.args
+    ia, ib = a.column_ids(), b.column_ids()
+    if ia and ib and ia <= left_ids and ib <= right_ids:
+        return a, b
+    if ia and ib and ib <= left_ids and ia <= right_ids:
+        return b, a
+    return None
+
+
 def replace_columns(expr: Expr, mapping: dict[str, Expr]) -> Expr:
     """Substitute column references by id (used when pushing expressions through projections)."""
     if isinstance(expr, ColumnRef):

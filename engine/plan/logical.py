@@ -119,7 +119,7 @@ class Project(LogicalPlan):
             str(e) if isinstance(e, ColumnRef) and e.id == f.id else f"{e} AS {f.name}" for f, e in self.exprs)
 
 
-JOIN_KINDS = ("inner", "left", "semi", "anti", "anti_null_aware", "cross")
+JOIN_KINDS = ("inner", "left", "full", "semi", "anti", "anti_null_aware", "cross")
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,9 @@ class Join(LogicalPlan):
     """``left`` is the probe/preserved side. semi/anti output only left fields.
 
     anti_null_aware is NOT IN: a left row is dropped when the right side has any NULL key (and is not
-    empty), or when its own key is NULL and the right side is not empty.
+    empty), or when its own key is NULL and the right side is not empty. full (FULL OUTER JOIN) keeps
+    the unmatched rows of both sides, padded with NULLs; RIGHT joins are left joins with the sides
+    swapped by the binder.
     """
 
     left: LogicalPlan
@@ -142,7 +144,9 @@ class Join(LogicalPlan):
         if self.kind in ("semi", "anti", "anti_null_aware"):
             return self.left.fields
         if self.kind == "left":
-            return self.left.fields + tuple(Field(f.id, f.name, f.type, True) for f in self.right.fields)
+            return self.left.fields + _nullable(self.right.fields)
+        if self.kind == "full":
+            return _nullable(self.left.fields) + _nullable(self.right.fields)
         return self.left.fields + self.right.fields
 
     @property
@@ -153,6 +157,10 @@ class Join(LogicalPlan):
         keys = " AND ".join(f"{l} = {r}" for l, r in zip(self.left_keys, self.right_keys))
         residual = f" residual {self.residual}" if self.residual is not None else ""
         return f"Join {self.kind} ON {keys or 'TRUE'}{residual}"
+
+
+def _nullable(fields: tuple[Field, ...]) -> tuple[Field, ...]:
+    return tuple(Field(f.id, f.name, f.type, True) for f in fields)
 
 
 @dataclass(frozen=True)
@@ -257,6 +265,26 @@ class Union(LogicalPlan):
 
     def describe(self) -> str:
         return "UnionAll"
+
+
+@dataclass(frozen=True)
+class Repeat(LogicalPlan):
+    """Each input row ``count`` times (an integer expression over the row; zero, negative or NULL drops
+    it): the bag semantics of INTERSECT ALL / EXCEPT ALL over per-row multiplicities."""
+
+    input: LogicalPlan
+    count: Expr
+
+    @property
+    def fields(self):
+        return self.input.fields
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        return f"Repeat {self.count} times"
 
 
 @dataclass(frozen=True)

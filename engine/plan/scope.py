@@ -28,10 +28,13 @@ class IdGenerator:
 class Relation:
     alias: str                   # name used to qualify columns ('' for none)
     fields: list[Field]          # visible columns, by name
+    # ids of columns reachable only qualified (``t.a``): a JOIN ... USING (a) merged them into one
+    # unqualified ``a`` (a Relation of its own, alias ''), which SELECT * shows instead
+    hidden: set[str] = field(default_factory=set)
 
-    def find(self, name: str) -> list[Field]:
+    def find(self, name: str, qualified: bool = True) -> list[Field]:
         lowered = name.lower()
-        return [f for f in self.fields if f.name.lower() == lowered]
+        return [f for f in self.fields if f.name.lower() == lowered and (qualified or f.id not in self.hidden)]
 
 
 @dataclass
@@ -54,7 +57,7 @@ class Scope:
         for relation in self.relations:
             if qualifier and relation.alias.lower() != qualifier.lower():
                 continue
-            hits.extend(relation.find(name))
+            hits.extend(relation.find(name, bool(qualifier)))
         return hits
 
     def resolve(self, qualifier: Optional[str], name: str) -> Field:
@@ -104,6 +107,5 @@ class Scope:
             relations = [r for r in self.relations if r.alias.lower() == qualifier.lower()]
             if not relations:
                 raise unknown_name_error("table", qualifier, [r.alias for r in self.relations])
-        else:
-            relations = self.relations
-        return [f for r in relations for f in r.fields]
+            return [f for r in relations for f in r.fields]
+        return [f for r in self.relations for f in r.fields if f.id not in r.hidden]

@@ -31,9 +31,10 @@ BLOOM_MAX_KEYS = 1 << 18
 class HashJoinExec(PhysicalOperator):
     """Equi-join of one partition of ``left`` (probe) with ``right`` (build, hashed).
 
-    Kinds: inner, left (outer), semi, anti, anti_null_aware (NOT IN). ``residual`` is evaluated on
-    key-matched pairs; for outer/semi/anti joins a pair failing it counts as no match. Rows with a NULL
-    key never match. The hash table is the compiled join kernel's (``kernels.JoinTable``), built on
+    Kinds: inner, left (outer), full (outer), semi, anti, anti_null_aware (NOT IN). ``residual`` is
+    evaluated on key-matched pairs; for outer/semi/anti joins a pair failing it counts as no match. Rows
+    with a NULL key never match. A full join builds on the right side always and, once every probe row
+    is paired, emits the build rows no pair kept (``JoinTable.build_hits``), NULL on the left. The hash table is the compiled join kernel's (``kernels.JoinTable``), built on
     the smaller input; the result's columns are gathered with the index pairs it returns, in batches of
     at most ``kernels.join.DEFAULT_MAX_PAIRS`` rows.
 
@@ -89,6 +90,8 @@ class HashJoinExec(PhysicalOperator):
         self._push_bloom_filter(right, right_names, ctx)
         left = collect(self.left, partition, ctx)
         if left.num_rows == 0:
+            if self.kind == "full" and right.num_rows:
+                yield _right_only(right.combine_chunks(), np.arange(right.num_rows), self.schema)
             return
         left, left_names = _with_keys(left, self.left_keys, "__lk", ctx)
         left_keys, right_keys = _comparable(left, left_names, right, right_names)
@@ -101,7 +104,7 @@ class HashJoinExec(PhysicalOperator):
                 yield from _batches(self._semi_anti_inequality(
                     left, right, left_keys, right_keys, *inequality).select(out_names))
                 return
-        swap = self.residual is None and kind != "anti_null_aware" and \
+        swap = self.residual is None and kind not in ("anti_null_aware", "full") and \
             right.num_rows > _SWAP_RATIO * left.num_rows
         if swap:
             yield from self._build_left(left, right, left_keys, right_keys, out_names)
@@ -118,8 +121,12 @@ class HashJoinExec(PhysicalOperator):
             elif kind == "anti":
                 yield from _batches(_take(left, out_names, table.anti(ids)))
             else:
-                for p, b in table.pairs(ids, outer=kind == "left"):
+                for p, b in table.pairs(ids, outer=kind in ("left", "full")):
                     yield _gather(left, right, out_names, p, b, self.schema)
+                if kind == "full":
+                    unmatched = np.flatnonzero(~table.build_hits(ids))
+                    if len(unmatched):
+                        yield _right_only(right, unmatched, self.schema)
             return
         yield from self._with_residual(left, right, table, ids, out_names, ctx)
 
@@ -156,6 +163,7 @@ class HashJoinExec(PhysicalOperator):
         available = set(left.schema.names) | set(right.schema.names)
         needed = sorted((set(out_names) | self.residual.column_ids()) & available)
         matched = np.zeros(left.num_rows, dtype=bool) if kind != "inner" else None
+        matched_build = np.zeros(right.num_rows, dtype=bool) if kind == "full" else None
         for p, b in table.pairs(ids):
             pairs = _gather(left, right, needed, p, b, None)
             keep = evaluate_predicate(self.residual, pairs, ctx.params)
@@ -166,16 +174,22 @@ class HashJoinExec(PhysicalOperator):
                 continue
             keep = keep.fill_null(False).to_numpy(zero_copy_only=False)
             matched[p[keep]] = True
-            if kind == "left" and keep.any():
+            if matched_build is not None:
+                matched_build[b[keep]] = True
+            if kind in ("left", "full") and keep.any():
                 yield pairs.filter(pa.array(keep)).select(out_names)
         if kind == "semi":
             yield from _batches(_take(left, out_names, np.flatnonzero(matched)))
         elif kind == "anti":
             yield from _batches(_take(left, out_names, np.flatnonzero(~matched)))
-        elif kind == "left":
+        elif kind in ("left", "full"):
             unmatched = np.flatnonzero(~matched)
             if len(unmatched):
                 yield _gather(left, right, out_names, unmatched, np.full(len(unmatched), -1, np.int64), self.schema)
+            if kind == "full":
+                unmatched = np.flatnonzero(~matched_build)
+                if len(unmatched):
+                    yield _right_only(right, unmatched, self.schema)
 
     def _semi_anti_inequality(self, left: pa.Table, right: pa.Table, left_keys, right_keys,
                               left_column: str, right_column: str) -> pa.Table:
@@ -334,6 +348,17 @@ def _gather(left: pa.Table, right: pa.Table, names, left_rows: np.ndarray, right
         columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema)]
         return pa.RecordBatch.from_arrays(columns, schema=schema)
     return pa.RecordBatch.from_arrays(columns, names=list(names))
+
+
+def _right_only(right: pa.Table, rows: np.ndarray, schema: pa.Schema) -> pa.RecordBatch:
+    """The build rows ``rows`` of a full join that no probe row matched: their own columns, NULL for
+    the probe side's (``schema``'s other fields)."""
+    names = set(right.schema.names)
+    indices = pa.array(rows, type=pa.int64())
+    columns = [right.column(f.name).take(indices).combine_chunks() if f.name in names
+               else pa.nulls(len(rows), f.type) for f in schema]
+    columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema)]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _batches(table: pa.Table, max_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:

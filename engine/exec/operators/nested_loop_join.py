@@ -19,7 +19,8 @@ _CHUNK_PAIRS = 1 << 20
 class NestedLoopJoinExec(PhysicalOperator):
     """Every left row against every right row (in chunks), then the condition. Used for cross joins
     and non-equi conditions (with a small, broadcast right side), and for equi-joins of inputs so tiny
-    that setting up a hash join costs more than the pairs (the planner's cost choice)."""
+    that setting up a hash join costs more than the pairs (the planner's cost choice). A full join
+    (both sides in one task) also keeps the right rows no pair kept, NULL on the left."""
 
     left: PhysicalOperator
     right: PhysicalOperator
@@ -42,12 +43,15 @@ class NestedLoopJoinExec(PhysicalOperator):
         left = collect(self.left, partition, ctx).combine_chunks()
         out_names = [f.id for f in self.fields]
         if left.num_rows == 0:
+            if self.kind == "full":
+                yield from table_to_batches(_padded(right, self.fields).select(out_names))
             return
         if self.kind in ("semi", "anti") and self.condition is None:
             if (right.num_rows > 0) == (self.kind == "semi"):
                 yield from table_to_batches(left.select(out_names))
             return
         matched = np.zeros(left.num_rows, dtype=bool)
+        matched_right = np.zeros(right.num_rows, dtype=bool)
         rows_per_chunk = max(1, _CHUNK_PAIRS // max(1, right.num_rows))
         for start in range(0, left.num_rows, rows_per_chunk):
             stop = min(left.num_rows, start + rows_per_chunk)
@@ -60,24 +64,29 @@ class NestedLoopJoinExec(PhysicalOperator):
                 mask = evaluate_predicate(self.condition, pairs.combine_chunks().to_batches()[0], ctx.params) \
                     if pairs.num_rows else pa.array([], pa.bool_())
                 pairs = pairs.filter(mask)
-                matched[np.asarray(left_idx)[np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)]] = True
+                kept = np.asarray(mask.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+                matched[left_idx[kept]] = True
+                matched_right[right_idx[kept]] = True
             else:
                 matched[start:stop] = True
-            if self.kind in ("inner", "cross", "left"):
+                matched_right[:] = True
+            if self.kind in ("inner", "cross", "left", "full"):
                 yield from table_to_batches(pairs.select(out_names))
         if self.kind == "semi":
             yield from table_to_batches(left.filter(pa.array(matched)).select(out_names))
         elif self.kind == "anti":
             yield from table_to_batches(left.filter(pa.array(~matched)).select(out_names))
-        elif self.kind == "left":
-            unmatched = left.filter(pa.array(~matched))
-            columns = {}
-            for f in self.fields:
-                if f.id in unmatched.schema.names:
-                    columns[f.id] = unmatched.column(f.id)
-                else:
-                    columns[f.id] = pa.nulls(unmatched.num_rows, f.type.to_arrow())
-            yield from table_to_batches(pa.table(columns).select(out_names))
+        elif self.kind in ("left", "full"):
+            yield from table_to_batches(_padded(left.filter(pa.array(~matched)), self.fields).select(out_names))
+            if self.kind == "full":
+                yield from table_to_batches(_padded(right.filter(pa.array(~matched_right)), self.fields)
+                                            .select(out_names))
+
+
+def _padded(rows: pa.Table, fields) -> pa.Table:
+    """``rows`` of one side with NULL columns for the other side's ``fields``."""
+    return pa.table({f.id: rows.column(f.id) if f.id in rows.schema.names else pa.nulls(rows.num_rows, f.type.to_arrow())
+                     for f in fields})
 
 
 def _combine(left: pa.Table, right: pa.Table) -> pa.Table:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Optional
 
 from engine.optimizer.context import OptimizerContext
-from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Scan, Sort,
-                                 Union, Values)
+from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Repeat, Scan,
+                                 Sort, Union, Values)
 
 
 def prune_columns(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
@@ -72,6 +72,9 @@ def _prune(node: LogicalPlan, required: Optional[set[str]]) -> LogicalPlan:
         return Sort(_prune(node.input, need), node.keys, node.limit)
     if isinstance(node, Limit):
         return Limit(_prune(node.input, required), node.count, node.offset)
+    if isinstance(node, Repeat):
+        need = None if required is None else required | node.count.column_ids()
+        return Repeat(_prune(node.input, need), node.count)
     if isinstance(node, Union):
         return Union(tuple(_prune(i, None) for i in node.inputs), node.fields)
     return node

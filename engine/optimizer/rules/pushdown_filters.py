@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from engine.optimizer.context import OptimizerContext
 from engine.plan.expressions import Call, ColumnRef, Expr, and_all, conjuncts, replace_columns
-from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Scan, Sort,
-                                 Union, Values)
+from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Repeat, Scan,
+                                 Sort, Union, Values)
 
 
 def pushdown_filters(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
@@ -79,6 +79,9 @@ def _push(node: LogicalPlan, predicates: list[Expr]) -> LogicalPlan:
         return _wrap(Sort(_push(node.input, []), node.keys, node.limit), predicates)
     if isinstance(node, Limit):
         return _wrap(Limit(_push(node.input, []), node.count, node.offset), predicates)
+    if isinstance(node, Repeat):       # copies of a row pass a deterministic filter together
+        below = [p for p in predicates if _deterministic(p)]
+        return _wrap(Repeat(_push(node.input, below), node.count), [p for p in predicates if p not in below])
     if isinstance(node, Union):
         branches = []
         for branch in node.inputs:
@@ -97,7 +100,7 @@ def _push_join(node: Join, predicates: list[Expr]) -> LogicalPlan:
     residual = conjuncts(node.residual)
     for p in predicates:
         ids = p.column_ids()
-        if ids and ids <= left_ids:
+        if ids and ids <= left_ids and node.kind != "full":    # a full join pads either side with NULLs
             to_left.append(p)
         elif node.kind in ("inner", "cross") and ids and ids <= right_ids:
             to_right.append(p)
