@@ -60,6 +60,7 @@ import kernels
 from cluster import transport
 from cluster.actors import AggregatorActor, DurableLeaf, LeafActor, route
 from cluster.leaf import Leaf
+from cluster.ray_start import init_ray
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.operators.base import Deadline, PhysicalOperator, conform, statement_deadline
@@ -98,7 +99,9 @@ _AggregatorRemote = ray.remote(num_cpus=0)(AggregatorActor)
 
 class RayRunner(Runner):
     """``leaves`` leaf actors on the Ray cluster at ``address`` (None: join the Ray this process already
-    runs, or start a local one with ``num_cpus``; ``"auto"``: the cluster this machine belongs to).
+    runs, or a running cluster ``ray start --head`` recorded on this machine, or start a private local one
+    with ``num_cpus``: see :mod:`cluster.ray_start`; ``"auto"``: the cluster this machine belongs to).
+    ``ray_origin`` says which, in words.
 
     ``name``: deployment name (default: a fresh unique one). With an existing deployment of that name in
     ``namespace`` the runner reconnects to it (its leaves, partitions and catalog) instead of starting one.
@@ -120,10 +123,9 @@ class RayRunner(Runner):
         if storage_options and data_dir is None:
             raise ValueError(f"unknown runner options {sorted(storage_options)} (storage options need data_dir)")
         if not ray.is_initialized():
-            init = dict(include_dashboard=False, logging_level="WARNING")
-            if address is None:
-                init["num_cpus"] = num_cpus or os.cpu_count() or 2
-            ray.init(address=address, **init)
+            self.ray_origin = init_ray(address, num_cpus)
+        else:
+            self.ray_origin = "joined the Ray this process already runs"
         self.namespace = namespace
         self.detached = detached
         self.max_restarts = max_restarts

@@ -92,7 +92,9 @@ def ray_session():
     ray = pytest.importorskip("ray")
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+        from cluster.ray_start import init_ray
+
+        init_ray(None, num_cpus=2)
     yield ray
     if started:
         ray.shutdown()
