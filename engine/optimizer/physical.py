@@ -31,6 +31,7 @@ from engine.exec.operators.batched_key_join import KINDS as BATCHED_KEY_KINDS
 from engine.exec.operators.batched_key_join import BatchedKeyJoinExec, key_supported
 from engine.exec.operators.exchange import ExchangeExec
 from engine.exec.operators.filter import FilterExec
+from engine.exec.operators.grouping_sets import GroupingSetsExec
 from engine.exec.operators.hash_aggregate import HashAggregateExec
 from engine.exec.operators.hash_join import HashJoinExec
 from engine.exec.operators.limit import LimitExec
@@ -251,6 +252,8 @@ class PhysicalPlanner:
 
     def _Aggregate(self, node: Aggregate):
         op, dist = self.build(node.input)
+        if node.grouping_sets:
+            return self._grouping_sets(node, op, dist), SINGLE
         key_ids = tuple(e.id for _, e in node.keys if isinstance(e, ColumnRef))
         has_distinct = any(a.distinct for _, a in node.aggregates)
         out_keys = tuple(f.id for f, _ in node.keys)
@@ -278,6 +281,20 @@ class PhysicalPlanner:
         partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
         moved = self.to_single(partial, dist)
         return HashAggregateExec(moved, "final", node.keys, node.aggregates), SINGLE
+
+    def _grouping_sets(self, node: Aggregate, op, dist: Distribution) -> PhysicalOperator:
+        """ROLLUP / CUBE / GROUPING SETS: a partial aggregate by the finest grouping on every leaf, its
+        states gathered, merged once and rolled up to each set on the aggregator. Aggregates whose
+        states do not merge (DISTINCT) gather the rows and aggregate each set from them."""
+        if any(a.distinct for _, a in node.aggregates):
+            gathered = self.to_single(op, dist)
+            return GroupingSetsExec(gathered, "single", node.keys, node.aggregates, node.grouping_sets,
+                                    node.grouping_id)
+        if dist.kind == "replicated":
+            op, dist = self.to_single(op, dist), SINGLE
+        partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
+        return GroupingSetsExec(self.to_single(partial, dist), "final", node.keys, node.aggregates,
+                                node.grouping_sets, node.grouping_id)
 
     def _grouped(self, node: Aggregate, op, dist, key_ids, out_keys):
         """GROUP BY over partitioned input, the cheapest of: rows shuffled by the keys and aggregated

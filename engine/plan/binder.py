@@ -24,6 +24,7 @@ from engine import types as T
 from engine.catalog import Catalog
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
+from engine.plan.bind_grouping import GroupingKeys, bind_group_keys, grouping_call
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, ScalarParam, and_all
 from engine.plan.expressions import equi_pair as _equi_pair
 from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
@@ -53,6 +54,7 @@ class AggContext:
 
     ids: IdGenerator
     calls: list[tuple[Field, AggCall]] = field(default_factory=list)
+    grouping: Optional[GroupingKeys] = None      # the GROUP BY keys, for GROUPING(...)
 
     def add(self, call: AggCall, name: str) -> ColumnRef:
         for f, existing in self.calls:
@@ -459,14 +461,16 @@ class Binder:
 
         agg: Optional[AggContext] = None
         key_fields: list[tuple[Field, Expr]] = []
+        grouping_sets: tuple[tuple[int, ...], ...] = ()
+        grouping_id: Optional[Field] = None
         if aggregating:
             agg = AggContext(self.ids)
-            for g in group.expressions if group else []:
-                expr = self._bind_group_item(g, items, scope)
-                if any(k == expr for _, k in key_fields):
-                    continue
-                name = g.name if isinstance(g, exp.Column) else "group"
-                key_fields.append((Field(self.ids.new(name or "group"), name or "group", expr.type), expr))
+            if group:
+                key_fields, grouping_sets = bind_group_keys(
+                    group, lambda g: self._bind_group_item(g, items, scope), self.ids.new)
+            if grouping_sets:
+                grouping_id = Field(self.ids.new("grouping_id"), "grouping_id", T.BIGINT, False)
+            agg.grouping = GroupingKeys(tuple(k for _, k in key_fields), grouping_id)
 
         ctx = ExprContext(scope, agg=agg, clause="SELECT")
         select_exprs: list[tuple[str, Expr]] = []
@@ -483,7 +487,7 @@ class Binder:
             having_expr = self._lift_to_groups(self.bind_expr(having.this, having_ctx), key_fields, agg, scope)
 
         if aggregating:
-            plan = Aggregate(plan, tuple(key_fields), tuple(agg.calls))
+            plan = Aggregate(plan, tuple(key_fields), tuple(agg.calls), grouping_sets, grouping_id)
             if having_expr is not None:
                 plan = Filter(plan, having_expr)
 
@@ -1110,6 +1114,13 @@ class Binder:
             t = args[0].type if args[0].type.kind == "int" else T.BIGINT
             return self._fold(Call(op, tuple(args), t))
         raise UnsupportedError(op)
+
+    def _bind_Grouping(self, node: exp.Grouping, ctx: ExprContext) -> Expr:
+        if ctx.agg is None or ctx.agg.grouping is None:
+            raise BindError(f"{node_name(node)} is not allowed in {ctx.clause}: only with GROUP BY, "
+                            "in the select list, HAVING and ORDER BY")
+        args = [self.bind_expr(e, ExprContext(ctx.scope, clause="GROUPING")) for e in node.expressions]
+        return grouping_call(args, ctx.agg.grouping, node_name(node))
 
     # aggregates
     def _bind_aggregate(self, node, ctx: ExprContext) -> Expr:

@@ -187,13 +187,21 @@ class MultiJoin(LogicalPlan):
 
 @dataclass(frozen=True)
 class Aggregate(LogicalPlan):
+    """GROUP BY ``keys``. With ``grouping_sets`` (ROLLUP, CUBE, GROUPING SETS: each set a sorted tuple
+    of indices into ``keys``, duplicates meaningful) the output is the union of one grouping per set,
+    the keys outside a row's set NULL, and ``grouping_id`` (after the aggregates) has bit ``i`` set
+    where key ``i`` is rolled up in that row."""
+
     input: LogicalPlan
     keys: tuple[tuple[Field, Expr], ...]
     aggregates: tuple[tuple[Field, AggCall], ...]
+    grouping_sets: tuple[tuple[int, ...], ...] = ()
+    grouping_id: Optional[Field] = None
 
     @property
     def fields(self) -> tuple[Field, ...]:
-        return tuple(f for f, _ in self.keys) + tuple(f for f, _ in self.aggregates)
+        extra = (self.grouping_id,) if self.grouping_id is not None else ()
+        return tuple(f for f, _ in self.keys) + tuple(f for f, _ in self.aggregates) + extra
 
     @property
     def inputs(self):
@@ -202,7 +210,13 @@ class Aggregate(LogicalPlan):
     def describe(self) -> str:
         keys = ", ".join(str(e) for _, e in self.keys)
         aggs = ", ".join(str(a) for _, a in self.aggregates)
-        return f"Aggregate keys=[{keys}] aggs=[{aggs}]"
+        sets = f" sets=[{format_sets(self.keys, self.grouping_sets)}]" if self.grouping_sets else ""
+        return f"Aggregate keys=[{keys}]{sets} aggs=[{aggs}]"
+
+
+def format_sets(keys, sets) -> str:
+    """``(a, b), (a), ()``: the grouping sets for EXPLAIN."""
+    return ", ".join("(" + ", ".join(str(keys[i][1]) for i in s) + ")" for s in sets)
 
 
 @dataclass(frozen=True)

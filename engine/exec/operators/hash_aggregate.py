@@ -123,7 +123,9 @@ class HashAggregateExec(PhysicalOperator):
     * ``partial`` — keys + partial states (leaf-level aggregation before data moves);
     * ``final`` — merges partial states that arrive partitioned (or gathered) by the keys;
     * ``single`` — the whole aggregation in one step (input already partitioned by the keys, or
-      DISTINCT aggregates whose partial states would not merge).
+      DISTINCT aggregates whose partial states would not merge);
+    * ``merge`` — as ``final``, but emits the merged states (as ``partial`` does), for a further merge
+      (grouping sets roll the finest grouping's states up to the coarser sets).
     """
 
     input: PhysicalOperator
@@ -133,14 +135,14 @@ class HashAggregateExec(PhysicalOperator):
 
     @property
     def fields(self):
-        if self.mode == "partial":
+        if self.mode in ("partial", "merge"):
             raise AttributeError("partial aggregates expose state_schema, not fields")
         return tuple(f for f, _ in self.keys) + tuple(f for f, _ in self.aggregates)
 
     @property
     def schema(self) -> pa.Schema:
         keys = [pa.field(f.id, f.type.to_arrow()) for f, _ in self.keys]
-        if self.mode == "partial":
+        if self.mode in ("partial", "merge"):
             return pa.schema(keys + state_fields(self.aggregates))
         return pa.schema(keys + [pa.field(f.id, f.type.to_arrow()) for f, _ in self.aggregates])
 
@@ -155,7 +157,7 @@ class HashAggregateExec(PhysicalOperator):
 
     # -- execution -----------------------------------------------------------------------------
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
-        if self.mode == "final":
+        if self.mode in ("final", "merge"):
             yield from self._final(partition, ctx)
         else:
             yield from self._first_phase(partition, ctx)
@@ -414,7 +416,7 @@ class HashAggregateExec(PhysicalOperator):
             for k, (_, _, _, name) in enumerate(states):     # SUM of counts: back to BIGINT
                 if name.endswith("|count"):
                     result = result.set_column(len(key_names) + k, name, result.column(name).cast(pa.int64()))
-            yield from table_to_batches(self._finish(result))
+            yield from table_to_batches(self._finish_or_states(result))
             return
         batches = [b for b in self.input.execute(partition, ctx) if b.num_rows]
         table = pa.Table.from_batches(batches, schema=state_schema) if batches else state_schema.empty_table()
@@ -428,7 +430,10 @@ class HashAggregateExec(PhysicalOperator):
         grouped = _group_by(table, key_names, specs)
         key_columns, agg_columns = _split_grouped(grouped, key_names)
         result = pa.table(key_columns + agg_columns, names=key_names + names)
-        yield from table_to_batches(self._finish(result))
+        yield from table_to_batches(self._finish_or_states(result))
+
+    def _finish_or_states(self, merged: pa.Table) -> pa.Table:
+        return merged.cast(self.schema) if self.mode == "merge" else self._finish(merged)
 
     def _finish(self, states: pa.Table) -> pa.Table:
         """Turn merged states into SQL results: AVG = SUM / COUNT, COUNT of nothing = 0, types exact."""

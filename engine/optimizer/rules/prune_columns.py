@@ -15,6 +15,8 @@ Project a AS x
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Optional
 
 from engine.optimizer.context import OptimizerContext
@@ -66,7 +68,7 @@ def _prune(node: LogicalPlan, required: Optional[set[str]]) -> LogicalPlan:
         aggs = node.aggregates if required is None else tuple(
             (f, a) for f, a in node.aggregates if f.id in required)
         need = _ids(e for _, e in node.keys) | _ids(a.arg for _, a in aggs)
-        return Aggregate(_prune(node.input, need), node.keys, aggs)
+        return dataclasses.replace(node, input=_prune(node.input, need), aggregates=aggs)
     if isinstance(node, Sort):
         need = None if required is None else required | _ids(k.expr for k in node.keys)
         return Sort(_prune(node.input, need), node.keys, node.limit)

@@ -21,6 +21,8 @@ Project a AS x
 """
 from __future__ import annotations
 
+import dataclasses
+
 from engine.optimizer.context import OptimizerContext
 from engine.plan.expressions import Call, ColumnRef, Expr, and_all, conjuncts, replace_columns
 from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Repeat, Scan,
@@ -65,14 +67,17 @@ def _push(node: LogicalPlan, predicates: list[Expr]) -> LogicalPlan:
     if isinstance(node, Join):
         return _push_join(node, predicates)
     if isinstance(node, Aggregate):
-        key_map = {f.id: e for f, e in node.keys}
+        # a key rolled up in some grouping set is NULL in that set's rows: only the keys of every set
+        # hold a value that the input rows had
+        in_all = [i for i in range(len(node.keys)) if all(i in s for s in node.grouping_sets)]
+        key_map = {f.id: e for i, (f, e) in enumerate(node.keys) if not node.grouping_sets or i in in_all}
         below, above = [], []
         for p in predicates:
             if p.column_ids() and p.column_ids() <= set(key_map) and _deterministic(p):
                 below.append(replace_columns(p, key_map))
             else:
                 above.append(p)
-        return _wrap(Aggregate(_push(node.input, below), node.keys, node.aggregates), above)
+        return _wrap(dataclasses.replace(node, input=_push(node.input, below)), above)
     if isinstance(node, Sort):
         if node.limit is None:
             return Sort(_push(node.input, predicates), node.keys, node.limit)

@@ -71,8 +71,8 @@ def _reduce(side: LogicalPlan, keys: tuple[Expr, ...], other: LogicalPlan, other
         ids = [exprs[i].id for i in ids]
         projects.append(node)
         node = node.input
-    if not isinstance(node, Aggregate):
-        return None
+    if not isinstance(node, Aggregate) or node.grouping_sets:
+        return None      # a grouping set's rows without the key are totals over all its values
     group_exprs = {f.id: e for f, e in node.keys}
     if not all(i in group_exprs for i in ids):
         return None
