@@ -165,6 +165,10 @@ def test_explain_set_operation_repartitions_on_all_columns(both):
     assert "UnionAll  [leaves]" in plan
     assert "aggs=[count(l), count(r)]" in plan
     assert "Exchange repartition by [a#" in plan or "Exchange gather" in plan
+    # both inputs hashed on the first column already (t is sharded on a): counted where they are
+    sql = "SELECT a, c FROM t WHERE c > 1 INTERSECT ALL SELECT a, c FROM t WHERE c < 3"
+    assert "Exchange repartition" not in _explain(con, sql)
+    _same(*both, sql)
 
 
 def test_explain_full_join_repartitions_both_sides(both):
