@@ -10,7 +10,7 @@ INSTALL_STAMP := $(VENV)/.canopy-installed
 KERNEL_STAMP  := build/.canopy-kernels
 KERNEL_SOURCES := $(wildcard kernels/*.pyx kernels/*.pxd kernels/src/*.h kernels/src/*.c) setup.py
 
-.PHONY: venv kernels demo test test-ray test-slow bench bench-peers clean distclean
+.PHONY: venv kernels system-packages demo test test-ray test-slow bench bench-peers clean distclean
 
 venv: $(INSTALL_STAMP) $(KERNEL_STAMP)
 
@@ -46,9 +46,21 @@ kernels: $(KERNEL_STAMP)
 demo: venv
 	$(PY) -m engine.demo --sf $(SF)
 
+# Debian programs the tests use when present (tests that need one skip cleanly without it): Graphviz's
+# dot draws EXPLAIN pictures. Installed only where we are root with apt-get (CI); elsewhere a note.
+SYSTEM_PROGRAMS := dot:graphviz
+system-packages:
+	@missing=""; for pair in $(SYSTEM_PROGRAMS); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "canopy: apt-get install$$missing ..."; mkdir -p build; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } > build/apt.log 2>&1 \
+	    || echo "canopy: apt-get failed (build/apt.log); the tests that need$$missing will skip"; \
+	else echo "canopy: not installed:$$missing (tests that need them skip)"; fi
+
 # The default suite on the embedded runner, then the SQL, DB-API and TPC-H suites again with every
 # leaf a Ray actor on a local Ray (same answers expected from both runners).
-test: venv
+test: venv system-packages
 	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory test-ray
 

@@ -239,6 +239,16 @@ class Connection:
     def executemany(self, operation: str, seq_of_parameters: Any) -> "Cursor":
         return self.cursor().executemany(operation, seq_of_parameters)
 
+    def explain(self, operation: str, parameters: Any = None, *, analyze: bool = False):
+        """The plan of one query as a :class:`engine.sql.plan_picture.PlanPicture`: a Graphviz picture
+        of its stages, operators and exchanges in Jupyter (estimated rows, and with ``analyze=True``
+        the query is run and each operator's actual rows and time are shown too); ``str()`` of it is
+        the EXPLAIN text."""
+        prefix = "EXPLAIN ANALYZE " if analyze else "EXPLAIN "
+        self._check_open()
+        _check_parameters(parameters)
+        return _run(self.session.execute, prefix + operation, parameters).picture
+
     def load_table(self, table: str, data: Any) -> int:
         """Append ``data`` (a pyarrow Table or RecordBatch, a pandas or Polars DataFrame) to ``table``
         (``"t"`` or ``"db.t"``) in one atomic step, columns matched by name; returns the rows added."""

@@ -37,6 +37,8 @@ class Result:
     rowcount: int = -1
     message: str = ""
     warnings: list[tuple[str, int, str]] = field(default_factory=list)  # (level, code, message)
+    # EXPLAIN's plan as a picture for notebooks (engine.sql.plan_picture.PlanPicture); None otherwise
+    picture: Optional[object] = None
 
     @property
     def has_rows(self) -> bool:

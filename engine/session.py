@@ -43,7 +43,8 @@ from engine.sql.handlers.writes import WriteStatements
 from engine.sql.parameters import bind_placeholders, mark_placeholders, parameterize_literals
 from engine.sql.parser import Statement, parse
 from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values
-from engine.sql.query import explain_text, plan_query, run_query
+from engine.sql.plan_picture import PlanPicture
+from engine.sql.query import execution_summary, explain_parts, explain_text, plan_query, run_query
 from engine.statistics import RunnerStatistics
 from engine.transactions import DEFAULT_LOCK_WAIT_TIMEOUT, Transaction, TransactionCatalog, table_locks_of
 
@@ -366,13 +367,14 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
         if style not in ("", "ANALYZE") or node.args.get("kind"):
             raise UnsupportedError(f"EXPLAIN {node.args.get('style') or node.args.get('kind')}")
         planned = self._plan(target)
+        profiles: Optional[list] = None
         if style == "ANALYZE":          # runs the query; its rows are dropped, its counters shown
-            profiles: list = []
+            profiles = []
             run_query(planned, self.runner, profiles)
-            text = explain_text(planned, profiles)
-        else:
-            text = explain_text(planned)
-        return ddl.text_result(["EXPLAIN"], [(line,) for line in text.splitlines()])
+        text = explain_text(planned, profiles)
+        result = ddl.text_result(["EXPLAIN"], [(line,) for line in text.splitlines()])
+        result.picture = PlanPicture(explain_parts(planned, profiles), text, execution_summary(profiles))
+        return result
 
 def _same_tree(node: exp.Expression, values: list, original: str) -> bool:
     """Whether ``node`` with ``values`` bound is the tree ``original`` parses to (lifted literals)."""

@@ -6,6 +6,7 @@ another Python without Canopy installed.
 """
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -50,6 +51,13 @@ def test_notebook_runs(path, kernel_name):
         resources={"metadata": {"path": str(path.parent)}},  # run where Jupyter would: beside the file
     )
     client.execute()  # raises CellExecutionError naming the cell and the traceback
-    errors = [output for cell in notebook.cells if cell.cell_type == "code"
-              for output in cell.get("outputs", []) if output.get("output_type") == "error"]
-    assert not errors
+    outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])]
+    assert not [output for output in outputs if output.get("output_type") == "error"]
+    # nothing on stderr either (e.g. tqdm's "IProgress not found" warning without ipywidgets)
+    assert not [output for output in outputs if output.get("name") == "stderr"], \
+        [output.get("text") for output in outputs if output.get("name") == "stderr"]
+    if path.name == "quickstart.ipynb":
+        shown = {kind for output in outputs for kind in output.get("data", {})}
+        assert "image/png" in shown                                  # the plot of Q1
+        if shutil.which("dot"):
+            assert "image/svg+xml" in shown                          # con.explain's picture

@@ -64,7 +64,7 @@ def _split(root: PhysicalOperator, origins: list) -> list[StageSpec]:
             child = cut(op.input)
             stage_id = len(stages)
             origins.append((stage_id, op))
-            stages.append(StageSpec(stage_id, child, op.parallel_input, op.kind, op.keys, _scans(child)))
+            stages.append(StageSpec(stage_id, child, op.parallel_input, op.kind, op.keys, reads_table(child)))
             try:
                 fields = child.fields
             except AttributeError:
@@ -81,15 +81,15 @@ def _split(root: PhysicalOperator, origins: list) -> list[StageSpec]:
 
     final = cut(root)
     origins.append((len(stages), root))
-    stages.append(StageSpec(len(stages), final, False, None, (), _scans(final)))
+    stages.append(StageSpec(len(stages), final, False, None, (), reads_table(final)))
     return stages
 
 
-def _scans(op: PhysicalOperator) -> bool:
+def reads_table(op: PhysicalOperator) -> bool:
     from engine.exec.operators.scan import ScanExec
     if isinstance(op, ScanExec):
         return True
-    return any(_scans(c) for c in op.children)
+    return any(reads_table(c) for c in op.children)
 
 
 def encode_stage(stage: StageSpec) -> bytes:
@@ -122,7 +122,7 @@ def explain_physical(root: PhysicalOperator, annotate: Optional[Callable[[Physic
             target = {"gather": "to the aggregator", "broadcast": "to every partition",
                       "repartition": "to the partitions of their hash"}[op.kind]
             lines.append("  " * depth + f"{op.describe()}  ({target})" + note(op))
-            source = "[leaves]" if op.parallel_input else ("[leaf, once]" if _scans(op.input) else "[aggregator]")
+            source = "[leaves]" if op.parallel_input else ("[leaf, once]" if reads_table(op.input) else "[aggregator]")
             walk(op.input, depth + 1, source)
             return
         lines.append("  " * depth + op.describe() + (f"  {tag}" if tag else "") + note(op))

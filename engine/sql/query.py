@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import pyarrow as pa
 from sqlglot import exp
@@ -157,10 +157,23 @@ def column_info(name: str, f: Field) -> ColumnInfo:
                       display_size=t.length)
 
 
-def explain_text(planned: PlannedQuery, profiles: Optional[list[QueryProfile]] = None) -> str:
-    """EXPLAIN: the physical plan, each operator with its estimated rows and their source (exact row
-    counts, a histogram, distinct counts only, or a default selectivity). With ``profiles`` (one per
-    plan, as :func:`run_query` fills them) each line also gets what actually happened."""
+@dataclass(frozen=True)
+class ExplainPart:
+    """One plan of an EXPLAIN (an init plan, or the main plan last): its heading (None for the main
+    plan), its root, and what to say of each operator: ``estimate(op)`` (cost and estimated rows) and
+    ``actual(op)`` (EXPLAIN ANALYZE's counters; "" without them). The text and the picture
+    (:mod:`engine.sql.plan_picture`) are both drawn from these."""
+
+    heading: Optional[str]
+    root: PhysicalOperator
+    estimate: Callable[[PhysicalOperator], str]
+    actual: Callable[[PhysicalOperator], str]
+
+
+def explain_parts(planned: PlannedQuery, profiles: Optional[list[QueryProfile]] = None) -> list[ExplainPart]:
+    """Each operator's estimated rows and their source (exact row counts, a histogram, distinct counts
+    only, or a default selectivity), and with ``profiles`` (one per plan, as :func:`run_query` fills
+    them) what actually happened."""
     def estimate(op) -> str:
         rows, source, _ = planned.estimates.get(id(op.input if isinstance(op, ExchangeExec) else op),
                                                 (None, None, None))
@@ -169,32 +182,53 @@ def explain_text(planned: PlannedQuery, profiles: Optional[list[QueryProfile]] =
         spent = f"({costed}) " if costed is not None else ""
         return spent + f"(est. {rows:,.0f} rows: {source})" if rows is not None else spent.strip()
 
-    def annotated(root, profile: Optional[QueryProfile]):
+    def actual_of(root, profile: Optional[QueryProfile]):
         if profile is None:
-            return estimate
+            return lambda op: ""
         names = operator_names(root)
-        return lambda op: "  ".join(t for t in (estimate(op), _actual(op, names.get(id(op)), profile)) if t)
+        return lambda op: _actual(op, names.get(id(op)), profile)
 
     plans = [init.root for init in planned.init_plans] + [planned.root]
     profiles = profiles if profiles is not None else [None] * len(plans)
     parts = []
     scalars = 0
     for index, (root, profile) in enumerate(zip(plans, profiles)):
-        text = explain_physical(root, annotated(root, profile))
+        heading = None
         if index < len(planned.init_plans):
             init = planned.init_plans[index]
             if init.cte is not None:
-                parts.append(f"Init plan cte{index}: CTE {init.cte} materialized once, read {init.reads}x "
-                             "(runs first):")
+                heading = f"Init plan cte{index}: CTE {init.cte} materialized once, read {init.reads}x (runs first):"
             else:
-                parts.append(f"Init plan $subquery{scalars} (scalar, runs first):")
+                heading = f"Init plan $subquery{scalars} (scalar, runs first):"
                 scalars += 1
+        parts.append(ExplainPart(heading, root, estimate, actual_of(root, profile)))
+    return parts
+
+
+def execution_summary(profiles: Optional[list[QueryProfile]]) -> str:
+    """EXPLAIN ANALYZE's last line ("" without profiles)."""
+    if not profiles or profiles[-1] is None:
+        return ""
+    return (f"Execution: {sum(p.seconds for p in profiles) * 1000:.3f} ms (times are inclusive of "
+            "children, summed over tasks; held = largest input a blocking operator collected)")
+
+
+def explain_text(planned: PlannedQuery, profiles: Optional[list[QueryProfile]] = None) -> str:
+    """EXPLAIN: the physical plan, each operator with its estimated rows and their source, and with
+    ``profiles`` (EXPLAIN ANALYZE) also what actually happened."""
+    lines = []
+    for part in explain_parts(planned, profiles):
+        def annotate(op, part=part):
+            return "  ".join(t for t in (part.estimate(op), part.actual(op)) if t)
+        text = explain_physical(part.root, annotate)
+        if part.heading is not None:
+            lines.append(part.heading)
             text = "\n".join("  " + line for line in text.splitlines())
-        parts.append(text)
-    if profiles[-1] is not None:
-        parts.append(f"Execution: {sum(p.seconds for p in profiles) * 1000:.3f} ms (times are inclusive of "
-                     "children, summed over tasks; held = largest input a blocking operator collected)")
-    return "\n".join(parts)
+        lines.append(text)
+    summary = execution_summary(profiles)
+    if summary:
+        lines.append(summary)
+    return "\n".join(lines)
 
 
 def _actual(op, name, profile: QueryProfile) -> str:
