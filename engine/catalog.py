@@ -27,9 +27,23 @@ class ColumnDef:
     has_default: bool = False
 
 
+def new_table_id() -> int:
+    return next(_table_ids)
+
+
+@dataclass(frozen=True)
+class UniqueKey:
+    """A PRIMARY KEY (``name`` "PRIMARY") or UNIQUE KEY, enforced on every write (engine.sql.keys)."""
+
+    name: str
+    columns: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class TableDef:
-    """A table. ``shard_key`` empty + not reference = keyless (rows spread evenly over partitions)."""
+    """A table. ``shard_key`` empty + not reference = keyless (rows spread evenly over partitions).
+    ``unique_keys``: the PRIMARY KEY first, then UNIQUE keys; each contains the shard key (as in
+    SingleStore), so a partition checks a key on its own rows. ``auto_increment``: that column's name."""
 
     database: str
     name: str
@@ -38,6 +52,12 @@ class TableDef:
     sort_key: tuple[str, ...] = ()
     reference: bool = False
     table_id: int = field(default_factory=lambda: next(_table_ids))
+    unique_keys: tuple[UniqueKey, ...] = ()
+    auto_increment: Optional[str] = None
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:
+        return self.unique_keys[0].columns if self.unique_keys and self.unique_keys[0].name == "PRIMARY" else ()
 
     @property
     def qualified_name(self) -> str:

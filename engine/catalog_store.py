@@ -21,7 +21,7 @@ from typing import Optional
 import pyarrow as pa
 
 import engine.catalog as catalog_module
-from engine.catalog import Catalog, ColumnDef, TableDef
+from engine.catalog import Catalog, ColumnDef, TableDef, UniqueKey
 from engine.errors import ExecutionError
 from engine.storage.columnstore.files import write_atomic
 from engine.types import SqlType
@@ -97,6 +97,8 @@ def _load(path: Path) -> list[tuple[str, list[TableDef]]]:
 def _table_to_json(table: TableDef) -> dict:
     return {"id": table.table_id, "name": table.name, "shard_key": list(table.shard_key),
             "sort_key": list(table.sort_key), "reference": table.reference,
+            "unique_keys": [[k.name, list(k.columns)] for k in table.unique_keys],
+            "auto_increment": table.auto_increment,
             "columns": [{"name": c.name, "type": dataclasses.asdict(c.type), "nullable": c.nullable,
                          "has_default": c.has_default, "default": _value_to_json(c.default)}
                         for c in table.columns]}
@@ -109,7 +111,9 @@ def _table_from_json(data: dict, database: str) -> TableDef:
         columns.append(ColumnDef(c["name"], sql_type, c["nullable"], _value_from_json(c["default"], sql_type),
                                  c["has_default"]))
     return TableDef(database, data["name"], tuple(columns), tuple(data["shard_key"]), tuple(data["sort_key"]),
-                    data["reference"], table_id=data["id"])
+                    data["reference"], table_id=data["id"],
+                    unique_keys=tuple(UniqueKey(name, tuple(cols)) for name, cols in data.get("unique_keys", ())),
+                    auto_increment=data.get("auto_increment"))
 
 
 def _value_to_json(value):

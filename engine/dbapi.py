@@ -324,6 +324,7 @@ class Cursor:
 
     def _set_result(self, result: "Result") -> None:
         self._result = result
+        self.lastrowid = result.last_insert_id        # an INSERT's first AUTO_INCREMENT value, else None
         if result.table is not None:
             self._table = _user_named(result)
         self.messages = [(errors.Warning, errors.Warning(message)) for _level, _code, message in result.warnings]

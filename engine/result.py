@@ -39,6 +39,7 @@ class Result:
     warnings: list[tuple[str, int, str]] = field(default_factory=list)  # (level, code, message)
     # EXPLAIN's plan as a picture for notebooks (engine.sql.plan_picture.PlanPicture); None otherwise
     picture: Optional[object] = None
+    last_insert_id: Optional[int] = None     # the first AUTO_INCREMENT value an INSERT generated
 
     @property
     def has_rows(self) -> bool:

@@ -59,6 +59,7 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
         self.autocommit = True
         self.lock_wait_timeout = DEFAULT_LOCK_WAIT_TIMEOUT     # seconds (SET lock_wait_timeout)
         self._txn: Optional[Transaction] = None
+        self.last_insert_id = 0        # LAST_INSERT_ID(): the first AUTO_INCREMENT value last generated
         if database is not None and not self.catalog.has_database(database):
             self.catalog.create_database(database)
         self.database = database
@@ -240,7 +241,8 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
         if not isinstance(sql, str):
             raise BindError(f"the statement must be a string, not {type(sql).__name__}")
         marked, values = mark_placeholders(sql, params)
-        if self.plan_cache.enabled and not (self._txn is not None and self._txn.written):
+        if self.plan_cache.enabled and not (self._txn is not None and self._txn.written) \
+                and "last_insert_id" not in sql.lower():
             # A query with literals and no parameters is cached by its shape too: its literals become
             # the parameters (verified in _cached_query); otherwise it runs as written.
             lifted = parameterize_literals(sql) if params is None else None
@@ -325,6 +327,8 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
         return Result(None, rowcount=total)
 
     def _run(self, statement: Statement) -> Result:
+        if isinstance(statement.node, exp.Expression) and "last_insert_id" in statement.text.lower():
+            statement.node = self._session_functions(statement.node)
         node = statement.node
         if isinstance(node, exp.Show) and str(node.this).upper() == "WARNINGS":
             return self._stmt_Show(node, statement)      # reads the warnings; must not reset them
@@ -349,6 +353,16 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
             raise
         self.warnings = result.warnings
         return result
+
+    def _session_functions(self, node: exp.Expression) -> exp.Expression:
+        """LAST_INSERT_ID() becomes this session's value (queries using it skip the plan cache)."""
+        def substitute(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Anonymous) and n.name.upper() == "LAST_INSERT_ID":
+                if n.expressions:
+                    raise UnsupportedError("LAST_INSERT_ID(expr) (setting the value)")
+                return exp.Literal.number(self.last_insert_id)
+            return n
+        return node.transform(substitute)
 
     # -- queries ------------------------------------------------------------------------------------
     def _plan(self, node: exp.Expression):

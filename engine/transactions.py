@@ -26,13 +26,14 @@ the everyday transactions of an application, not for bulk loads (those are atomi
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import Callable, Optional
 
 import pyarrow as pa
 
-from engine.catalog import Catalog, TableDef
+from engine.catalog import Catalog, TableDef, new_table_id
 from engine.errors import LockWaitTimeoutError
 
 DEFAULT_LOCK_WAIT_TIMEOUT = 60.0      # seconds, SingleStore's lock_wait_timeout default
@@ -130,8 +131,7 @@ class Transaction:
         if key in self.written:
             return self.written[key][1]
         self.lock(table)
-        shadow = TableDef(table.database, table.name, table.columns, table.shard_key, table.sort_key,
-                          table.reference)      # a fresh table id
+        shadow = dataclasses.replace(table, table_id=new_table_id())
         rows = read_all(table)                  # under the lock: no other writer changes them now
         self.runner.create_table(shadow)
         try:

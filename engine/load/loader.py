@@ -26,6 +26,7 @@ from engine.errors import BindError, ExecutionError, UnsupportedError
 from engine.load.arrow_input import conform_arrow, to_arrow_table
 from engine.load.delimited import LoadWarnings, WholeFileNeeded, read_delimited, stream_delimited
 from engine.load.load_data import LoadDataStatement
+from engine.sql.keys import begin_load
 
 # A progress bar appears only for loads still running after this long (tqdm's own delay).
 PROGRESS_DELAY_S = 2.0
@@ -53,7 +54,7 @@ def run_load(statement: LoadDataStatement, table: TableDef, runner, *, load_dir:
     paths = resolve_paths(statement.path, load_dir)
     sizes = [_size(p) for p in paths]
     outcome = LoadOutcome(0, len(paths), sum(sizes))
-    writer = runner.begin_load(table)
+    writer = begin_load(runner, table)
     bar = progress_bar(outcome.bytes, f"LOAD DATA {table.name}", progress)
     try:
         for path, size in zip(paths, sizes):
@@ -77,7 +78,7 @@ def load_arrow(data: Any, table: TableDef, runner, *, progress: Optional[bool] =
     """Append an Arrow table / record batch, a pandas or Polars DataFrame to ``table`` atomically."""
     arrow = to_arrow_table(data)
     source = f"load_table({table.name})"
-    writer = runner.begin_load(table)
+    writer = begin_load(runner, table)
     bar = progress_bar(arrow.nbytes, f"load {table.name}", progress)
     try:
         first_row = 0

@@ -58,6 +58,7 @@ from engine.errors import BindError, CanopyError, ExecutionError
 from engine.load.delimited import LoadWarnings
 from engine.load.loader import read_blocks
 from engine.pipelines import durable
+from engine.sql.keys import begin_load
 from engine.pipelines.statements import (REDACTED, AlterPipeline, CreatePipeline, parse_pipeline_statement,
                                          with_credentials)
 
@@ -268,7 +269,7 @@ class Pipeline:
                 return False                    # nothing to commit: the next round tries again
             keep = [i for i, (_, _, _, retriable) in enumerate(parsed) if not retriable]
             batch, parsed = [batch[i] for i in keep], [parsed[i] for i in keep]
-        writer = self.runner.begin_load(table)
+        writer = begin_load(self.runner, table)
         loaded: list[tuple[str, int, int]] = []
         failed: list[tuple[str, str]] = []
         try:

@@ -7,7 +7,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from engine import types as T
-from engine.catalog import Catalog, ColumnDef, TableDef
+from engine.catalog import Catalog, ColumnDef, TableDef, UniqueKey
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
 from engine.plan.binder import Binder, ExprContext
@@ -25,30 +25,47 @@ def table_def_from_create(node: exp.Create, options: TableOptions, database: str
     table = schema.this
     columns: list[ColumnDef] = []
     primary_key: tuple[str, ...] = ()
+    uniques: list[tuple[Optional[str], tuple[str, ...]]] = []      # (name or None, columns)
+    auto_increment: Optional[str] = None
     binder = Binder(catalog, database)
     for item in schema.expressions:
+        if isinstance(item, exp.Constraint) and len(item.expressions) == 1 and \
+                isinstance(item.expressions[0], (exp.UniqueColumnConstraint, exp.PrimaryKey)):
+            item = item.expressions[0]          # CONSTRAINT name UNIQUE (...): MySQL names the key by it
         if isinstance(item, exp.ColumnDef):
-            column, is_primary = column_def(item, binder)
+            column, is_primary, is_unique, is_auto = column_def(item, binder)
             if any(c.name.lower() == column.name.lower() for c in columns):
                 raise BindError(f"duplicate column name {column.name!r}")
             columns.append(column)
             if is_primary:
                 primary_key = (column.name,)
+            if is_unique:
+                uniques.append((column.name, (column.name,)))
+            if is_auto:
+                if auto_increment is not None:
+                    raise BindError("there can be only one AUTO_INCREMENT column")
+                if column.type.kind != "int":
+                    raise TypeMismatchError(f"AUTO_INCREMENT column {column.name!r} must have an integer type")
+                auto_increment = column.name
         elif isinstance(item, exp.PrimaryKey):
             primary_key = tuple(e.name for e in item.expressions)
+        elif isinstance(item, exp.UniqueColumnConstraint):
+            key = item.this
+            names = tuple(e.name for e in key.expressions) if isinstance(key, exp.Schema) else ()
+            if not names:
+                raise UnsupportedError(f"table element {item.sql(dialect='mysql')[:60]} in CREATE TABLE")
+            uniques.append((key.this.name if key.this is not None else None, names))
         elif isinstance(item, (exp.IndexColumnConstraint,)):
-            if item.args.get("kind") and str(item.args["kind"]).upper() in ("UNIQUE", "FULLTEXT", "SPATIAL"):
+            if item.args.get("kind") and str(item.args["kind"]).upper() in ("FULLTEXT", "SPATIAL"):
                 raise UnsupportedError(f"{str(item.args['kind']).upper()} keys are not supported")
             continue            # plain KEY / INDEX: secondary indexes are not built; the data is columnar
-        elif isinstance(item, exp.UniqueColumnConstraint):
-            raise UnsupportedError("UNIQUE constraints are not supported (they would not be enforced)")
         else:
             raise UnsupportedError(f"table element {item.sql(dialect='mysql')[:60]} in CREATE TABLE")
     if not columns:
         raise BindError(f"table {table.name!r} must have at least one column")
     names = {c.name.lower(): c.name for c in columns}
     if primary_key:
-        # a primary key column is NOT NULL (uniqueness is not enforced; see README)
+        # a primary key column is NOT NULL
         columns = [ColumnDef(c.name, c.type, False, c.default, c.has_default) if c.name.lower() in
                    {k.lower() for k in primary_key} else c for c in columns]
 
@@ -69,12 +86,42 @@ def table_def_from_create(node: exp.Create, options: TableOptions, database: str
         shard_key = resolve(options.shard_key, "SHARD KEY")
     else:
         shard_key = resolve(primary_key, "PRIMARY KEY")    # SingleStore shards by the primary key by default
+    unique_keys = _unique_keys(primary_key, uniques, resolve, shard_key, options.reference, table.name)
     sort_key = resolve(options.sort_key, "SORT KEY")
     db = table.db or database
-    return TableDef(db, table.name, tuple(columns), shard_key, sort_key, options.reference)
+    return TableDef(db, table.name, tuple(columns), shard_key, sort_key, options.reference,
+                    unique_keys=unique_keys, auto_increment=auto_increment)
 
 
-def column_def(node: exp.ColumnDef, binder: Binder) -> tuple[ColumnDef, bool]:
+def _unique_keys(primary_key, uniques, resolve, shard_key, reference: bool, table: str) -> tuple[UniqueKey, ...]:
+    """The PRIMARY KEY and UNIQUE keys, named as MySQL names them (an unnamed key after its first
+    column). Each must contain the shard key, as SingleStore requires, so that rows with equal keys
+    are on one partition and each partition checks its own rows; a keyless table cannot have one."""
+    keys: list[UniqueKey] = []
+    if primary_key:
+        keys.append(UniqueKey("PRIMARY", resolve(primary_key, "PRIMARY KEY")))
+    for name, columns in uniques:
+        columns = resolve(columns, "UNIQUE KEY")
+        name = name or columns[0]
+        base, n = name, 2
+        while any(k.name.lower() == name.lower() for k in keys):
+            name, n = f"{base}_{n}", n + 1
+        keys.append(UniqueKey(name, columns))
+    for key in keys:
+        if reference:
+            continue                 # every leaf holds all rows: a check on one copy is global
+        if not shard_key:
+            raise UnsupportedError(f"unique key {key.name!r} on keyless table {table!r}: a PRIMARY or UNIQUE "
+                                   f"key needs a SHARD KEY whose columns it contains")
+        if not {c.lower() for c in shard_key} <= {c.lower() for c in key.columns}:
+            raise UnsupportedError(f"unique key {key.name!r} of {table!r} must contain all columns of the shard "
+                                   f"key ({', '.join(shard_key)}), as in SingleStore: each partition checks "
+                                   f"uniqueness on its own rows")
+    return tuple(keys)
+
+
+def column_def(node: exp.ColumnDef, binder: Binder) -> tuple[ColumnDef, bool, bool, bool]:
+    """The column, and whether it is declared PRIMARY KEY, UNIQUE, AUTO_INCREMENT."""
     name = node.name
     kind = node.args.get("kind")
     if kind is None:
@@ -82,7 +129,7 @@ def column_def(node: exp.ColumnDef, binder: Binder) -> tuple[ColumnDef, bool]:
     sql_type = binder.sql_type(kind)
     if sql_type == T.TEXT and kind.is_type(exp.DataType.Type.CHAR):
         sql_type = T.varchar(1, "CHAR")        # a column's bare CHAR is CHAR(1); only CAST(x AS CHAR) is TEXT
-    nullable, default, has_default, primary = True, None, False, False
+    nullable, default, has_default, primary, unique, auto = True, None, False, False, False, False
     for constraint in node.args.get("constraints") or []:
         c = constraint.args.get("kind")
         if isinstance(c, exp.NotNullColumnConstraint):
@@ -95,14 +142,14 @@ def column_def(node: exp.ColumnDef, binder: Binder) -> tuple[ColumnDef, bool]:
                             exp.CollateColumnConstraint)):
             continue
         elif isinstance(c, exp.AutoIncrementColumnConstraint):
-            raise UnsupportedError(f"AUTO_INCREMENT (column {name!r})")
+            auto = True
         elif isinstance(c, exp.UniqueColumnConstraint):
-            raise UnsupportedError(f"UNIQUE (column {name!r}): unique constraints are not enforced")
+            unique = True
         else:
             raise UnsupportedError(f"column constraint {constraint.sql(dialect='mysql')} (column {name!r})")
     if has_default and default is None and not nullable:
         raise TypeMismatchError(f"column {name!r} is NOT NULL but its DEFAULT is NULL")
-    return ColumnDef(name, sql_type, nullable, default, has_default), primary
+    return ColumnDef(name, sql_type, nullable, default, has_default), primary, unique, auto
 
 
 def constant_of_type(node: exp.Expression, sql_type: T.SqlType, binder: Binder, what: str):
@@ -129,10 +176,13 @@ def text_result(names: list[str], rows: list[tuple]) -> Result:
 
 def describe_table(table: TableDef) -> Result:
     rows = []
+    primary = set(table.primary_key or table.shard_key)
+    unique = {k.columns[0] for k in table.unique_keys if len(k.columns) == 1}
     for c in table.columns:
-        key = "PRI" if c.name in table.shard_key else ("MUL" if c.name in table.sort_key else "")
+        key = "PRI" if c.name in primary else "UNI" if c.name in unique else "MUL" if c.name in table.sort_key else ""
         default = None if not c.has_default or c.default is None else str(c.default)
-        rows.append((c.name, str(c.type).lower(), "YES" if c.nullable else "NO", key, default, ""))
+        extra = "auto_increment" if c.name == table.auto_increment else ""
+        rows.append((c.name, str(c.type).lower(), "YES" if c.nullable else "NO", key, default, extra))
     return text_result(["Field", "Type", "Null", "Key", "Default", "Extra"], rows)
 
 
@@ -142,7 +192,11 @@ def show_create_table(table: TableDef) -> str:
         default = ""
         if c.has_default:
             default = " DEFAULT NULL" if c.default is None else f" DEFAULT {Literal(c.default, c.type)}"
-        lines.append(f"  `{c.name}` {str(c.type).lower()}{'' if c.nullable else ' NOT NULL'}{default}")
+        auto = " AUTO_INCREMENT" if c.name == table.auto_increment else ""
+        lines.append(f"  `{c.name}` {str(c.type).lower()}{'' if c.nullable else ' NOT NULL'}{default}{auto}")
+    for key in table.unique_keys:
+        columns = ", ".join(f"`{k}`" for k in key.columns)
+        lines.append(f"  PRIMARY KEY ({columns})" if key.name == "PRIMARY" else f"  UNIQUE KEY `{key.name}` ({columns})")
     if not table.reference:
         lines.append(f"  SHARD KEY ({', '.join(f'`{k}`' for k in table.shard_key)})")
     if table.sort_key:

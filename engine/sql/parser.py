@@ -7,7 +7,8 @@ on the token stream first:
 * ``SHARD KEY [name] (cols)`` and ``SORT KEY [name] (cols)`` inside ``CREATE TABLE`` — removed and
   recorded (sqlglot would read them as columns named SHARD/SORT);
 * ``LOAD DATA ... INFILE`` — handed whole to :mod:`engine.load.load_data`;
-* ``CREATE / ALTER / START / STOP / DROP PIPELINE`` and ``SHOW PIPELINES`` — to :mod:`engine.pipelines.statements`.
+* ``CREATE / ALTER / START / STOP / DROP PIPELINE`` and ``SHOW PIPELINES`` — to :mod:`engine.pipelines.statements`;
+* ``REPLACE INTO t ...`` — parsed as INSERT and marked REPLACE.
 
 No sqlglot object leaves ``engine/sql`` and ``engine/plan``.
 """
@@ -137,6 +138,14 @@ def parse(sql: str) -> list[Statement]:
         elif words[0] in ("CREATE", "START", "STOP", "DROP", "SHOW", "ALTER") and _is_pipeline(tokens):
             from engine.pipelines.statements import parse_pipeline_statement
             statements.append(Statement(parse_pipeline_statement(text), text))
+        elif words[0] == "REPLACE" and len(tokens) > 1:
+            # MySQL's REPLACE [INTO] t ...: sqlglot reads it as a Command; it is INSERT with REPLACE
+            # semantics (engine.sql.keys.replace_rows). "INSERT " keeps error columns where they were.
+            node = parse_one(sql[start:tokens[0].start] + "INSERT " + sql[tokens[0].end + 1:end])
+            if not isinstance(node, exp.Insert) or node.args.get("ignore") or node.args.get("conflict"):
+                raise UnsupportedError("REPLACE takes INTO table VALUES / SELECT, without IGNORE or ON DUPLICATE KEY")
+            node.set("alternative", "REPLACE")
+            statements.append(Statement(node, text))
         elif words[0] == "CREATE":
             cleaned, options = extract_table_options(text)
             statements.append(Statement(parse_one(cleaned), text, options))

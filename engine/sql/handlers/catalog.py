@@ -13,6 +13,7 @@ from sqlglot import exp
 from engine.errors import BindError, Error, UnsupportedError, unknown_name_error
 from engine.result import Result
 from engine.sql import ddl
+from engine.sql.auto_increment import counters_of
 from engine.sql.parser import Statement
 from engine.sql.query import run_query
 
@@ -40,6 +41,7 @@ class CatalogStatements:
         if node.expression is not None:
             return self._create_table_as(node, statement, database)
         table = ddl.table_def_from_create(node, statement.table_options, database, self.catalog)
+        counters_of(self.runner).forget(table)
         self.runner.create_table(table)
         try:
             self.catalog.add_table(table)

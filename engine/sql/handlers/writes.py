@@ -5,18 +5,30 @@ to the runner, which makes all of it visible at once or none of it.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import pyarrow as pa
 from sqlglot import exp
 
 from engine.errors import BindError, UnsupportedError
 from engine.result import Result
-from engine.sql import dml
+from engine.sql import auto_increment, dml, keys
 from engine.sql.query import run_query
 
 
 class WriteStatements:
     def _stmt_Insert(self, node: exp.Insert, statement) -> Result:
-        _refuse_unknown_clauses(node, "INSERT", {"this", "expression"})
+        """INSERT [IGNORE], REPLACE (parsed as INSERT with alternative REPLACE), INSERT ... ON DUPLICATE
+        KEY UPDATE; the rows are checked against the table's unique keys (engine.sql.keys)."""
+        _refuse_unknown_clauses(node, "INSERT", {"this", "expression", "ignore", "conflict", "alternative"})
+        conflict = node.args.get("conflict")
+        mode = "replace" if node.args.get("alternative") == "REPLACE" else \
+            "update" if conflict is not None else "ignore" if node.args.get("ignore") else "error"
+        if node.args.get("ignore") and mode != "ignore":
+            raise UnsupportedError("INSERT IGNORE with ON DUPLICATE KEY UPDATE")
+        if conflict is not None and (not conflict.args.get("duplicate") or conflict.args.get("constraint")
+                                     or str(conflict.args.get("action") or "").upper() != "UPDATE"):
+            raise UnsupportedError(f"{conflict.sql(dialect='mysql')[:40]} (only ON DUPLICATE KEY UPDATE)")
         target = node.this
         names = None
         if isinstance(target, exp.Schema):
@@ -25,6 +37,9 @@ class WriteStatements:
         table = self._table(target)
         columns = dml.target_columns(table, names)
         source = node.expression
+        alias = source.args.get("alias") if isinstance(source, exp.Values) else None
+        if alias is not None and alias.columns:
+            raise UnsupportedError("INSERT ... AS alias(columns): name the row alone (AS new) and use new.column")
         if isinstance(source, exp.Values):
             from engine.plan.binder import Binder
             values, _ = Binder(self.catalog, self.database).bind_values(source)
@@ -38,8 +53,72 @@ class WriteStatements:
             planned = self._plan(source)
             data = run_query(planned, self.runner).table
             types = [f.type for f in planned.fields]
+        update = self._on_duplicate(table, conflict, alias.name if alias is not None else None) \
+            if mode == "update" else None
+        generated = None
+        if table.auto_increment is not None:
+            data, types, columns, generated = auto_increment.fill(self.runner, table, data, types, columns)
         rows = dml.conform_to_table(data, types, table, columns)
-        return Result(None, rowcount=self.runner.insert(table, rows))
+        warnings: list = []
+        if not table.unique_keys:         # no key, no duplicate: IGNORE, REPLACE and the UPDATE are moot
+            count = self.runner.insert(table, rows)
+        elif mode == "error":
+            keys.check_unique(self.runner, table, rows)
+            count = self.runner.insert(table, rows)
+        elif mode == "ignore":
+            rows, warnings = keys.drop_duplicates(self.runner, table, rows)
+            count = self.runner.insert(table, rows)
+        elif mode == "replace":
+            count = keys.replace_rows(self.runner, table, rows)
+        else:
+            count = keys.upsert_rows(self.runner, table, rows, update)
+        if generated is not None:
+            self.last_insert_id = generated
+        return Result(None, rowcount=count, warnings=warnings, last_insert_id=generated)
+
+    def _on_duplicate(self, table, conflict: exp.OnConflict, alias: Optional[str]):
+        """ON DUPLICATE KEY UPDATE's assignments as ``update(old rows, new rows) -> rows``: a column
+        names the stored row's value, ``VALUES(column)`` or ``alias.column`` the new row's."""
+        from engine.exec.evaluate import evaluate_array
+        from engine.plan.binder import Binder, ExprContext
+        from engine.plan.logical import Field
+        from engine.plan.scope import Relation, Scope
+
+        new_name = alias or "__new_row"
+        old_fields = [Field(f"old{i}", c.name, c.type, c.nullable) for i, c in enumerate(table.columns)]
+        new_fields = [Field(f"new{i}", c.name, c.type, c.nullable) for i, c in enumerate(table.columns)]
+        # the new row in the enclosing scope: an unqualified name is the stored row's column
+        scope = Scope([Relation(table.name, old_fields)], parent=Scope([Relation(new_name, new_fields)]))
+        binder = Binder(self.catalog, self.database)
+
+        def new_value(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Anonymous) and n.name.upper() == "VALUES":
+                if len(n.expressions) != 1:
+                    raise BindError("VALUES() in ON DUPLICATE KEY UPDATE takes one column name")
+                return exp.column(n.expressions[0].name, table=new_name)
+            return n
+
+        assigned = {}
+        for item in conflict.expressions:
+            if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
+                raise UnsupportedError(f"ON DUPLICATE KEY UPDATE {item.sql(dialect='mysql')[:40]}")
+            column = table.column(item.this.name)
+            if keys.updates_key(table, [column.name]):
+                raise UnsupportedError(f"ON DUPLICATE KEY UPDATE of key column {column.name!r}")
+            assigned[column.name] = binder.bind_expr(item.expression.transform(new_value),
+                                                     ExprContext(scope, clause="ON DUPLICATE KEY UPDATE"))
+
+        def update(old: pa.Table, new: pa.Table) -> pa.Table:
+            both = pa.Table.from_arrays([*old.columns, *new.columns],
+                                        names=[f.id for f in old_fields + new_fields]).combine_chunks()
+            batch = both.to_batches()[0] if both.num_rows else pa.RecordBatch.from_pylist([], schema=both.schema)
+            arrays = [evaluate_array(assigned[c.name], batch) if c.name in assigned else batch.column(i)
+                      for i, c in enumerate(table.columns)]
+            types = [assigned[c.name].type if c.name in assigned else c.type for c in table.columns]
+            values = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
+            return dml.conform_to_table(values, types, table, list(table.columns))
+
+        return update
 
     def _load_data(self, statement) -> Result:
         from engine.load.loader import run_load
@@ -47,6 +126,12 @@ class WriteStatements:
         if database is None:
             raise BindError("no database selected; run USE <database> first")
         table = self.catalog.table(database, statement.table)
+        if statement.duplicates and table.unique_keys:
+            raise UnsupportedError(f"LOAD DATA ... {statement.duplicates} into a table with a unique key "
+                                   f"(use INSERT {'IGNORE' if statement.duplicates == 'IGNORE' else 'REPLACE'} "
+                                   f"... SELECT from a staging table)")
+        if table.auto_increment is not None:
+            raise UnsupportedError(f"LOAD DATA into a table with an AUTO_INCREMENT column ({table.auto_increment})")
         outcome = run_load(statement, table, self.runner, load_dir=self.load_dir, progress=self.progress)
         return Result(None, rowcount=outcome.rows, message=outcome.message, warnings=outcome.warnings.rows)
 
@@ -90,6 +175,8 @@ class WriteStatements:
             assignments[column.name.lower()] = item.expression
         where = node.args.get("where")
         matched = _is_true(where.this) if where is not None else exp.true()
+        if keys.updates_key(table, list(assignments)):
+            self._check_updated_keys(table, node.this, assignments, matched)
         projection = [exp.If(this=matched.copy(), true=assignments[c.name.lower()].copy(), false=exp.column(c.name))
                       if c.name.lower() in assignments else exp.column(c.name) for c in table.columns]
         if where is not None:       # in place: delete the matched rows, insert their new versions
@@ -108,6 +195,19 @@ class WriteStatements:
         if count:
             self.statistics.forget(table)     # same row count, other values: the 20% rule would not see it
         return Result(None, rowcount=count)
+
+    def _check_updated_keys(self, table, table_node: exp.Table, assignments: dict, matched) -> None:
+        """An UPDATE that assigns a unique key's column: every row's key after the update, checked for
+        a repeat (the statement holds the table's write lock, so the rows cannot change meanwhile)."""
+        columns = list(dict.fromkeys(c for key in table.unique_keys for c in key.columns))
+        projection = [exp.If(this=matched.copy(), true=assignments[c.lower()].copy(), false=exp.column(c))
+                      if c.lower() in assignments else exp.column(c) for c in columns]
+        after = self._select_rows(table, table_node, projection, None)
+        after = pa.Table.from_arrays(after.columns, names=columns)
+        for key in table.unique_keys:
+            again = keys.repeated(after, key)
+            if again.any():
+                raise keys.duplicate_error(key, after, again)
 
     def _select_rows(self, table, table_node: exp.Table, projection, where) -> pa.Table:
         """Run ``SELECT projection FROM table [WHERE where]`` and cast the result to the table's types."""
