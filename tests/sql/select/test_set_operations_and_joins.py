@@ -171,6 +171,15 @@ def test_explain_set_operation_repartitions_on_all_columns(both):
     _same(*both, sql)
 
 
+def test_set_operation_groups_are_estimated_from_the_inputs_columns(both):
+    con, _ = both
+    con.execute("ANALYZE TABLE t")
+    con.execute("ANALYZE TABLE u")
+    # a handful of distinct (b, c) values: aggregated where the rows are, not shuffled row by row
+    plan = _explain(con, "SELECT b, c FROM t INTERSECT SELECT b, d FROM u")
+    assert "HashAggregate partial keys=[b, c] aggs=[count(l), count(r)]" in plan, plan
+
+
 def test_explain_full_join_repartitions_both_sides(both):
     con, _ = both
     plan = _explain(con, "SELECT t.c, u.d FROM t FULL JOIN u ON t.b = u.b")
