@@ -313,6 +313,15 @@ def _is_true(expr, a):
     return pc.fill_null(a, False)
 
 
+@function("single_row")
+def _single_row(expr, count, value):
+    """A correlated scalar subquery's value per outer row (``count`` rows found for it, ``value`` one of
+    them): more than one row is MySQL's error 1242."""
+    if (pc.max(count).as_py() or 0) > 1:
+        raise BadDataError("Subquery returns more than 1 row")
+    return value
+
+
 @function("in_list")
 def _in_list(expr, a):
     # Imported here so that this change stays inside the function; kernel_filters imports nothing

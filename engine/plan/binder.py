@@ -25,6 +25,9 @@ from engine.catalog import Catalog
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
 from engine.plan.bind_grouping import GroupingKeys, bind_group_keys, grouping_call
+from engine.plan import decorrelate
+from engine.plan.decorrelate import SubqueryCollector, SubqueryUse
+from engine.plan.plan_walk import free_refs, substitute_plan
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, ScalarParam, and_all
 from engine.plan.expressions import equi_pair as _equi_pair
 from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
@@ -55,6 +58,7 @@ class AggContext:
     ids: IdGenerator
     calls: list[tuple[Field, AggCall]] = field(default_factory=list)
     grouping: Optional[GroupingKeys] = None      # the GROUP BY keys, for GROUPING(...)
+    values: SubqueryCollector = field(default_factory=SubqueryCollector)   # subqueries in arguments
 
     def add(self, call: AggCall, name: str) -> ColumnRef:
         for f, existing in self.calls:
@@ -74,6 +78,7 @@ class ExprContext:
     agg: Optional[AggContext] = None
     aliases: Optional[dict[str, Expr]] = None   # select aliases visible (ORDER BY, HAVING, GROUP BY)
     clause: str = "expression"
+    subqueries: Optional[SubqueryCollector] = None   # where a subquery may be a value (decorrelate.py)
 
 
 @dataclass
@@ -226,11 +231,10 @@ class Binder:
     # ---------------------------------------------------------------------------------------------
     def bind_select(self, sel: exp.Select, outer: Optional[Scope], ctes: dict) -> tuple[LogicalPlan, list[str]]:
         parts = self.bind_select_core(sel, outer, ctes)
-        if parts.correlated:
-            raise UnsupportedError(
-                "correlated subquery in this position (only in WHERE: EXISTS, IN, or a comparison with a "
-                f"scalar aggregate): {node_name(sel)[:80]}")
-        return self.finish_select(sel, parts.plan, parts.scope)
+        plan = parts.plan
+        if parts.correlated:        # a subquery's: engine.plan.decorrelate pushes the filter down
+            plan = Filter(plan, and_all(parts.correlated))
+        return self.finish_select(sel, plan, parts.scope)
 
     def bind_select_core(self, sel: exp.Select, outer: Optional[Scope], ctes: dict) -> SelectParts:
         """FROM and WHERE: returns the joined, filtered relation and the correlated conjuncts."""
@@ -239,9 +243,12 @@ class Binder:
         items, conditions = self.bind_from(sel, scope, ctes)
         correlated: list[Expr] = []
         post_semis: list[tuple] = []
+        values = SubqueryCollector()        # subqueries used as values in WHERE
+        marked: list[Expr] = []             # the conditions that read them
         where = arg(sel, "where")
         for conjunct in _split_and(where.this) if where else []:
-            self.bind_where_conjunct(conjunct, scope, ctes, items, conditions, correlated, post_semis)
+            self.bind_where_conjunct(conjunct, scope, ctes, items, conditions, correlated, post_semis,
+                                     values, marked)
         if len(items) == 1:
             plan = items[0]
             if conditions:
@@ -250,6 +257,8 @@ class Binder:
             plan = MultiJoin(tuple(items), tuple(conditions))
         for right, kind, lkeys, rkeys, residual in post_semis:
             plan = Join(plan, right, kind, lkeys, rkeys, residual)
+        if values.uses:
+            plan = Filter(decorrelate.attach(plan, values.uses, self.ids), and_all(marked))
         return SelectParts(plan, scope, correlated)
 
     # FROM ---------------------------------------------------------------------------------------
@@ -312,7 +321,11 @@ class Binder:
 
     # WHERE --------------------------------------------------------------------------------------
     def bind_where_conjunct(self, node, scope: Scope, ctes, items: list, conditions: list,
-                            correlated: list, post_semis: list) -> None:
+                            correlated: list, post_semis: list, values: SubqueryCollector,
+                            marked: list) -> None:
+        """One AND-ed WHERE condition. EXISTS / IN / a comparison with a correlated aggregate become
+        semi / anti joins and grouped joins where their shape allows (the fast, common case); any other
+        subquery is a value computed by engine.plan.decorrelate and the condition reads it."""
         negated = False
         inner = node
         while isinstance(inner, exp.Paren):
@@ -322,20 +335,25 @@ class Binder:
             while isinstance(inner, exp.Paren):
                 inner = inner.this
         if isinstance(inner, exp.Exists):
-            self.bind_semi_join(inner.this, None, "anti" if negated else "semi", scope, ctes, items, post_semis)
-            return
-        if isinstance(inner, exp.In) and inner.args.get("query") is not None:
+            if self.bind_semi_join(inner.this, None, "anti" if negated else "semi", scope, ctes, items,
+                                   post_semis):
+                return
+        elif isinstance(inner, exp.In) and inner.args.get("query") is not None \
+                and not isinstance(_unparen(inner.this), exp.Tuple):
             probe = self.bind_expr(inner.this, ExprContext(scope, clause="WHERE"))
             kind = "anti_null_aware" if negated else "semi"
-            self.bind_semi_join(inner.args["query"], probe, kind, scope, ctes, items, post_semis)
-            return
+            if self.bind_semi_join(inner.args["query"], probe, kind, scope, ctes, items, post_semis):
+                return
         comparison = _COMPARISONS.get(type(inner))
         if comparison and not negated and (isinstance(_unparen(inner.expression), exp.Subquery)
                                            or isinstance(_unparen(inner.this), exp.Subquery)):
             if self.try_correlated_scalar(inner, comparison, scope, ctes, items, conditions):
                 return
-        bound = self.bind_expr(node, ExprContext(scope, clause="WHERE"))
-        if bound.column_ids() - scope.own_ids() - self._init_ids():
+        before = len(values.uses)
+        bound = self.bind_expr(node, ExprContext(scope, clause="WHERE", subqueries=values))
+        if len(values.uses) > before:
+            marked.append(bound)
+        elif bound.column_ids() - scope.own_ids() - self._init_ids():
             correlated.append(bound)
         else:
             conditions.append(bound)
@@ -344,7 +362,8 @@ class Binder:
         return set()
 
     def bind_semi_join(self, subquery, probe: Optional[Expr], kind: str, scope: Scope, ctes,
-                       items: list, post_semis: list) -> None:
+                       items: list, post_semis: list) -> bool:
+        """Adds the semi / anti join; False (nothing added) for a shape only decorrelate.py handles."""
         query = subquery.this if isinstance(subquery, exp.Subquery) else subquery
         while isinstance(query, exp.Subquery):
             query = query.this
@@ -359,7 +378,7 @@ class Binder:
                     raise BindError("the subquery of IN must return exactly one column")
                 value = self.bind_expr(_unalias(select_items[0]), ExprContext(parts.scope, clause="IN subquery"))
                 if value.column_ids() - parts.scope.own_ids():
-                    raise UnsupportedError("IN subquery whose select list references the outer query")
+                    return False        # the select list reads the outer query
                 common = T.common_type(probe.type, value.type, "IN subquery")
                 lkeys.append(self.coerce(probe, common))
                 rkeys.append(self.coerce(value, common))
@@ -373,13 +392,15 @@ class Binder:
                 else:
                     residual.append(c)
             if kind == "anti_null_aware" and residual:
-                raise UnsupportedError("correlated NOT IN subquery; rewrite it with NOT EXISTS")
+                return False            # correlated NOT IN: NULLs per outer row
+            if free_refs(right):
+                return False            # correlated below its WHERE (a subquery two levels deep)
         else:
             # an aggregating / limited subquery: bind it whole; only uncorrelated ones are supported
             inner_scope_probe = Scope(parent=scope)
             right, names = self.bind_query(query, inner_scope_probe, ctes)
             if inner_scope_probe.outer_refs:
-                raise UnsupportedError("correlated subquery with GROUP BY, aggregates, DISTINCT or LIMIT")
+                return False            # correlated, with GROUP BY, aggregates, DISTINCT or LIMIT
             lkeys, rkeys, residual = [], [], []
             if probe is not None:
                 if len(right.fields) != 1:
@@ -394,8 +415,9 @@ class Binder:
         for i, item in enumerate(items):
             if needed and needed <= item.field_ids():
                 items[i] = Join(item, *join)
-                return
+                return True
         post_semis.append(join)
+        return True
 
     def try_correlated_scalar(self, node, op: str, scope: Scope, ctes, items: list, conditions: list) -> bool:
         """``outer_expr <op> (SELECT agg(...) FROM ... WHERE inner = outer ...)`` -> join with a grouped
@@ -415,25 +437,21 @@ class Binder:
         if not trial_parts.correlated:
             return False
         del probe_scope
-        if query.args.get("group") or arg(query, "limit") or query.args.get("having"):
-            raise UnsupportedError("correlated scalar subquery with GROUP BY, HAVING or LIMIT")
-        if not _has_aggregate(query) or len(query.expressions) != 1:
-            raise UnsupportedError("correlated scalar subquery must compute one aggregate")
+        if query.args.get("group") or arg(query, "limit") or query.args.get("having") \
+                or query.args.get("distinct") or not _has_aggregate(query) or len(query.expressions) != 1 \
+                or query.expressions[0].find(exp.Count):     # COUNT of an empty group is 0, not NULL
+            return False
+        if free_refs(trial_parts.plan) or any(
+                _equi_pair(c, scope.own_ids(), trial_parts.plan.field_ids()) is None for c in trial_parts.correlated):
+            return False                # correlated below WHERE, or not by equalities: decorrelate.py
         parts = self.bind_select_core(query, scope, ctes)
         outer_ids, inner_ids = scope.own_ids(), parts.plan.field_ids()
-        key_pairs = []
-        for c in parts.correlated:
-            pair = _equi_pair(c, outer_ids, inner_ids)
-            if pair is None:
-                raise UnsupportedError(f"correlated scalar subquery with a non-equality correlation: {c}")
-            key_pairs.append(pair)
+        key_pairs = [_equi_pair(c, outer_ids, inner_ids) for c in parts.correlated]
         agg = AggContext(self.ids)
         key_fields = []
         for _, inner_expr in key_pairs:
             key_fields.append((Field(self.ids.new("corr"), "corr", inner_expr.type), inner_expr))
         value = self.bind_expr(_unalias(query.expressions[0]), ExprContext(parts.scope, agg=agg, clause="subquery"))
-        if any(call.func in ("count", "count_star") for _, call in agg.calls):
-            raise UnsupportedError("correlated scalar subquery with COUNT (empty groups would need a left join)")
         value = self._lift_to_groups(value, key_fields, agg, parts.scope)
         aggregate = Aggregate(parts.plan, tuple(key_fields), tuple(agg.calls))
         value_field = Field(self.ids.new("subquery"), "subquery", value.type)
@@ -472,7 +490,8 @@ class Binder:
                 grouping_id = Field(self.ids.new("grouping_id"), "grouping_id", T.BIGINT, False)
             agg.grouping = GroupingKeys(tuple(k for _, k in key_fields), grouping_id)
 
-        ctx = ExprContext(scope, agg=agg, clause="SELECT")
+        values = SubqueryCollector()       # subqueries used as values in SELECT, HAVING, ORDER BY
+        ctx = ExprContext(scope, agg=agg, clause="SELECT", subqueries=values)
         select_exprs: list[tuple[str, Expr]] = []
         for node, name in items:
             e = self.bind_expr(node, ctx)
@@ -483,13 +502,9 @@ class Binder:
         having_expr = None
         if having is not None:
             alias_map = {n.lower(): e for n, e in select_exprs}
-            having_ctx = ExprContext(scope, agg=agg, aliases=alias_map, clause="HAVING")
+            having_ctx = ExprContext(scope, agg=agg, aliases=alias_map, clause="HAVING", subqueries=values)
             having_expr = self._lift_to_groups(self.bind_expr(having.this, having_ctx), key_fields, agg, scope)
 
-        if aggregating:
-            plan = Aggregate(plan, tuple(key_fields), tuple(agg.calls), grouping_sets, grouping_id)
-            if having_expr is not None:
-                plan = Filter(plan, having_expr)
 
         # projection (visible + hidden ORDER BY expressions)
         # A plain column keeps its NOT NULL (CREATE TABLE ... AS SELECT copies it); anything else may be NULL.
@@ -513,7 +528,7 @@ class Binder:
                     if matches:
                         expr = matches[0].ref()
                 if expr is None:
-                    bound = self.bind_expr(target, ExprContext(scope, agg=agg, clause="ORDER BY"))
+                    bound = self.bind_expr(target, ExprContext(scope, agg=agg, clause="ORDER BY", subqueries=values))
                     if aggregating:
                         bound = self._lift_to_groups(bound, key_fields, agg, scope)
                     for f, e in projection:
@@ -528,6 +543,16 @@ class Binder:
                         hidden += 1
                         expr = hidden_field.ref()
                 sort_keys.append(self._sort_key(ordered, expr))
+        if aggregating:     # built last: ORDER BY may add aggregates
+            if agg.values.uses:         # subqueries inside aggregates' arguments read the rows
+                plan = decorrelate.attach(plan, agg.values.uses, self.ids)
+            plan = Aggregate(plan, tuple(key_fields), tuple(agg.calls), grouping_sets, grouping_id)
+        if values.uses:
+            if aggregating:
+                self._lift_uses(values.uses, key_fields, agg, scope)
+            plan = decorrelate.attach(plan, values.uses, self.ids)
+        if having_expr is not None:
+            plan = Filter(plan, having_expr)
         plan = Project(plan, tuple(projection))
         if sel.args.get("distinct"):
             if sel.args["distinct"].args.get("on"):
@@ -539,6 +564,21 @@ class Binder:
         if hidden:
             plan = Project(plan, tuple((f, f.ref()) for f in out_fields))
         return plan, [name for name, _ in select_exprs]
+
+    def _lift_uses(self, uses: list[SubqueryUse], keys, agg: AggContext, scope: Scope) -> None:
+        """Subqueries read after GROUP BY see the group keys, not the rows: their references to
+        grouped columns become references to the Aggregate's key fields."""
+        mapping = {e.id: f.ref() for f, e in keys if isinstance(e, ColumnRef)}
+        for use in uses:
+            use.plan = substitute_plan(use.plan, mapping)
+            stray = free_refs(use.plan) & scope.own_ids()
+            if stray:
+                name = next(f.name for r in scope.relations for f in r.fields if f.id in stray)
+                raise BindError(f"column {name!r} must appear in GROUP BY or be used in an aggregate function")
+            if isinstance(use.probe, tuple):
+                use.probe = tuple(self._lift_to_groups(p, keys, agg, scope) for p in use.probe)
+            elif use.probe is not None:
+                use.probe = self._lift_to_groups(use.probe, keys, agg, scope)
 
     def _sort_key(self, ordered: exp.Ordered, expr: Expr) -> SortKey:
         descending = bool(ordered.args.get("desc"))
@@ -703,23 +743,70 @@ class Binder:
     def _bind_Placeholder(self, node, ctx) -> Expr:
         raise BindError("statement has a parameter placeholder but no parameters were given")
 
-    def _bind_Subquery(self, node: exp.Subquery, ctx: ExprContext) -> Expr:
-        """An uncorrelated scalar subquery: an init plan run once before the query."""
+    def _bind_subquery_plan(self, node, ctx: ExprContext) -> tuple[LogicalPlan, list[str], bool]:
+        """A subquery bound with its outer references in place: (plan, names, correlated)."""
+        while isinstance(node, exp.Subquery) and not node.alias:
+            node = node.this
         probe = Scope(parent=ctx.scope)
         sub = Binder(self.catalog, self.database, self.ids)
         sub.subqueries = self.subqueries
         sub.cte_uses = self.cte_uses
-        plan, names = sub.bind_query(node.this, probe, self.visible_ctes)
-        if probe.outer_refs:
-            raise UnsupportedError(
-                f"correlated scalar subquery in {ctx.clause}; only a comparison in WHERE is decorrelated")
+        plan, names = sub.bind_query(node, probe, self.visible_ctes)
+        return plan, names, bool(probe.outer_refs)
+
+    def _collector(self, ctx: ExprContext, what: str) -> SubqueryCollector:
+        if ctx.subqueries is None:
+            raise UnsupportedError(f"{what} in {ctx.clause}")
+        return ctx.subqueries
+
+    def _bind_Subquery(self, node: exp.Subquery, ctx: ExprContext) -> Expr:
+        """A scalar subquery: uncorrelated, an init plan run once before the query; correlated, a value
+        decorrelate.py joins in."""
+        plan, names, correlated = self._bind_subquery_plan(node.this, ctx)
         if len(plan.fields) != 1:
             raise BindError(f"scalar subquery returns {len(plan.fields)} columns, expected 1")
+        if correlated:
+            result = Field(self.ids.new("subquery"), "subquery", plan.fields[0].type, True)
+            return self._collector(ctx, "correlated scalar subquery").add(SubqueryUse("scalar", plan, result))
         self.subqueries.append(Query(plan, tuple(names), ()))
         return ScalarParam(len(self.subqueries) - 1, plan.fields[0].type)
 
     def _bind_Exists(self, node, ctx) -> Expr:
-        raise UnsupportedError(f"EXISTS in {ctx.clause} (supported as a WHERE condition joined with AND)")
+        plan, names, correlated = self._bind_subquery_plan(node.this, ctx)
+        if correlated:
+            result = Field(self.ids.new("exists"), "exists", T.BOOLEAN, False)
+            return self._collector(ctx, "correlated EXISTS").add(SubqueryUse("exists", plan, result))
+        # uncorrelated: an init plan, COUNT(*) > 0 over its first row
+        count = Field(self.ids.new("count"), "count", T.BIGINT, False)
+        counted = Aggregate(Limit(plan, 1, 0), (), ((count, AggCall("count_star", None, T.BIGINT)),))
+        found = Field(self.ids.new("exists"), "exists", T.BOOLEAN, False)
+        self.subqueries.append(Query(Project(counted, ((found, Call("gt", (count.ref(), Literal(0, T.BIGINT)),
+                                                                         T.BOOLEAN)),)), ("exists",), ()))
+        return ScalarParam(len(self.subqueries) - 1, T.BOOLEAN)
+
+    def _bind_quantified(self, probe_node, query_node, op: str, negate: bool, ctx: ExprContext) -> Expr:
+        """``probe op ANY (query)`` (``negate``: NOT of it; IN is = ANY, ALL is NOT with the negated
+        comparison); ``probe`` may be a row value (a tuple) for IN."""
+        collector = self._collector(ctx, "IN (subquery)" if op == "eq" else "ANY / ALL (subquery)")
+        probe_node = _unparen(probe_node)
+        probe_nodes = probe_node.expressions if isinstance(probe_node, exp.Tuple) else [probe_node]
+        probes = [self.bind_expr(p, ctx) for p in probe_nodes]
+        plan, _, _ = self._bind_subquery_plan(query_node, ctx)
+        if len(plan.fields) != len(probes):
+            raise BindError(f"the subquery returns {len(plan.fields)} columns, the left side has {len(probes)}")
+        if len(probes) > 1 and op != "eq":
+            raise UnsupportedError("a row value compared with ANY / ALL other than = and <>")
+        casts, coerced = [], []
+        for p, f in zip(probes, plan.fields):
+            common = T.common_type(p.type, f.type, "IN subquery")
+            if common.kind == "null":
+                common = T.BIGINT
+            coerced.append(self.coerce(p, common))
+            casts.append((Field(self.ids.new(f.name), f.name, common, True), self.coerce(f.ref(), common)))
+        plan = Project(plan, tuple(casts))
+        result = Field(self.ids.new("in"), "in", T.BOOLEAN, True)
+        probe = tuple(coerced) if isinstance(probe_node, exp.Tuple) else coerced[0]
+        return collector.add(SubqueryUse("any", plan, result, probe, op, negate))
 
     # operators
     def _bind_binary(self, node, ctx) -> Expr:
@@ -727,6 +814,10 @@ class Binder:
         left_node, right_node = node.this, node.expression
         if op in ("add", "subtract") and (isinstance(right_node, exp.Interval) or isinstance(left_node, exp.Interval)):
             return self._bind_interval_arith(node, op, ctx)
+        if isinstance(right_node, (exp.Any, exp.All)) and op in _QUANTIFIABLE:
+            if isinstance(right_node, exp.All):       # x > ALL (S) is NOT (x <= ANY (S))
+                return self._bind_quantified(left_node, right_node.this, _QUANTIFIABLE[op], True, ctx)
+            return self._bind_quantified(left_node, right_node.this, op, False, ctx)
         a, b = self.bind_expr(left_node, ctx), self.bind_expr(right_node, ctx)
         if op in _COMPARISON_OPS:
             return self.make_comparison(op, a, b)
@@ -832,7 +923,7 @@ class Binder:
 
     def _bind_In(self, node: exp.In, ctx) -> Expr:
         if node.args.get("query") is not None:
-            raise UnsupportedError(f"IN (subquery) in {ctx.clause} (supported as a WHERE condition joined with AND)")
+            return self._bind_quantified(node.this, node.args["query"], "eq", False, ctx)
         x = self.bind_expr(node.this, ctx)
         values = [self.bind_expr(v, ctx) for v in node.expressions]
         if all(isinstance(v, Literal) for v in values):
@@ -1127,7 +1218,8 @@ class Binder:
         func = AGGREGATES[type(node)]
         if ctx.agg is None:
             raise BindError(f"aggregate {node_name(node)} is not allowed in {ctx.clause}")
-        inner_ctx = ExprContext(ctx.scope, None, None, clause=f"the argument of {func.upper()}")
+        inner_ctx = ExprContext(ctx.scope, None, None, clause=f"the argument of {func.upper()}",
+                                subqueries=ctx.agg.values if ctx.subqueries is not None else None)
         target = node.this
         distinct = False
         if isinstance(target, exp.Distinct):
@@ -1172,6 +1264,7 @@ _BINARY_OPS = {
     exp.NullSafeEQ: "null_safe_eq", exp.And: "and", exp.Or: "or",
 }
 _COMPARISON_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "null_safe_eq"}
+_QUANTIFIABLE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt"}   # op: its negation
 _COMPARISONS = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 
 _SIMPLE_FUNCTIONS = {

@@ -101,8 +101,8 @@ def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfil
             ctes.append(table)
             continue
         if table.num_rows > 1:
-            raise BadDataError(f"scalar subquery $subquery{len(params)} returned {table.num_rows} rows; it "
-                               "must return at most one")
+            raise BadDataError(f"Subquery returns more than 1 row (scalar subquery $subquery{len(params)} "
+                               f"returned {table.num_rows})")
         params.append(table.column(0)[0].as_py() if table.num_rows else None)
     table = run(with_ctes(planned.stages, ctes), params)
     return query_result(table, planned.fields, planned.names)
