@@ -95,7 +95,7 @@ def domain_source(outer: LogicalPlan, column_ids: set[str]) -> LogicalPlan:
             if column_ids <= i.field_ids():
                 own = [c for c in outer.conditions if c.column_ids() <= i.field_ids()]
                 return domain_source(Filter(i, and_all(own)) if own else i, column_ids)
-    if isinstance(outer, Join) and column_ids <= outer.left.field_ids():
+    if isinstance(outer, Join) and outer.kind != "full" and column_ids <= outer.left.field_ids():
         return domain_source(outer.left, column_ids)
     if isinstance(outer, Project) and all(isinstance(e, ColumnRef) and e.id == f.id for f, e in outer.exprs):
         return domain_source(outer.input, column_ids)
