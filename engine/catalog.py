@@ -88,13 +88,29 @@ class TableDef:
         return "sharded" if self.shard_key else "keyless"
 
 
+@dataclass(frozen=True)
+class ViewDef:
+    """A view: its query as MySQL text with every table name qualified by its database (so it means
+    the same from any current database), expanded by the binder wherever the view is read."""
+
+    database: str
+    name: str
+    sql: str
+    columns: tuple[str, ...] = ()     # CREATE VIEW v (a, b): the names of its columns; () the query's
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.database}.{self.name}"
+
+
 class Catalog:
-    """Databases and their tables. Names are case-insensitive, stored as given."""
+    """Databases and their tables and views (one namespace). Names are case-insensitive, stored as given."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._databases: dict[str, dict[str, TableDef]] = {}
         self._database_names: dict[str, str] = {}
+        self._views: dict[str, dict[str, ViewDef]] = {}      # database (lower) -> name (lower) -> view
 
     # databases ---------------------------------------------------------------------------------
     def create_database(self, name: str, if_not_exists: bool = False) -> bool:
@@ -115,6 +131,7 @@ class Catalog:
                 raise unknown_name_error("database", name, self.databases())
             tables = list(self._databases.pop(name.lower()).values())
             del self._database_names[name.lower()]
+            self._views.pop(name.lower(), None)
             return tables
 
     def databases(self) -> list[str]:
@@ -135,6 +152,8 @@ class Catalog:
             tables = self._db(table.database)
             if table.name.lower() in tables:
                 raise BindError(f"table {table.name!r} already exists in database {table.database!r}")
+            if self.find_view(table.database, table.name) is not None:
+                raise BindError(f"{table.name!r} is a view in database {table.database!r}")
             tables[table.name.lower()] = table
 
     def drop_table(self, database: str, name: str) -> TableDef:
@@ -155,3 +174,29 @@ class Catalog:
 
     def tables(self, database: str) -> list[TableDef]:
         return sorted(self._db(database).values(), key=lambda t: t.name.lower())
+
+    # views ---------------------------------------------------------------------------------------
+    def add_view(self, view: ViewDef, replace: bool = False) -> None:
+        with self._lock:
+            if view.name.lower() in self._db(view.database):
+                raise BindError(f"{view.name!r} is a table in database {view.database!r}")
+            views = self._views.setdefault(view.database.lower(), {})
+            if view.name.lower() in views and not replace:
+                raise BindError(f"view {view.name!r} already exists in database {view.database!r}")
+            views[view.name.lower()] = view
+
+    def drop_view(self, database: str, name: str) -> ViewDef:
+        with self._lock:
+            views = self._views.get(database.lower(), {})
+            if name.lower() not in views:
+                self._db(database)             # an unknown database is named as such
+                raise unknown_name_error("view", name, [v.name for v in views.values()])
+            return views.pop(name.lower())
+
+    def find_view(self, database: str, name: str) -> Optional[ViewDef]:
+        """The view ``database.name``, None when there is none (or no such database)."""
+        return getattr(self, "_views", {}).get(database.lower(), {}).get(name.lower())
+
+    def views(self, database: str) -> list[ViewDef]:
+        self._db(database)
+        return sorted(getattr(self, "_views", {}).get(database.lower(), {}).values(), key=lambda v: v.name.lower())

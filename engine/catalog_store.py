@@ -21,7 +21,7 @@ from typing import Optional
 import pyarrow as pa
 
 import engine.catalog as catalog_module
-from engine.catalog import Catalog, ColumnDef, TableDef, UniqueKey
+from engine.catalog import Catalog, ColumnDef, TableDef, UniqueKey, ViewDef
 from engine.errors import ExecutionError
 from engine.storage.columnstore.files import write_atomic
 from engine.types import SqlType
@@ -40,10 +40,12 @@ class PersistentCatalog(Catalog):
         self.path = Path(path)
         self._save_lock = threading.Lock()
         if self.path.exists():
-            for name, tables in _load(self.path):
+            for name, tables, views in _load(self.path):
                 Catalog.create_database(self, name)
                 for table in tables:
                     Catalog.add_table(self, table)
+                for view in views:
+                    Catalog.add_view(self, view)
             _reserve_table_ids(max((t.table_id for t in self.all_tables()), default=0))
 
     def all_tables(self) -> list[TableDef]:
@@ -73,15 +75,28 @@ class PersistentCatalog(Catalog):
             self.save()
             return table
 
+    def add_view(self, view: ViewDef, replace: bool = False) -> None:
+        with self._lock:
+            super().add_view(view, replace)
+            self.save()
+
+    def drop_view(self, database: str, name: str) -> ViewDef:
+        with self._lock:
+            view = super().drop_view(database, name)
+            self.save()
+            return view
+
     def save(self) -> None:
         with self._lock:
             document = {"format": FORMAT, "version": VERSION, "databases": [
-                {"name": db, "tables": [_table_to_json(t) for t in self.tables(db)]} for db in self.databases()]}
+                {"name": db, "tables": [_table_to_json(t) for t in self.tables(db)],
+                 "views": [{"name": v.name, "sql": v.sql, "columns": list(v.columns)} for v in self.views(db)]}
+                for db in self.databases()]}
         with self._save_lock:
             write_atomic(self.path, json.dumps(document, indent=1).encode())
 
 
-def _load(path: Path) -> list[tuple[str, list[TableDef]]]:
+def _load(path: Path) -> list[tuple[str, list[TableDef], list[ViewDef]]]:
     try:
         document = json.loads(path.read_text())
     except ValueError as error:
@@ -91,7 +106,9 @@ def _load(path: Path) -> list[tuple[str, list[TableDef]]]:
     version = document.get("version")
     if not isinstance(version, int) or version > VERSION:
         raise ExecutionError(f"catalog {path} has format version {version}; this Canopy reads up to {VERSION}")
-    return [(db["name"], [_table_from_json(t, db["name"]) for t in db["tables"]]) for db in document["databases"]]
+    return [(db["name"], [_table_from_json(t, db["name"]) for t in db["tables"]],
+             [ViewDef(db["name"], v["name"], v["sql"], tuple(v["columns"])) for v in db.get("views", ())])
+            for db in document["databases"]]
 
 
 def _table_to_json(table: TableDef) -> dict:

@@ -376,7 +376,7 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
     def _stmt_Describe(self, node: exp.Describe, statement) -> Result:
         target = node.this
         if isinstance(target, exp.Table):
-            return ddl.describe_table(self._table(target))
+            return self._describe(target)
         style = str(node.args.get("style") or "").upper()
         if style not in ("", "ANALYZE") or node.args.get("kind"):
             raise UnsupportedError(f"EXPLAIN {node.args.get('style') or node.args.get('kind')}")

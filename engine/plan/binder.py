@@ -18,6 +18,7 @@ import decimal
 from dataclasses import dataclass, field
 from typing import Optional
 
+import sqlglot
 from sqlglot import exp
 
 from engine import types as T
@@ -269,6 +270,19 @@ class Binder:
             return [one_row], []
         return bind_join_chain(self, from_.this, sel.args.get("joins") or [], scope, ctes)
 
+    def _bind_view(self, view, alias: str, scope: Scope) -> LogicalPlan:
+        """A view read in FROM: its query bound as a derived table (so the optimizer pushes filters
+        into it and prunes its columns like any subquery's)."""
+        expanding = self.__dict__.setdefault("_views_expanding", set())
+        if view.qualified_name.lower() in expanding:
+            raise BindError(f"view {view.qualified_name} refers to itself")
+        expanding.add(view.qualified_name.lower())
+        try:
+            plan, names = self.bind_query(sqlglot.parse_one(view.sql, read="mysql"), None, {})
+        finally:
+            expanding.discard(view.qualified_name.lower())
+        return self._derived(plan, list(view.columns) or names, alias, scope)
+
     def bind_on(self, on: Optional[exp.Expression], scope: Scope) -> list[Expr]:
         """The conjuncts of a join's ON condition, bound in ``scope``."""
         return [self.bind_expr(c, ExprContext(scope, clause="ON")) for c in (_split_and(on) if on is not None else [])]
@@ -287,6 +301,9 @@ class Binder:
                 return self._derived(plan, column_aliases, alias, scope)
             if db is None:
                 raise BindError(f"no database selected for table {name!r}; run USE <database> first")
+            view = self.catalog.find_view(db, name)
+            if view is not None:
+                return self._bind_view(view, alias, scope)
             table = self.catalog.table(db, name)
             fields = tuple(Field(self.ids.new(f"{alias}.{c.name}"), c.name, c.type, c.nullable)
                            for c in table.columns)

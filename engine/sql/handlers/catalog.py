@@ -20,7 +20,11 @@ from engine.sql.query import run_query
 
 class CatalogStatements:
     def _table(self, node: exp.Table):
-        return self.catalog.table(ddl.database_of(node, self.database), node.name)
+        database = ddl.database_of(node, self.database)
+        if self.catalog.has_database(database) and self.catalog.find_view(database, node.name) is not None:
+            raise UnsupportedError(f"{node.name} is a view: views cannot be written to, described as tables "
+                                   f"or optimized in Canopy (read them with SELECT)")
+        return self.catalog.table(database, node.name)
 
     def _stmt_Create(self, node: exp.Create, statement: Statement) -> Result:
         kind = (node.args.get("kind") or "").upper()
@@ -28,6 +32,8 @@ class CatalogStatements:
         if kind in ("DATABASE", "SCHEMA"):
             created = self.catalog.create_database(node.this.name, if_not_exists)
             return Result(None, rowcount=1 if created else 0)
+        if kind == "VIEW":
+            return self._create_view(node)
         if kind != "TABLE":
             raise UnsupportedError(f"CREATE {kind}")
         target = node.this.this if isinstance(node.this, exp.Schema) else node.this
@@ -49,6 +55,55 @@ class CatalogStatements:
             self.runner.drop_table(table)
             raise
         return Result(None, rowcount=0)
+
+    def _create_view(self, node: exp.Create) -> Result:
+        """CREATE [OR REPLACE] VIEW [IF NOT EXISTS] v [(columns)] AS query: the query is checked by
+        planning it now, and kept as text with its table names qualified (engine.catalog.ViewDef)."""
+        from engine.catalog import ViewDef
+        for name, value in node.args.items():
+            if name not in ("this", "kind", "replace", "exists", "expression") and value not in (None, False, [], ""):
+                raise UnsupportedError(f"CREATE VIEW with {name.upper()}")
+        target, columns = node.this, ()
+        if isinstance(target, exp.Schema):
+            target, columns = target.this, tuple(c.name for c in target.expressions)
+        database = ddl.database_of(target, self.database)
+        if not self.catalog.has_database(database):
+            raise unknown_name_error("database", database, self.catalog.databases())
+        if self.catalog.find_view(database, target.name) is not None and node.args.get("exists"):
+            return Result(None, rowcount=0)
+        body = node.expression.copy()
+        ctes = {cte.alias.lower() for cte in body.find_all(exp.CTE)}
+        for table in body.find_all(exp.Table):
+            if not table.args.get("db") and table.name.lower() not in ctes and table.name:
+                table.set("db", exp.to_identifier(self.database or database))
+        if self._reads_view(body, (database.lower(), target.name.lower()), set()):
+            raise BindError(f"view {target.name!r} would refer to itself")
+        planned = self._plan(body)
+        if columns and len(columns) != len(planned.names):
+            raise BindError(f"view {target.name!r} names {len(columns)} columns but its query has "
+                            f"{len(planned.names)}")
+        names = [n.lower() for n in (columns or planned.names)]
+        if len(set(names)) != len(names):
+            raise BindError(f"view {target.name!r} has two columns of one name; name them with AS")
+        view = ViewDef(database, target.name, body.sql(dialect="mysql"), columns)
+        self.catalog.add_view(view, replace=bool(node.args.get("replace")))
+        return Result(None, rowcount=0)
+
+    def _reads_view(self, query: exp.Expression, view: tuple[str, str], seen: set) -> bool:
+        """Whether ``query`` reads the view ``view`` ((database, name), lower case), directly or
+        through other views."""
+        from engine.sql.parser import parse_one
+        for table in query.find_all(exp.Table):
+            database = (table.text("db") or self.database or "").lower()
+            key = (database, table.name.lower())
+            if key == view:
+                return True
+            found = self.catalog.find_view(*key) if database and self.catalog.has_database(database) else None
+            if found is not None and key not in seen:
+                seen.add(key)
+                if self._reads_view(parse_one(found.sql), view, seen):
+                    return True
+        return False
 
     def _create_table_as(self, node: exp.Create, statement: Statement, database: str) -> Result:
         from engine.catalog import ColumnDef, TableDef
@@ -82,6 +137,16 @@ class CatalogStatements:
                     self.database = None
                 dropped += len(tables)
             return Result(None, rowcount=dropped)
+        if kind == "VIEW":
+            views = [(ddl.database_of(t, self.database), t.name) for t in targets]
+            for database, name in views:        # all names checked first
+                if (not self.catalog.has_database(database) or self.catalog.find_view(database, name) is None) \
+                        and not if_exists:
+                    self.catalog.drop_view(database, name)       # raises, naming the closest view
+            for database, name in views:
+                if self.catalog.has_database(database) and self.catalog.find_view(database, name) is not None:
+                    self.catalog.drop_view(database, name)
+            return Result(None, rowcount=0)
         if kind != "TABLE":
             raise UnsupportedError(f"DROP {kind}")
         for target in targets:
@@ -115,16 +180,27 @@ class CatalogStatements:
             database = node.args.get("db").name if node.args.get("db") is not None else self.database
             if database is None:
                 raise BindError("no database selected; run USE <database> first")
-            tables = self.catalog.tables(database)
-            return ddl.text_result([f"Tables_in_{database}"], [(t.name,) for t in tables if like(t.name)])
+            names = sorted([t.name for t in self.catalog.tables(database)] +
+                           [v.name for v in self.catalog.views(database)], key=str.lower)
+            return ddl.text_result([f"Tables_in_{database}"], [(n,) for n in names if like(n)])
         if what == "COLUMNS":
-            return ddl.describe_table(self._table(node.args["target"]))
+            return self._describe(node.args["target"])
         if what == "CREATE TABLE":
             table = self._table(node.args["target"])
             return ddl.text_result(["Table", "Create Table"], [(table.name, ddl.show_create_table(table))])
         if what == "WARNINGS":
             return ddl.text_result(["Level", "Code", "Message"], [(lvl, str(code), msg) for lvl, code, msg in self.warnings])
         raise UnsupportedError(f"SHOW {what}")
+
+    def _describe(self, target: exp.Table) -> Result:
+        """DESCRIBE / SHOW COLUMNS of a table, or of a view (its query's columns)."""
+        database = ddl.database_of(target, self.database)
+        if self.catalog.has_database(database) and self.catalog.find_view(database, target.name) is not None:
+            planned = self._plan(exp.select("*").from_(exp.table_(target.name, db=database)))
+            return ddl.text_result(["Field", "Type", "Null", "Key", "Default", "Extra"],
+                                   [(n, str(f.type).lower(), "YES" if f.nullable else "NO", "", None, "")
+                                    for n, f in zip(planned.names, planned.fields)])
+        return ddl.describe_table(self._table(target))
 
     def _stmt_Analyze(self, node: exp.Analyze, statement) -> Result:
         """ANALYZE TABLE t[, t2]: collect every column's statistics now (MySQL's four result columns)."""
