@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Optional, Sequence
 
 import pyarrow as pa
@@ -20,8 +21,9 @@ import kernels
 from cluster.leaf import Leaf, LeafStorage
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
-from engine.exec.operators.base import statement_deadline
+from engine.exec.operators.base import Deadline, statement_deadline
 from engine.exec.profile import TaskProfile
+from engine.exec.progress import query_progress
 from engine.exec.stages import StageSpec, decode_stage, encode_stage
 from engine.runner import LoadWriter, Runner
 from engine.storage.columnstore import Committer
@@ -34,6 +36,15 @@ _CHECK_STAGE_CODEC = os.environ.get("CANOPY_CHECK_STAGE_CODEC") == "1"
 # machine, more than the tasks of a small stage gain from running side by side (workload j:
 # `python -m benchmarks.plan_cache`). Big stages still use every core.
 INLINE_STAGE_ROWS = 50_000
+
+
+def _interruptible(deadline: Optional[Deadline], interrupted: threading.Event) -> Deadline:
+    """The statement's deadline (or none) that also ends once ``interrupted`` is set (Ctrl-C)."""
+    if deadline is None:
+        return Deadline(None, cancelled=interrupted.is_set)
+    outer = deadline.cancelled
+    cancelled = interrupted.is_set if outer is None else (lambda: interrupted.is_set() or outer())
+    return Deadline(deadline.timeout_ms, deadline.at, cancelled=cancelled, where=deadline.where)
 
 
 class LocalRunner(Runner):
@@ -219,7 +230,13 @@ class LocalRunner(Runner):
             raise CanopyInternalError("the runner has been shut down")
         # routed[stage_id][task] = the batches that task of the consuming stage reads
         routed: dict[int, dict[int, list[pa.RecordBatch]]] = {}
-        deadline = statement_deadline.get()     # statement_timeout: every task checks it per batch
+        # statement_timeout, and Ctrl-C: every task checks the deadline per batch, so an interrupt in
+        # this thread stops the tasks running on the pool within one batch instead of after them
+        interrupted = threading.Event()
+        deadline = _interruptible(statement_deadline.get(), interrupted)
+        progress = query_progress.get()
+        if progress is not None:
+            progress.start(sum(self.num_leaves if s.parallel else 1 for s in stages), len(stages))
         snapshots = self._pin(stages)
         for spec in stages:
             if deadline is not None:
@@ -229,7 +246,12 @@ class LocalRunner(Runner):
             stage = decode_stage(encode_stage(spec)) if _CHECK_STAGE_CODEC else spec
             tasks = range(self.num_leaves) if stage.parallel else [0]
             inputs_for = lambda t: {sid: parts.get(t, []) for sid, parts in routed.items()}  # noqa: E731
-            outputs = self._run_tasks(stage, tasks, params, inputs_for, profile, deadline, snapshots)
+            try:
+                outputs = self._run_tasks(stage, tasks, params, inputs_for, profile, deadline, snapshots,
+                                          interrupted, progress)
+            except KeyboardInterrupt:
+                interrupted.set()
+                raise
             if stage.output_kind is None:
                 schema = stage.root.schema
                 result = [b for out in outputs for b in out]
@@ -252,20 +274,23 @@ class LocalRunner(Runner):
                     for leaf in self.leaves}
 
     def _run_tasks(self, stage: StageSpec, tasks, params, inputs_for, profile=None,
-                   deadline=None, snapshots=None) -> list[list[pa.RecordBatch]]:
+                   deadline=None, snapshots=None, interrupted=None, progress=None) -> list[list[pa.RecordBatch]]:
         """One task per leaf for a parallel stage; one task for a once-only stage (on the aggregator,
         or on leaf 0's copy when it reads reference tables)."""
         task_profiles = {t: TaskProfile(stage.stage_id, stage.root) for t in tasks} if profile is not None else {}
 
         def task(t: int) -> list[pa.RecordBatch]:
             leaf = self.leaves[t] if stage.parallel else self.leaves[0] if stage.scans_tables else self.aggregator
-            return leaf.run_task(stage, t, self.num_partitions, params, inputs_for(t), task_profiles.get(t),
-                                 deadline, (snapshots or {}).get(leaf.leaf_id))
+            out = leaf.run_task(stage, t, self.num_partitions, params, inputs_for(t), task_profiles.get(t),
+                                deadline, (snapshots or {}).get(leaf.leaf_id))
+            if progress is not None:
+                progress.task_done(stage.stage_id, sum(b.num_rows for b in out))
+            return out
 
         if len(tasks) == 1 or self._stage_input_rows(stage, inputs_for, tasks) < INLINE_STAGE_ROWS:
             outputs = [task(t) for t in tasks]
         else:
-            outputs = self._run_parallel(task, tasks)
+            outputs = self._run_parallel(task, tasks, interrupted, progress)
         for task_profile in task_profiles.values():     # the tasks have ended: no writer is left
             profile.add_task(task_profile)
         return outputs
@@ -282,14 +307,25 @@ class LocalRunner(Runner):
                 break
         return rows
 
-    def _run_parallel(self, task, tasks) -> list[list[pa.RecordBatch]]:
+    def _run_parallel(self, task, tasks, interrupted: Optional[threading.Event] = None,
+                      progress=None) -> list[list[pa.RecordBatch]]:
         futures = [self._pool.submit(task, t) for t in tasks]
         outputs, first_error = [], None
         for future in futures:              # wait for all, so no task outlives the query
-            try:
-                outputs.append(future.result())
-            except BaseException as error:  # noqa: BLE001 - re-raised below
-                first_error = first_error or error
+            while True:
+                try:
+                    # a watched query wakes up 4 times a second so its progress bar appears on time
+                    outputs.append(future.result(timeout=0.25 if progress is not None else None))
+                    break
+                except FutureTimeout:
+                    progress.tick()
+                except KeyboardInterrupt as error:  # Ctrl-C in this thread: the tasks stop at a batch
+                    if interrupted is not None:
+                        interrupted.set()
+                    first_error = first_error or error
+                except BaseException as error:  # noqa: BLE001 - re-raised below
+                    first_error = first_error or error
+                    break
         if first_error is not None:
             raise first_error
         return outputs

@@ -66,6 +66,7 @@ from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.operators.base import Deadline, PhysicalOperator, conform, statement_deadline
 from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.profile import TaskProfile
+from engine.exec.progress import query_progress
 from engine.exec.stages import StageSpec, encode_stage
 from engine.runner import LoadWriter, Runner
 from engine.storage.columnstore.datadir import DataDirectory
@@ -95,6 +96,26 @@ class _RayLeaf(LeafActor):
 
 _LeafRemote = ray.remote(concurrency_groups={"control": 1})(_RayLeaf)
 _AggregatorRemote = ray.remote(num_cpus=0)(AggregatorActor)
+
+
+def _retrieve_errors(submitted: list) -> None:
+    """Take the errors of a cancelled query's failed tasks, so Ray does not print each one later as an
+    "Unhandled error" traceback when its refs are dropped (Ctrl-C showed ~25 lines of "query cancelled
+    on leaf 0"). A task's first return (its meta) tells whether it failed; only then are its other
+    returns (which hold the same error, no data) taken too. Tasks still running are left alone."""
+    for _, out in submitted:
+        try:
+            ray.get(out[0], timeout=0)
+            continue                       # it succeeded: its payloads are data, not errors
+        except rex.GetTimeoutError:
+            continue
+        except (rex.RayError, Exception):  # noqa: BLE001 - the error is the point: now it is handled
+            pass
+        for ref in out[1:]:
+            try:
+                ray.get(ref, timeout=0)
+            except (rex.RayError, Exception):  # noqa: BLE001
+                pass
 
 
 class RayRunner(Runner):
@@ -521,6 +542,9 @@ class RayRunner(Runner):
         if self._closed:
             raise CanopyInternalError("the runner has been shut down")
         deadline = statement_deadline.get()
+        progress = query_progress.get()
+        if progress is not None:
+            progress.start(sum(self.num_leaves if s.parallel else 1 for s in stages), len(stages))
         epoch = self._start_reading()       # every task of every stage, a retry's too, reads this epoch
         try:
             return self._attempts(stages, params, profile, deadline, epoch)
@@ -564,11 +588,33 @@ class RayRunner(Runner):
     def _fetch(self, query: "_Query", refs: list, final: bool) -> list:
         """The payloads ``refs``; for the final stage with every task's meta in the same ``ray.get``
         (they are ready by then: every task feeds the final stage), saving a round trip per query."""
+        progress = query_progress.get()
+        if progress is not None:
+            self._watch(query, refs, progress)
         if not final:
             return self._get(refs, deadline=query.deadline)
         values = self._get(list(refs) + query.meta_refs, deadline=query.deadline)
         query.metas = values[len(refs):]
         return values[:len(refs)]
+
+    def _watch(self, query: "_Query", refs: list, progress) -> None:
+        """Wait for ``refs`` a quarter second at a time, telling ``progress`` of each task that ended
+        (its meta: stage and rows sent). Errors are left for the ``ray.get`` that follows to raise."""
+        waiting = list(refs)
+        while True:
+            metas = [ref for ref in query.meta_refs if ref not in query.reported]
+            ended = ray.wait(metas, num_returns=len(metas), timeout=0)[0] if metas else []
+            for ref in ended:
+                query.reported.add(ref)
+                try:
+                    meta = ray.get(ref)
+                except rex.RayError:
+                    continue
+                progress.task_done(meta["stage"], sum(link["rows"] for link in meta.get("links", ())))
+            progress.tick()
+            if not waiting or query.deadline is not None and query.deadline.expired():
+                return
+            waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.25)[1]
 
     def _submission_order(self, stages: Sequence[StageSpec]) -> list[StageSpec]:
         """Stages by their depth (longest chain of exchanges below them), keeping the plan's order among
@@ -681,6 +727,10 @@ class RayRunner(Runner):
                     table = _table(list(batches), spec.root.schema)
                 else:
                     sent, links = route(batches, spec.root.schema, output)
+                progress = query_progress.get()
+                if progress is not None:
+                    progress.task_done(spec.stage_id, table.num_rows if kind is None
+                                       else sum(link["rows"] for link in links))
                 if task_profile is not None:        # the task has ended
                     query.profile.add_task(task_profile)
                     if kind is not None:
@@ -727,6 +777,7 @@ class RayRunner(Runner):
                     pass        # already finished, or not cancellable (a return ref that is not the first)
         if submitted:
             ray.wait([out[0] for _, out in submitted], num_returns=len(submitted), timeout=10)
+            _retrieve_errors(submitted)
 
     # -- errors -----------------------------------------------------------------------------------
     def _get(self, refs, timeout: Optional[float] = None, deadline: Optional[Deadline] = None):
@@ -1030,6 +1081,7 @@ class _Query:
     meta_refs: list = dataclasses.field(default_factory=list)      # each task's meta, in stage order
     tasks: dict = dataclasses.field(default_factory=dict)          # (stage id, task) -> output refs
     rerun: set = dataclasses.field(default_factory=set)            # refs made by this attempt
+    reported: set = dataclasses.field(default_factory=set)         # meta refs told to the progress bar
 
 
 def _kill(actors) -> None:

@@ -144,6 +144,11 @@ def _run(call, *args) -> "Result":
         return call(*args)
     except Error:
         raise
+    except KeyboardInterrupt:
+        # Ctrl-C / Jupyter's interrupt button: the runner has stopped the statement on every leaf by
+        # now. A fresh exception with no engine frames under it, so the user sees one line, not the
+        # scheduler's stack.
+        raise KeyboardInterrupt("statement cancelled on every leaf") from None
     except Exception as exc:
         raise InternalError(f"internal error ({type(exc).__name__}): {exc}") from exc
 

@@ -34,6 +34,7 @@ from sqlglot import exp
 
 from engine.errors import BadDataError, BindError, CanopyInternalError, Error, UnsupportedError
 from engine.exec.operators.base import Deadline, statement_deadline
+from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
 from engine.result import Result
 from engine.sql import ddl
 from engine.sql.handlers.catalog import CatalogStatements
@@ -219,9 +220,15 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
         past it and raise; a write's rows are applied only after its query ended, so none is partial."""
         timeout = self.statement_timeout
         token = statement_deadline.set(Deadline.after(timeout) if timeout else None)
+        # a progress bar for the plans this call runs, once they have run a second (engine.exec.progress)
+        progress = TqdmQueryProgress() if progress_wanted(self.progress) else None
+        progress_token = query_progress.set(progress)
         try:
             yield
         finally:
+            query_progress.reset(progress_token)
+            if progress is not None:
+                progress.close()
             statement_deadline.reset(token)
 
     @staticmethod

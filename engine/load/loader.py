@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from engine.catalog import TableDef
 from engine.errors import BindError, ExecutionError, UnsupportedError
+from engine.exec.progress import progress_wanted
 from engine.load.arrow_input import conform_arrow, to_arrow_table
 from engine.load.delimited import LoadWarnings, WholeFileNeeded, read_delimited, stream_delimited
 from engine.load.load_data import LoadDataStatement
@@ -231,7 +232,7 @@ def _open(path: str):
 def progress_bar(total_bytes: int, description: str, mode: Optional[bool]):
     """A tqdm bar over bytes, shown once the load has run PROGRESS_DELAY_S. ``mode``: True always,
     False never, None when stderr is a terminal or the code runs in a notebook kernel."""
-    if mode is False or (mode is None and not (_in_notebook() or _is_tty(sys.stderr))):
+    if not progress_wanted(mode):
         return None
     try:
         from tqdm.auto import tqdm
@@ -239,21 +240,6 @@ def progress_bar(total_bytes: int, description: str, mode: Optional[bool]):
         return None
     return tqdm(total=total_bytes, desc=description, unit="B", unit_scale=True, unit_divisor=1024,
                 delay=PROGRESS_DELAY_S, leave=False, file=sys.stderr)
-
-
-def _is_tty(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _in_notebook() -> bool:
-    shell = sys.modules.get("IPython")
-    if shell is None:
-        return False
-    ip = shell.get_ipython() if hasattr(shell, "get_ipython") else None
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
 def check_table_name(name: str) -> tuple[Optional[str], str]:

@@ -1,0 +1,104 @@
+"""Query progress and Ctrl-C on the embedded runner (the Ray runner's are in
+tests/cluster/test_ray_progress.py): a watched query reports every task of every stage with the rows
+it produced; Ctrl-C stops the tasks running on the leaf pool and reaches the caller as one
+KeyboardInterrupt with no engine frames under it; the connection stays usable."""
+from __future__ import annotations
+
+import _thread
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import engine
+from engine.exec import progress as progress_module
+
+
+@pytest.fixture(scope="module")
+def con():
+    con = engine.connect(leaves=2, partitions_per_leaf=2)
+    con.execute("CREATE TABLE big (a BIGINT, b BIGINT, SHARD KEY (a))")
+    n = 400_000
+    con.load_table("big", pa.table({"a": np.arange(n), "b": np.arange(n) % 100}))
+    yield con
+    con.close()
+
+
+class Recorder(progress_module.QueryProgress):
+    def __init__(self):
+        super().__init__()
+        self.done: list[tuple[int, int]] = []
+
+    def task_done(self, stage_id, rows):
+        super().task_done(stage_id, rows)
+        self.done.append((stage_id, rows))
+
+
+def test_a_watched_query_reports_every_task(con, monkeypatch):
+    recorders = []
+
+    def make():
+        recorders.append(Recorder())
+        return recorders[-1]
+
+    monkeypatch.setattr("engine.session.TqdmQueryProgress", make)
+    monkeypatch.setattr(con.session, "progress", True)
+    rows = con.execute("SELECT b, COUNT(*) FROM big GROUP BY b").fetchall()
+    assert len(rows) == 100
+    (recorder,) = recorders
+    assert recorder.total_tasks == recorder.tasks_done > 0
+    assert len(recorder.stages_seen) == recorder.stages >= 2      # leaves' partial, aggregator's final
+    final_rows = [r for stage, r in recorder.done if stage == max(recorder.stages_seen)]
+    assert final_rows == [100]
+
+
+def test_the_bar_appears_only_after_a_second(monkeypatch):
+    made = []
+
+    class FakeBar:
+        def __init__(self, **kwargs):
+            made.append(self)
+            self.n, self.total = 0, 0
+
+        def set_postfix_str(self, text, refresh=False):
+            self.postfix = text
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    import tqdm.auto
+    monkeypatch.setattr(tqdm.auto, "tqdm", FakeBar)
+    progress = progress_module.TqdmQueryProgress()
+    progress.start(4, 2)
+    progress.task_done(0, 10)
+    assert not made                                   # a short query draws nothing
+    monkeypatch.setattr(progress_module, "PROGRESS_DELAY_S", 0.0)
+    progress.task_done(0, 5)
+    (bar,) = made
+    assert (bar.n, bar.total) == (2, 4) and bar.postfix == "stage 2/2, 15 rows"
+    progress.close()
+    assert bar.closed
+
+
+def test_ctrl_c_stops_the_query_and_the_connection_goes_on(con):
+    slow = "SELECT COUNT(DISTINCT x.a * 7 % 1000003) FROM big x JOIN big y ON x.b = y.b WHERE x.a % 97 = y.a % 89"
+    threading.Timer(0.5, _thread.interrupt_main).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt, match="statement cancelled on every leaf") as caught:
+        con.execute(slow).fetchall()
+    assert time.monotonic() - started < 60
+    # the user's frame and the DB-API's: nothing of the scheduler under it
+    frames = []
+    tb = caught.value.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    assert frames[-1].endswith("dbapi.py") and not any("cluster" in f for f in frames)
+    runner = con._runner
+    assert runner._pool._work_queue.qsize() == 0       # no task of it left queued on the leaf pool
+    assert con.execute("SELECT COUNT(*) FROM big").fetchall() == [(400_000,)]
