@@ -20,6 +20,7 @@ if _choice == "reference":
     from kernels.reference.hashing import hash_columns, partition_ids, scatter_indices, split_batch
     from kernels.reference.inlist import InList, supports_in_list
     from kernels.reference.hll import hll_add, hll_estimate, hll_merge
+    from kernels.reference.moments import comoments_merge, comoments_update, moments_merge, moments_update
     from kernels.reference.groupby import (DistinctCount, Factorizer, GroupedAggregate,
                                            estimate_distinct, factorize, supports_aggregate,
                                            supports_group_key)
@@ -33,6 +34,7 @@ elif _choice == "compiled":
         from kernels.hashing import hash_columns, partition_ids, scatter_indices, split_batch
         from kernels.inlist import InList, supports_in_list
         from kernels.hll import hll_add, hll_estimate, hll_merge
+        from kernels.moments import comoments_merge, comoments_update, moments_merge, moments_update
         from kernels.groupby import (DistinctCount, Factorizer, GroupedAggregate, estimate_distinct,
                                      factorize, supports_aggregate, supports_group_key)
         from kernels.bitpack import bit_width_of, pack, unpack
@@ -50,6 +52,7 @@ IMPLEMENTATION = _choice
 
 __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices", "split_batch",
            "hll_add", "hll_merge", "hll_estimate",
+           "moments_update", "moments_merge", "comoments_update", "comoments_merge",
            # filter
            "compare", "match_string", "count_matches", "and_kleene", "or_kleene", "not_kleene",
            "selection", "count_true", "supports_compare",

@@ -31,6 +31,7 @@ from engine.exec.operators.batched_key_join import KINDS as BATCHED_KEY_KINDS
 from engine.exec.operators.batched_key_join import BatchedKeyJoinExec, key_supported
 from engine.exec.operators.exchange import ExchangeExec
 from engine.exec.operators.filter import FilterExec
+from engine.exec.extended_aggregates import mergeable
 from engine.exec.operators.grouping_sets import GroupingSetsExec
 from engine.exec.operators.hash_aggregate import HashAggregateExec
 from engine.exec.operators.hash_join import HashJoinExec
@@ -274,7 +275,7 @@ class PhysicalPlanner:
         if node.grouping_sets:
             return self._grouping_sets(node, op, dist), SINGLE
         key_ids = tuple(e.id for _, e in node.keys if isinstance(e, ColumnRef))
-        has_distinct = any(a.distinct for _, a in node.aggregates)
+        has_distinct = not all(mergeable(a) for _, a in node.aggregates)
         out_keys = tuple(f.id for f, _ in node.keys)
         if dist.kind in ("single", "replicated"):
             if dist.kind == "replicated":
@@ -285,9 +286,7 @@ class PhysicalPlanner:
                 Distribution("hashed", tuple(f.id for f, e in node.keys if isinstance(e, ColumnRef) and e.id in dist.keys))
         if has_distinct:
             # DISTINCT states do not merge: move rows by the group keys (or gather) and aggregate once
-            if node.keys:
-                if len(key_ids) != len(node.keys):
-                    raise UnsupportedError("COUNT(DISTINCT) grouped by computed expressions")
+            if node.keys and len(key_ids) == len(node.keys):
                 op = self.repartition(op, dist, key_ids)
                 return HashAggregateExec(op, "single", node.keys, node.aggregates), Distribution("hashed", out_keys)
             shuffled = self._count_distinct_by_shuffle(node, op, dist)
@@ -305,7 +304,7 @@ class PhysicalPlanner:
         """ROLLUP / CUBE / GROUPING SETS: a partial aggregate by the finest grouping on every leaf, its
         states gathered, merged once and rolled up to each set on the aggregator. Aggregates whose
         states do not merge (DISTINCT) gather the rows and aggregate each set from them."""
-        if any(a.distinct for _, a in node.aggregates):
+        if not all(mergeable(a) for _, a in node.aggregates):
             gathered = self.to_single(op, dist)
             return GroupingSetsExec(gathered, "single", node.keys, node.aggregates, node.grouping_sets,
                                     node.grouping_id)

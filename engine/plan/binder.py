@@ -25,6 +25,7 @@ from engine import types as T
 from engine.catalog import Catalog
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
+from engine.plan.bind_aggregates import EXTENDED, bind_extended
 from engine.plan.bind_grouping import GroupingKeys, bind_group_keys, grouping_call
 from engine.plan import decorrelate
 from engine.plan.decorrelate import SubqueryCollector, SubqueryUse
@@ -37,7 +38,8 @@ from engine.plan.joins import bind_join_chain, bind_parenthesised
 from engine.plan.scope import IdGenerator, Relation, Scope
 from engine.plan.set_operations import lower_set_operation
 
-AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+              **EXTENDED, exp.WithinGroup: "within_group"}
 
 
 def arg(node: exp.Expression, name: str):
@@ -1237,6 +1239,13 @@ class Binder:
             raise BindError(f"aggregate {node_name(node)} is not allowed in {ctx.clause}")
         inner_ctx = ExprContext(ctx.scope, None, None, clause=f"the argument of {func.upper()}",
                                 subqueries=ctx.agg.values if ctx.subqueries is not None else None)
+        if type(node) in EXTENDED or isinstance(node, exp.WithinGroup):
+            inner = node.this if isinstance(node, exp.WithinGroup) else node
+            parts = list(inner.iter_expressions()) + ([node.expression] if inner is not node else [])
+            if any(_contains_aggregate(a) for a in parts):
+                raise BindError(f"aggregate functions cannot be nested: {node_name(node)}")
+            call = bind_extended(self, node, ctx, inner_ctx, node_name(node))
+            return ctx.agg.add(call, call.func)
         target = node.this
         distinct = False
         if isinstance(target, exp.Distinct):

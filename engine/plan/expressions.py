@@ -96,17 +96,28 @@ class ScalarParam(Expr):
 
 @dataclass(frozen=True)
 class AggCall:
-    """An aggregate: func in count_star, count, sum, avg, min, max; distinct for COUNT/SUM/AVG(DISTINCT)."""
+    """An aggregate: func in count_star, count, sum, avg, min, max, or one of
+    ``engine.exec.extended_aggregates.FUNCTIONS`` (var_samp, corr, median, group_concat, ...); distinct
+    for COUNT/SUM/AVG(DISTINCT) and GROUP_CONCAT(DISTINCT). ``extra``: further arguments (CORR's y,
+    GROUP_CONCAT's ORDER BY expressions); ``options``: constants (a percentile's fraction, GROUP_CONCAT's
+    separator and sort directions)."""
 
     func: str
     arg: Optional[Expr]
     type: SqlType
     distinct: bool = False
+    extra: tuple[Expr, ...] = ()
+    options: tuple = ()
+
+    def arguments(self) -> tuple[Expr, ...]:
+        return ((self.arg,) if self.arg is not None else ()) + self.extra
 
     def __str__(self) -> str:
         if self.func == "count_star":
             return "count(*)"
-        return f"{self.func}({'DISTINCT ' if self.distinct else ''}{self.arg})"
+        args = ", ".join(str(a) for a in self.arguments())
+        options = "".join(f", {o!r}" for o in self.options)
+        return f"{self.func}({'DISTINCT ' if self.distinct else ''}{args}{options})"
 
 
 def conjuncts(expr: Optional[Expr]) -> list[Expr]:

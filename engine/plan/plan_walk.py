@@ -25,7 +25,7 @@ def node_exprs(plan: LogicalPlan) -> list:
     if isinstance(plan, Project):
         return [e for _, e in plan.exprs]
     if isinstance(plan, Aggregate):
-        return [e for _, e in plan.keys] + [a.arg for _, a in plan.aggregates if a.arg is not None]
+        return [e for _, e in plan.keys] + [x for _, a in plan.aggregates for x in a.arguments()]
     if isinstance(plan, Join):
         return list(plan.left_keys) + list(plan.right_keys) + ([plan.residual] if plan.residual is not None else [])
     if isinstance(plan, MultiJoin):
@@ -58,7 +58,8 @@ def _nodes(plan: LogicalPlan):
 
 def substitute(e, mapping: dict[str, Expr]):
     if isinstance(e, AggCall):
-        return e if e.arg is None else dataclasses.replace(e, arg=replace_columns(e.arg, mapping))
+        arg = None if e.arg is None else replace_columns(e.arg, mapping)
+        return dataclasses.replace(e, arg=arg, extra=tuple(replace_columns(x, mapping) for x in e.extra))
     return replace_columns(e, mapping)
 
 

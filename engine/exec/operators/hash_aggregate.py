@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import kernels
 from engine.exec import decimal64
 from engine.exec.evaluate import evaluate_array
+from engine.exec.extended_aggregates import FUNCTIONS, builtin_by_ids, group_ids, is_extended
 from engine.exec.operators.base import PhysicalOperator, TaskContext, table_to_batches
 from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.operators.scan import ScanExec
@@ -26,6 +27,7 @@ _STATES = {
     "avg": (("sum", "sum", "sum"), ("count", "count", "sum")),
     "min": (("min", "min", "min"),),
     "max": (("max", "max", "max"),),
+    "any_value": (("min", "min", "min"),),       # any value of the group: the smallest is one
 }
 
 
@@ -33,6 +35,9 @@ def state_fields(aggregates: tuple[tuple[Field, AggCall], ...]) -> list[pa.Field
     """Arrow fields of the partial states a partial aggregate emits, after its group keys."""
     out = []
     for f, call in aggregates:
+        if is_extended(call):
+            out.extend(pa.field(f"{f.id}|{suffix}", t) for suffix, t in FUNCTIONS[call.func].states(call))
+            continue
         for suffix, _, _ in _STATES[call.func]:
             if suffix == "count":
                 t = pa.int64()
@@ -157,6 +162,9 @@ class HashAggregateExec(PhysicalOperator):
 
     # -- execution -----------------------------------------------------------------------------
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        if any(is_extended(call) for _, call in self.aggregates):
+            yield from self._by_group_ids(partition, ctx)
+            return
         if self.mode in ("final", "merge"):
             yield from self._final(partition, ctx)
         else:
@@ -432,6 +440,64 @@ class HashAggregateExec(PhysicalOperator):
         result = pa.table(key_columns + agg_columns, names=key_names + names)
         yield from table_to_batches(self._finish_or_states(result))
 
+    def _by_group_ids(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        """Any mode, when an aggregate of ``engine.exec.extended_aggregates`` is among them: the input
+        held whole, its keys factorized into dense group ids, then every aggregate's states (or
+        merged states) computed per group id over whole columns."""
+        merging = self.mode in ("final", "merge")
+        batches = [b for b in self.input.execute(partition, ctx) if b.num_rows]
+        if merging and not self.keys and not batches and ctx.task != 0:
+            return       # a scalar aggregate produces its one row in task 0 only
+        schema = self.input.schema if merging else None
+
+        def column(values: list, arrow_type) -> pa.Array:
+            return pa.chunked_array(values, type=arrow_type).combine_chunks() if values else pa.array([], arrow_type)
+
+        if merging:
+            keys = [column([b.column(f.id) for b in batches], schema.field(f.id).type) for f, _ in self.keys]
+        else:
+            keys = [column([evaluate_array(e, b, ctx.params) for b in batches], f.type.to_arrow())
+                    for f, e in self.keys]
+        rows = sum(b.num_rows for b in batches)
+        ids, groups, uniques = group_ids(keys, rows)
+        states: dict[str, pa.Array] = {}
+        for f, call in self.aggregates:
+            if is_extended(call):
+                function = FUNCTIONS[call.func]
+                names = [f"{f.id}|{suffix}" for suffix, _ in function.states(call)]
+                if merging:
+                    inputs = [column([b.column(n) for b in batches], schema.field(n).type) for n in names]
+                    out = function.merge(call, ids, groups, inputs)
+                else:
+                    inputs = [column([evaluate_array(e, b, ctx.params) for b in batches], e.type.to_arrow())
+                              for e in call.arguments()]
+                    out = function.update(call, ids, groups, inputs)
+                states.update(zip(names, out))
+                continue
+            if call.distinct and not merging and call.func == "count":
+                values = column([evaluate_array(call.arg, b, ctx.params) for b in batches], call.arg.type.to_arrow())
+                states[f"{f.id}|count"] = builtin_by_ids("count_distinct", ids, groups, values)
+                continue
+            if call.distinct:
+                raise_unsupported(call)
+            for suffix, compute, merge in _STATES[call.func]:
+                name = f"{f.id}|{suffix}"
+                if merging:
+                    values = column([b.column(name) for b in batches], schema.field(name).type)
+                    states[name] = builtin_by_ids(merge, ids, groups, values)
+                elif call.arg is None:
+                    states[name] = builtin_by_ids("count_all", ids, groups, None)
+                else:
+                    values = column([_state_input(call, evaluate_array(call.arg, b, ctx.params)) for b in batches],
+                                    _state_input(call, pa.array([], call.arg.type.to_arrow())).type)
+                    states[name] = builtin_by_ids(compute, ids, groups, values)
+        result = pa.table(list(uniques) + list(states.values()),
+                          names=[f.id for f, _ in self.keys] + list(states))
+        if self.mode in ("partial", "merge"):
+            yield from table_to_batches(result.cast(self.schema))
+        else:
+            yield from table_to_batches(self._finish(result))
+
     def _finish_or_states(self, merged: pa.Table) -> pa.Table:
         return merged.cast(self.schema) if self.mode == "merge" else self._finish(merged)
 
@@ -443,7 +509,11 @@ class HashAggregateExec(PhysicalOperator):
         batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=states.schema)
         for f, call in self.aggregates:
             target = f.type.to_arrow()
-            if call.func in ("count", "count_star"):
+            if is_extended(call):
+                function = FUNCTIONS[call.func]
+                column = function.finish(call, [states.column(f"{f.id}|{suffix}").combine_chunks()
+                                                for suffix, _ in function.states(call)])
+            elif call.func in ("count", "count_star"):
                 column = states.column(f"{f.id}|count")
                 column = column.fill_null(0)
             elif call.func == "avg":

@@ -67,7 +67,7 @@ def _prune(node: LogicalPlan, required: Optional[set[str]]) -> LogicalPlan:
     if isinstance(node, Aggregate):
         aggs = node.aggregates if required is None else tuple(
             (f, a) for f, a in node.aggregates if f.id in required)
-        need = _ids(e for _, e in node.keys) | _ids(a.arg for _, a in aggs)
+        need = _ids(e for _, e in node.keys) | _ids(x for _, a in aggs for x in a.arguments())
         return dataclasses.replace(node, input=_prune(node.input, need), aggregates=aggs)
     if isinstance(node, Sort):
         need = None if required is None else required | _ids(k.expr for k in node.keys)

@@ -1,0 +1,114 @@
+"""Binding of the aggregates beyond COUNT / SUM / AVG / MIN / MAX (their execution:
+``engine.exec.extended_aggregates``): the statistical family (STDDEV, VARIANCE, CORR, COVAR), MEDIAN and
+PERCENTILE_CONT / PERCENTILE_DISC (``WITHIN GROUP (ORDER BY x)``), APPROX_COUNT_DISTINCT, GROUP_CONCAT,
+BIT_AND / BIT_OR / BIT_XOR and ANY_VALUE. Result types as MySQL / SingleStore: DOUBLE for the statistics
+and continuous percentiles, the argument's type for PERCENTILE_DISC and ANY_VALUE, BIGINT for the bit
+aggregates and APPROX_COUNT_DISTINCT, TEXT for GROUP_CONCAT."""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from engine import types as T
+from engine.errors import BindError, TypeMismatchError, UnsupportedError
+from engine.plan.expressions import AggCall, Expr, Literal
+
+# sqlglot's MySQL dialect reads STD / STDDEV as StddevPop and VARIANCE as VariancePop (MySQL's meaning).
+EXTENDED = {
+    exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop", exp.Stddev: "stddev_pop",
+    exp.Variance: "var_samp", exp.VariancePop: "var_pop",
+    exp.Corr: "corr", exp.CovarSamp: "covar_samp", exp.CovarPop: "covar_pop",
+    exp.Median: "median", exp.PercentileCont: "percentile_cont", exp.PercentileDisc: "percentile_disc",
+    exp.ApproxDistinct: "approx_count_distinct", exp.GroupConcat: "group_concat",
+    exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor",
+    exp.AnyValue: "any_value",
+}
+
+_STATISTICS = {"stddev_samp", "stddev_pop", "var_samp", "var_pop", "corr", "covar_samp", "covar_pop"}
+
+
+def bind_extended(binder, node, ctx, inner_ctx, sql: str) -> AggCall:
+    """The AggCall of ``node`` (one of EXTENDED, or WITHIN GROUP around a percentile); ``inner_ctx``
+    binds the arguments (no aggregates inside)."""
+    if isinstance(node, exp.WithinGroup):
+        func = EXTENDED.get(type(node.this))
+        if func not in ("percentile_cont", "percentile_disc"):
+            raise UnsupportedError(f"WITHIN GROUP with {node.this.key.upper()}")
+        order = node.expression.expressions if node.expression is not None else []
+        if len(order) != 1:
+            raise BindError(f"{sql} needs ORDER BY one expression")
+        if order[0].args.get("desc"):
+            raise UnsupportedError(f"{sql} with ORDER BY ... DESC")
+        return _percentile(binder, func, node.this.this, order[0].this, inner_ctx, sql)
+    func = EXTENDED[type(node)]
+    if func in ("percentile_cont", "percentile_disc"):
+        if node.args.get("expression") is None:
+            raise BindError(f"{sql} needs WITHIN GROUP (ORDER BY ...)")
+        return _percentile(binder, func, node.args["expression"], node.this, inner_ctx, sql)
+    if func == "group_concat":
+        return _group_concat(binder, node, inner_ctx, sql)
+    target = node.this
+    if isinstance(target, exp.Distinct):
+        raise UnsupportedError(f"{func.upper()}(DISTINCT ...)")
+    argument = binder.bind_expr(target, inner_ctx)
+    if func in _STATISTICS:
+        extra = ()
+        if func in ("corr", "covar_samp", "covar_pop"):
+            if node.args.get("expression") is None:
+                raise BindError(f"{sql} needs two arguments")
+            extra = (_number(binder, binder.bind_expr(node.args["expression"], inner_ctx), sql),)
+        return AggCall(func, _number(binder, argument, sql), T.DOUBLE, extra=extra)
+    if func == "median":
+        return AggCall("median", _number(binder, argument, sql), T.DOUBLE, options=(0.5,))
+    if func in ("bit_and", "bit_or", "bit_xor"):
+        if argument.type.kind not in ("int", "bool", "null", "decimal", "float", "string"):
+            raise TypeMismatchError(f"{func.upper()} needs an integer, got {argument.type} in {sql}")
+        return AggCall(func, binder.coerce(argument, T.BIGINT), T.BIGINT)
+    if func == "approx_count_distinct":
+        return AggCall(func, argument, T.BIGINT)
+    if func == "any_value":
+        return AggCall(func, argument, argument.type if argument.type.kind != "null" else T.BIGINT)
+    raise UnsupportedError(sql)
+
+
+def _number(binder, e: Expr, sql: str) -> Expr:
+    if e.type.kind in ("string", "null", "int", "bool", "decimal"):
+        return binder.coerce(e, T.DOUBLE)
+    if e.type.kind != "float":
+        raise TypeMismatchError(f"{sql} needs a number, got {e.type}")
+    return e
+
+
+def _percentile(binder, func: str, fraction_node, value_node, inner_ctx, sql: str) -> AggCall:
+    fraction = binder.bind_expr(fraction_node, inner_ctx)
+    if not isinstance(fraction, Literal) or fraction.type.kind not in ("int", "decimal", "float") \
+            or not 0 <= float(fraction.value) <= 1:
+        raise BindError(f"the fraction of {sql} must be a constant between 0 and 1")
+    value = binder.bind_expr(value_node, inner_ctx)
+    if func == "percentile_cont":
+        return AggCall(func, _number(binder, value, sql), T.DOUBLE, options=(float(fraction.value),))
+    return AggCall(func, value, value.type, options=(float(fraction.value),))
+
+
+def _group_concat(binder, node, inner_ctx, sql: str) -> AggCall:
+    target = node.this
+    order_nodes = []
+    if isinstance(target, exp.Order):
+        order_nodes = target.expressions
+        target = target.this
+    distinct = isinstance(target, exp.Distinct)
+    if distinct:
+        target = target.expressions[0] if len(target.expressions) == 1 else None
+        if target is None:
+            raise UnsupportedError("GROUP_CONCAT(DISTINCT a, b) of several expressions")
+    value = binder._string_arg(target, inner_ctx)
+    order = tuple(binder.bind_expr(o.this, inner_ctx) for o in order_nodes)
+    descending = tuple(bool(o.args.get("desc")) for o in order_nodes)
+    separator = node.args.get("separator")
+    if separator is None:
+        text = ","
+    else:
+        bound = binder.bind_expr(separator, inner_ctx)
+        if not isinstance(bound, Literal) or not isinstance(bound.value, str):
+            raise BindError(f"the SEPARATOR of {sql} must be a string constant")
+        text = bound.value
+    return AggCall("group_concat", value, T.TEXT, distinct, extra=order, options=(text, descending))
