@@ -27,6 +27,8 @@ if _choice == "reference":
     from kernels.reference.bitpack import bit_width_of, pack, unpack
     from kernels.reference.join import JoinBloom, JoinTable, supports_join_key
     from kernels.reference.strings import char_length, substring, substring_length
+    from kernels.reference.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
+                                          window_sum_float, window_sum_words)
 elif _choice == "compiled":
     try:
         from kernels.filter import (and_kleene, compare, count_matches, count_true, match_string,
@@ -40,6 +42,8 @@ elif _choice == "compiled":
         from kernels.bitpack import bit_width_of, pack, unpack
         from kernels.join import JoinBloom, JoinTable, supports_join_key
         from kernels.strings import char_length, substring, substring_length
+        from kernels.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
+                                    window_sum_float, window_sum_words)
     except ImportError as exc:
         raise ImportError(
             "the compiled kernels are not built: run `pip install -e . --no-build-isolation` or "
@@ -66,4 +70,7 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            # hash join and its runtime Bloom filter
            "JoinTable", "JoinBloom", "supports_join_key",
            # strings (MySQL character positions)
-           "char_length", "substring", "substring_length"]
+           "char_length", "substring", "substring_length",
+           # window functions over sorted partitions
+           "segment_bounds", "range_frame", "window_count", "window_sum_float", "window_sum_words",
+           "window_arg_extreme"]

@@ -24,7 +24,7 @@ from typing import Optional, Protocol
 from engine.catalog import TableDef
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, conjuncts
 from engine.plan.logical import (Aggregate, CteScan, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
-                                 Repeat, Scan, Sort, Union, Values)
+                                 Repeat, Scan, Sort, Union, Values, Window)
 from engine.stats.histogram import ColumnStats, join_rows
 
 # "sample" and "segment metadata": a column's quick statistics (engine.stats.quick), used until its
@@ -127,7 +127,7 @@ class Estimator:
                     return list(set(p.options[0]))
             if isinstance(plan, Project):
                 column_id = next((e.id for f, e in plan.exprs if f.id == column_id and isinstance(e, ColumnRef)), None)
-            if isinstance(plan, (Filter, Sort, Limit, Project)) and column_id is not None:
+            if isinstance(plan, (Filter, Sort, Limit, Project, Window)) and column_id is not None:
                 plan = plan.input
             elif isinstance(plan, Join) and column_id in plan.left.field_ids():
                 plan = plan.left
@@ -193,7 +193,7 @@ class Estimator:
         if isinstance(plan, Filter):
             rows = self.rows(plan.input)
             return rows * self.conjunction(conjuncts(plan.predicate), plan.input, rows)
-        if isinstance(plan, (Project, Sort, Repeat)):     # Repeat: a row's copies count as one
+        if isinstance(plan, (Project, Sort, Repeat, Window)):     # Repeat: a row's copies count as one
             rows = self.rows(plan.input)
             return min(rows, plan.limit) if isinstance(plan, Sort) and plan.limit is not None else rows
         if isinstance(plan, Limit):

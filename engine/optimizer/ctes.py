@@ -26,7 +26,7 @@ from typing import Callable
 
 from engine.optimizer.context import OptimizerContext
 from engine.plan.expressions import ScalarParam
-from engine.plan.logical import Aggregate, CteScan, Join, LogicalPlan, MultiJoin, Query
+from engine.plan.logical import Aggregate, CteScan, Join, LogicalPlan, MultiJoin, Query, Window
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def _worth_it(plan: LogicalPlan, ctx: OptimizerContext) -> bool:
 
 
 def _computes(plan: LogicalPlan) -> bool:
-    return isinstance(plan, (Aggregate, Join, MultiJoin)) or any(_computes(i) for i in plan.inputs)
+    return isinstance(plan, (Aggregate, Join, MultiJoin, Window)) or any(_computes(i) for i in plan.inputs)
 
 
 def _holds(obj, kind: type) -> bool:

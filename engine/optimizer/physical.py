@@ -45,12 +45,13 @@ from engine.exec.operators.streaming_aggregate import StreamingAggregateExec
 from engine.exec.operators.union import UnionExec
 from engine.exec.operators.cte_scan import CteScanExec
 from engine.exec.operators.values import ValuesExec
+from engine.exec.operators.window import WindowExec
 from engine import types as T
 from engine.optimizer import cost
 from engine.optimizer.context import OptimizerContext
 from engine.plan.expressions import AggCall, Call, ColumnRef, and_all
 from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, Project, Repeat,
-                                 Scan, Sort, Union, Values)
+                                 Scan, Sort, Union, Values, Window)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ class PhysicalPlanner:
         if own is None:
             if isinstance(op, ExchangeExec):
                 own = cost.exchange(self._rows_out(op.input), op.kind)
-            elif isinstance(op, SortExec):
+            elif isinstance(op, (SortExec, WindowExec)):
                 own = cost.sort(self._rows_out(op.input))
             else:
                 own = 0.0
@@ -242,6 +243,19 @@ class PhysicalPlanner:
     def _Repeat(self, node: Repeat):
         op, dist = self.build(node.input)
         return RepeatExec(op, node.count), dist
+
+    def _Window(self, node: Window):
+        """Every row of a window partition must meet in one task: rows are hash-repartitioned by the
+        PARTITION BY columns unless already distributed on (a subset of) them (a table sharded on
+        them, a GROUP BY finished by those keys); without PARTITION BY they are gathered."""
+        op, dist = self.build(node.input)
+        key_ids = tuple(k.id for k in node.partition_by)
+        if not key_ids or dist.kind == "replicated":
+            op, dist = self.to_single(op, dist), SINGLE
+        elif dist.kind != "single" and not self._hashed_on(dist, key_ids):
+            op = self.repartition(op, dist, key_ids)
+            dist = Distribution("hashed", key_ids)
+        return WindowExec(op, node.partition_by, node.order_by, node.calls), dist
 
     def _Union(self, node: Union):
         """Inputs that are all spread over the partitions stay there (each task unions its share, and
@@ -641,7 +655,7 @@ def _upper_rows(plan: LogicalPlan, est) -> float:
         return float(len(plan.rows))
     if isinstance(plan, CteScan):
         return _upper_rows(plan.definition, est)
-    if isinstance(plan, (Filter, Project, Sort)):
+    if isinstance(plan, (Filter, Project, Sort, Window)):
         return _upper_rows(plan.input, est)
     if isinstance(plan, Aggregate):
         return _upper_rows(plan.input, est) if plan.keys else 1.0

@@ -30,6 +30,7 @@ from engine.plan.bind_grouping import GroupingKeys, bind_group_keys, grouping_ca
 from engine.plan import decorrelate
 from engine.plan.decorrelate import SubqueryCollector, SubqueryUse
 from engine.plan.plan_walk import free_refs, substitute_plan
+from engine.plan import bind_window
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, ScalarParam, and_all
 from engine.plan.expressions import equi_pair as _equi_pair
 from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
@@ -82,6 +83,7 @@ class ExprContext:
     aliases: Optional[dict[str, Expr]] = None   # select aliases visible (ORDER BY, HAVING, GROUP BY)
     clause: str = "expression"
     subqueries: Optional[SubqueryCollector] = None   # where a subquery may be a value (decorrelate.py)
+    windows: Optional[bind_window.WindowContext] = None    # where window functions may appear
 
 
 @dataclass
@@ -493,8 +495,7 @@ class Binder:
         order = arg(sel, "order")
         aggregating = bool(group) or any(_contains_aggregate(e) for e, _ in items) or \
             (having is not None) or (order is not None and any(_contains_aggregate(o) for o in order.expressions))
-        if sel.args.get("windows") or any(e.find(exp.Window) for e, _ in items):
-            raise UnsupportedError("window functions (OVER ...) are not supported yet")
+        windows = bind_window.WindowContext.for_select(sel)
 
         agg: Optional[AggContext] = None
         key_fields: list[tuple[Field, Expr]] = []
@@ -510,7 +511,8 @@ class Binder:
             agg.grouping = GroupingKeys(tuple(k for _, k in key_fields), grouping_id)
 
         values = SubqueryCollector()       # subqueries used as values in SELECT, HAVING, ORDER BY
-        ctx = ExprContext(scope, agg=agg, clause="SELECT", subqueries=values)
+        ctx = ExprContext(scope, agg=agg, clause="SELECT", subqueries=values,
+                          windows=windows)
         select_exprs: list[tuple[str, Expr]] = []
         for node, name in items:
             e = self.bind_expr(node, ctx)
@@ -547,7 +549,8 @@ class Binder:
                     if matches:
                         expr = matches[0].ref()
                 if expr is None:
-                    bound = self.bind_expr(target, ExprContext(scope, agg=agg, clause="ORDER BY", subqueries=values))
+                    bound = self.bind_expr(target, ExprContext(scope, agg=agg, clause="ORDER BY", subqueries=values,
+                                                                  windows=windows))
                     if aggregating:
                         bound = self._lift_to_groups(bound, key_fields, agg, scope)
                     for f, e in projection:
@@ -572,6 +575,9 @@ class Binder:
             plan = decorrelate.attach(plan, values.uses, self.ids)
         if having_expr is not None:
             plan = Filter(plan, having_expr)
+        if windows.calls:        # after GROUP BY / HAVING, before DISTINCT / ORDER BY / LIMIT
+            lift = (lambda e: self._lift_to_groups(e, key_fields, agg, scope)) if aggregating else (lambda e: e)
+            plan = windows.plan(plan, lift, self.ids)
         plan = Project(plan, tuple(projection))
         if sel.args.get("distinct"):
             if sel.args["distinct"].args.get("on"):
@@ -789,6 +795,9 @@ class Binder:
             return self._collector(ctx, "correlated scalar subquery").add(SubqueryUse("scalar", plan, result))
         self.subqueries.append(Query(plan, tuple(names), ()))
         return ScalarParam(len(self.subqueries) - 1, plan.fields[0].type)
+
+    def _bind_Window(self, node: exp.Window, ctx: ExprContext) -> Expr:
+        return bind_window.bind_window_call(self, node, ctx)
 
     def _bind_Exists(self, node, ctx) -> Expr:
         plan, names, correlated = self._bind_subquery_plan(node.this, ctx)
@@ -1324,6 +1333,8 @@ def _contains_aggregate(node) -> bool:
         return False
     for sub in node.walk():
         if isinstance(sub, tuple(AGGREGATES)):
+            if isinstance(sub.parent, exp.Window) and sub.parent.this is sub:
+                continue        # SUM(x) OVER (...) is a window function (its argument may aggregate)
             if sub is node:
                 return True
             # aggregates inside a nested subquery belong to that subquery

@@ -51,14 +51,14 @@ def _rewrite(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
 
 def _map_inputs(plan: LogicalPlan, fn) -> LogicalPlan:
     import dataclasses
-    from engine.plan.logical import Aggregate, Limit, Project, Repeat, Sort, Union
+    from engine.plan.logical import Aggregate, Limit, Project, Repeat, Sort, Union, Window
     if isinstance(plan, MultiJoin):
         return MultiJoin(tuple(fn(i) for i in plan.inputs), plan.conditions)
     if isinstance(plan, Union):
         return Union(tuple(fn(i) for i in plan.inputs), plan.fields)
     if isinstance(plan, Join):
         return dataclasses.replace(plan, left=fn(plan.left), right=fn(plan.right))
-    if isinstance(plan, (Filter, Project, Aggregate, Sort, Limit, Repeat)):
+    if isinstance(plan, (Filter, Project, Aggregate, Sort, Limit, Repeat, Window)):
         return dataclasses.replace(plan, input=fn(plan.input))
     return plan
 

@@ -21,7 +21,7 @@ from typing import Optional
 
 from engine.optimizer.context import OptimizerContext
 from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Repeat, Scan,
-                                 Sort, Union, Values)
+                                 Sort, Union, Values, Window)
 
 
 def prune_columns(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
@@ -77,6 +77,14 @@ def _prune(node: LogicalPlan, required: Optional[set[str]]) -> LogicalPlan:
     if isinstance(node, Repeat):
         need = None if required is None else required | node.count.column_ids()
         return Repeat(_prune(node.input, need), node.count)
+    if isinstance(node, Window):
+        calls = node.calls if required is None else tuple((f, c) for f, c in node.calls if f.id in required)
+        if not calls:
+            return _prune(node.input, required)
+        need = None if required is None else (required - {f.id for f, _ in calls}) | \
+            _ids(node.partition_by) | _ids(k.expr for k in node.order_by) | \
+            _ids(a for _, c in calls for a in c.args)
+        return Window(_prune(node.input, need), node.partition_by, node.order_by, calls)
     if isinstance(node, Union):
         return Union(tuple(_prune(i, None) for i in node.inputs), node.fields)
     return node

@@ -26,7 +26,7 @@ import dataclasses
 from engine.optimizer.context import OptimizerContext
 from engine.plan.expressions import Call, ColumnRef, Expr, and_all, conjuncts, replace_columns
 from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Repeat, Scan,
-                                 Sort, Union, Values)
+                                 Sort, Union, Values, Window)
 
 
 def pushdown_filters(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
@@ -87,6 +87,13 @@ def _push(node: LogicalPlan, predicates: list[Expr]) -> LogicalPlan:
     if isinstance(node, Repeat):       # copies of a row pass a deterministic filter together
         below = [p for p in predicates if _deterministic(p)]
         return _wrap(Repeat(_push(node.input, below), node.count), [p for p in predicates if p not in below])
+    if isinstance(node, Window):
+        # a filter on PARTITION BY columns keeps or drops whole partitions: it commutes with the
+        # window; any other would change the rows a window function sees
+        keys = {k.id for k in node.partition_by}
+        below = [p for p in predicates if p.column_ids() and p.column_ids() <= keys and _deterministic(p)]
+        above = [p for p in predicates if not any(p is b for b in below)]
+        return _wrap(Window(_push(node.input, below), node.partition_by, node.order_by, node.calls), above)
     if isinstance(node, Union):
         branches = []
         for branch in node.inputs:

@@ -1,0 +1,292 @@
+"""WindowExec: window functions over the partitions of one task's rows.
+
+The planner guarantees that every row of a window partition (equal PARTITION BY values) reaches the
+same task: the input is hash-repartitioned by the PARTITION BY columns (or already distributed on
+them), or gathered to the aggregator when there is no PARTITION BY. The operator is a sink: it
+collects its input, sorts it once by (PARTITION BY, ORDER BY) with ``pc.sort_indices`` (MySQL's
+NULL order: first ascending, last descending), finds each row's partition and peer group, and
+computes every call over the sorted arrays with NumPy and the ``kernels`` window kernels: running
+and sliding frames in O(n) (prefix sums, a monotonic deque for MIN / MAX), never per row in Python.
+Rows come out in that sorted order, each with the calls' columns appended.
+"""
+from __future__ import annotations
+
+import decimal
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import kernels
+from engine import types as T
+from engine.exec.evaluate import evaluate_array
+from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, table_to_batches
+from engine.plan.expressions import Call, ColumnRef, Expr
+from engine.plan.logical import Field, FrameBound, SortKey, WindowCall, WindowFrame, describe_window
+
+_BOUND_KIND = {"unbounded_preceding": 0, "preceding": 1, "following": 1, "current_row": 2,
+               "unbounded_following": 3}
+
+
+@dataclass(frozen=True)
+class WindowExec(PhysicalOperator):
+    input: PhysicalOperator
+    partition_by: tuple[ColumnRef, ...]
+    order_by: tuple[SortKey, ...]
+    calls: tuple[tuple[Field, WindowCall], ...]
+
+    @property
+    def fields(self):
+        return self.input.fields + tuple(f for f, _ in self.calls)
+
+    @property
+    def children(self):
+        return (self.input,)
+
+    def describe(self) -> str:
+        return "Window " + describe_window(self.partition_by, self.order_by, self.calls)
+
+    def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        table = collect(self.input, partition, ctx)
+        if table.num_rows == 0:
+            return
+        batch = table.combine_chunks().to_batches()[0]
+        n = batch.num_rows
+        part_keys = [_plain(evaluate_array(e, batch, ctx.params)) for e in self.partition_by]
+        order_keys = [_plain(evaluate_array(k.expr, batch, ctx.params)) for k in self.order_by]
+        order = _sort_order(part_keys, order_keys, self.order_by, n)
+        if order is not None:
+            batch = batch.take(order)
+            part_keys = [k.take(order) for k in part_keys]
+            order_keys = [k.take(order) for k in order_keys]
+        rows = _Rows.of(part_keys, order_keys, n)
+        columns = list(batch.columns)
+        for f, call in self.calls:
+            values = _compute(call, batch, rows, order_keys, self.order_by, ctx.params)
+            target = f.type.to_arrow()
+            columns.append(values if values.type == target else values.cast(target))
+        names = [f.id for f in self.fields]
+        yield from table_to_batches(pa.Table.from_arrays(columns, names=names))
+
+
+def _plain(arr) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
+
+
+def _sort_order(part_keys, order_keys, order_by, n: int):
+    if not part_keys and not order_keys:
+        return None
+    sort_keys = [(f"p{i}", "ascending", "at_start") for i in range(len(part_keys))]
+    sort_keys += [(f"o{i}", "ascending" if k.ascending else "descending",
+                   "at_start" if k.nulls_first else "at_end") for i, k in enumerate(order_by)]
+    keys = pa.table(part_keys + order_keys, names=[k[0] for k in sort_keys])
+    # null_placement per key needs pyarrow >= 17's SortOptions tuples of three; older ones take one
+    return pc.sort_indices(keys, sort_keys=sort_keys)
+
+
+def _changes(arr: pa.Array) -> np.ndarray:
+    """True where a row's value differs from the previous row's (NULL equals NULL); row 0 is True."""
+    n = len(arr)
+    out = np.ones(n, dtype=bool)
+    if n > 1:
+        a, b = arr.slice(1), arr.slice(0, n - 1)
+        a_null, b_null = a.is_null(), b.is_null()
+        differs = pc.if_else(pc.or_(a_null, b_null), pc.xor(a_null, b_null), pc.not_equal(a, b))
+        out[1:] = differs.to_numpy(zero_copy_only=False)
+    return out
+
+
+@dataclass
+class _Rows:
+    """Each sorted row's partition [part_start, part_end) and peer group [peer_start, peer_end)."""
+
+    index: np.ndarray
+    part_start: np.ndarray
+    part_end: np.ndarray
+    peer_start: np.ndarray
+    peer_end: np.ndarray
+    new_peer: np.ndarray
+
+    @classmethod
+    def of(cls, part_keys, order_keys, n: int) -> "_Rows":
+        new_part = np.zeros(n, dtype=bool)
+        new_part[0] = True
+        for k in part_keys:
+            new_part |= _changes(k)
+        new_peer = new_part.copy()
+        for k in order_keys:
+            new_peer |= _changes(k)
+        bounds = [np.empty(n, dtype=np.int64) for _ in range(4)]
+        kernels.segment_bounds(new_part.view(np.uint8), bounds[0], bounds[1])
+        kernels.segment_bounds(new_peer.view(np.uint8), bounds[2], bounds[3])
+        return cls(np.arange(n, dtype=np.int64), *bounds, new_peer)
+
+    @property
+    def size(self) -> np.ndarray:
+        return self.part_end - self.part_start
+
+
+def _compute(call: WindowCall, batch: pa.RecordBatch, rows: _Rows, order_keys, order_by, params) -> pa.Array:
+    func = call.func
+    if func == "row_number":
+        return pa.array(rows.index - rows.part_start + 1)
+    if func == "rank":
+        return pa.array(rows.peer_start - rows.part_start + 1)
+    if func == "dense_rank":
+        groups = np.cumsum(rows.new_peer)
+        return pa.array(groups - groups[rows.part_start] + 1)
+    if func == "percent_rank":
+        rank = rows.peer_start - rows.part_start
+        denominator = np.maximum(rows.size - 1, 1)
+        return pa.array(np.where(rows.size > 1, rank / denominator, 0.0))
+    if func == "cume_dist":
+        return pa.array((rows.peer_end - rows.part_start) / rows.size)
+    if func == "ntile":
+        return pa.array(_ntile(rows, call.options[0]))
+    if func in ("lag", "lead"):
+        return _offset(call, batch, rows, params)
+    lo, hi = _frame_bounds(call.frame, rows, order_keys, order_by)
+    if func in ("first_value", "last_value", "nth_value"):
+        value = _plain(evaluate_array(call.args[0], batch, params))
+        if func == "first_value":
+            source, ok = lo, hi > lo
+        elif func == "last_value":
+            source, ok = hi - 1, hi > lo
+        else:
+            source = lo + call.options[0] - 1
+            ok = source < hi
+        return _take(value, source, ok)
+    return _aggregate(call, batch, rows, lo, hi, params)
+
+
+def _ntile(rows: _Rows, buckets: int) -> np.ndarray:
+    """Bucket numbers 1..buckets, sizes differing by at most one, the larger buckets first."""
+    j = rows.index - rows.part_start
+    size = rows.size
+    small = size // buckets
+    remainder = size % buckets
+    in_large = remainder * (small + 1)
+    return np.where(j < in_large, j // (small + 1), remainder + (j - in_large) // np.maximum(small, 1)) + 1
+
+
+def _take(values: pa.Array, source: np.ndarray, ok: np.ndarray) -> pa.Array:
+    indices = pa.array(np.where(ok, source, 0), mask=~ok)
+    return values.take(indices)
+
+
+def _offset(call: WindowCall, batch, rows: _Rows, params) -> pa.Array:
+    value = _plain(evaluate_array(call.args[0], batch, params))
+    default = _plain(evaluate_array(call.args[1], batch, params)).cast(value.type)
+    offset = call.options[0]
+    source = rows.index - offset if call.func == "lag" else rows.index + offset
+    inside = (source >= rows.part_start) & (source < rows.part_end)
+    taken = _take(value, source, inside)
+    return pc.if_else(pa.array(inside), taken, default)
+
+
+def _frame_bounds(frame: WindowFrame, rows: _Rows, order_keys, order_by) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's frame [lo, hi) within its partition."""
+    if frame.units == "rows":
+        return (_rows_bound(frame.start, rows, 0), _rows_bound(frame.end, rows, 1))
+    kinds = (frame.start.kind, frame.end.kind)
+    if not any(k in ("preceding", "following") for k in kinds):
+        return (_peer_bound(frame.start, rows, True), _peer_bound(frame.end, rows, False))
+    key, delta_of = _range_key(order_keys[0], order_by[0], (frame.start, frame.end))
+    lo = np.empty(len(rows.index), dtype=np.int64)
+    hi = np.empty(len(rows.index), dtype=np.int64)
+    valid = np.asarray(order_keys[0].is_valid()).view(np.uint8) if order_keys[0].null_count else \
+        np.ones(len(key), dtype=np.uint8)
+    kernels.range_frame(key, np.ascontiguousarray(valid), rows.part_start, rows.part_end, rows.peer_start,
+                        rows.peer_end, _BOUND_KIND[frame.start.kind], delta_of(frame.start),
+                        _BOUND_KIND[frame.end.kind], delta_of(frame.end), lo, hi)
+    return lo, hi
+
+
+def _rows_bound(bound: FrameBound, rows: _Rows, past: int) -> np.ndarray:
+    """A ROWS frame's start (``past`` 0) or exclusive end (``past`` 1)."""
+    if bound.kind == "unbounded_preceding":
+        return rows.part_start
+    if bound.kind == "unbounded_following":
+        return rows.part_end
+    shift = {"preceding": -int(bound.offset or 0), "current_row": 0, "following": int(bound.offset or 0)}[bound.kind]
+    return np.clip(rows.index + shift + past, rows.part_start, rows.part_end)
+
+
+def _peer_bound(bound: FrameBound, rows: _Rows, start: bool) -> np.ndarray:
+    if bound.kind == "unbounded_preceding":
+        return rows.part_start
+    if bound.kind == "unbounded_following":
+        return rows.part_end
+    return rows.peer_start if start else rows.peer_end
+
+
+def _range_key(key: pa.Array, sort_key: SortKey, bounds: tuple[FrameBound, ...]):
+    """The ORDER BY key as an ascending NumPy array (negated when descending) and the function giving
+    a bound's delta in the same units (scaled integers for decimals, so boundaries are exact)."""
+    t = key.type
+    sign = 1 if sort_key.ascending else -1
+    if pa.types.is_decimal(t) and t.precision <= 18 and all(
+            decimal.Decimal(b.offset).scaleb(t.scale) == int(decimal.Decimal(b.offset).scaleb(t.scale))
+            for b in bounds if b.offset is not None):
+        # the scaled integers: the low word of each decimal128 (they fit in 64 bits at precision <= 18)
+        exact = key.cast(pa.decimal128(38, t.scale))
+        words = np.frombuffer(exact.buffers()[1], dtype=np.int64)[exact.offset * 2:(exact.offset + len(key)) * 2]
+        return (np.ascontiguousarray(sign * words[0::2]),
+                lambda b: _signed(b) * int(decimal.Decimal(b.offset or 0).scaleb(t.scale)))
+    if pa.types.is_integer(t):
+        arr = sign * key.fill_null(0).cast(pa.int64()).to_numpy()
+        return np.ascontiguousarray(arr, dtype=np.int64), lambda b: _signed(b) * int(b.offset or 0)
+    arr = sign * key.cast(pa.float64()).fill_null(0.0).to_numpy()
+    return np.ascontiguousarray(arr, dtype=np.float64), lambda b: _signed(b) * float(b.offset or 0)
+
+
+def _signed(bound: FrameBound) -> int:
+    return -1 if bound.kind == "preceding" else 1
+
+
+def _aggregate(call: WindowCall, batch, rows: _Rows, lo: np.ndarray, hi: np.ndarray, params) -> pa.Array:
+    n = len(rows.index)
+    if call.func == "count_star":
+        return pa.array(np.maximum(hi - lo, 0))
+    value = _plain(evaluate_array(call.args[0], batch, params))
+    valid = np.ascontiguousarray(np.asarray(value.is_valid()).view(np.uint8)) if value.null_count else \
+        np.ones(n, dtype=np.uint8)
+    counts = np.empty(n, dtype=np.int64)
+    kernels.window_count(valid, rows.part_start, lo, hi, counts)
+    if call.func == "count":
+        return pa.array(counts)
+    empty = counts == 0
+    if call.func in ("min", "max"):
+        ranks = pc.rank(value, tiebreaker="dense").to_numpy().astype(np.int64)
+        chosen = np.empty(n, dtype=np.int64)
+        kernels.window_arg_extreme(ranks, valid, lo, hi, call.func == "max", chosen)
+        return _take(value, chosen, chosen >= 0)
+    total = _sum(value, valid, rows, lo, hi, empty)
+    if call.func == "sum":
+        return total
+    # AVG = SUM / COUNT with the GROUP BY aggregate's division (types and rounding alike)
+    total_type, count_type = T.from_arrow(total.type), T.BIGINT
+    pair = pa.RecordBatch.from_arrays([total, pa.array(counts)], names=["sum", "count"])
+    quotient = Call("divide", (ColumnRef("sum", total_type), ColumnRef("count", count_type)), call.type)
+    return evaluate_array(quotient, pair, params)
+
+
+def _sum(value: pa.Array, valid: np.ndarray, rows: _Rows, lo, hi, empty: np.ndarray) -> pa.Array:
+    n = len(value)
+    if pa.types.is_floating(value.type):
+        out = np.empty(n, dtype=np.float64)
+        data = np.ascontiguousarray(value.cast(pa.float64()).fill_null(0.0).to_numpy())
+        kernels.window_sum_float(data, valid, rows.part_start, lo, hi, out)
+        return pa.array(out, mask=empty)
+    scale = value.type.scale if pa.types.is_decimal(value.type) else 0
+    exact = value.cast(pa.decimal128(38, scale))
+    words = np.frombuffer(exact.buffers()[1], dtype=np.int64)[exact.offset * 2:(exact.offset + n) * 2]
+    out = np.empty(2 * n, dtype=np.int64)
+    kernels.window_sum_words(np.ascontiguousarray(words), valid, rows.part_start, lo, hi, out)
+    validity = pa.array(~empty).buffers()[1]
+    return pa.Array.from_buffers(pa.decimal128(38, scale), n, [validity, pa.py_buffer(out.tobytes())],
+                                 null_count=int(empty.sum()))
