@@ -149,8 +149,8 @@ def test_overflow_is_a_data_error(con):
 
 # --- unsupported syntax names the construct ----------------------------------------------------------
 @pytest.mark.parametrize("sql, construct", [
-    ("SELECT o_orderkey, ROW_NUMBER() OVER (ORDER BY o_total) FROM orders", "window function"),
-    ("SELECT SUM(o_total) OVER () FROM orders", "window function"),
+    ("SELECT SUM(o_total) OVER (ORDER BY o_orderkey GROUPS 1 PRECEDING) FROM orders", "GROUPS window frame"),
+    ("SELECT SUM(o_total) OVER (ORDER BY o_orderkey ROWS 1 PRECEDING EXCLUDE TIES) FROM orders", "EXCLUDE"),
     ("WITH RECURSIVE r AS (SELECT 1) SELECT * FROM r", "WITH RECURSIVE"),
     ("SELECT NO_SUCH_FUNCTION(o_total) FROM orders", "NO_SUCH_FUNCTION"),
     ("CREATE TABLE t2 (a INT, UNIQUE KEY u (a))", "unique key 'u' on keyless table"),
