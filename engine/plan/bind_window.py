@@ -233,24 +233,11 @@ def _aggregate_call(binder, function, ctx, frame: WindowFrame) -> WindowCall:
     column = exp.Column(this=exp.to_identifier(placeholder.name))
     column.meta["canopy_field"] = placeholder          # binds straight back to the placeholder
     probe.set("this", column)
-    collected = _OneAggregate()
-    binder.bind_expr(probe, dataclasses.replace(ctx, agg=collected, clause="a window function"))
-    agg = collected.call
+    agg = binder.aggregate_call(probe, dataclasses.replace(ctx, clause="a window function"))
     if agg.func not in WINDOW_AGGREGATES:
         raise UnsupportedError(f"{agg.func.upper()}() as a window function")
     arg = replace_columns(agg.arg, {placeholder.id: argument})
     return WindowCall(agg.func, (arg,), agg.type, frame)
-
-
-class _OneAggregate:
-    """Stands in for the binder's aggregate collector: keeps the one aggregate bound through it."""
-
-    call = None
-    grouping = None          # GROUPING() reads it: there is none inside a window aggregate's probe
-
-    def add(self, call, name: str) -> ColumnRef:
-        self.call = call
-        return ColumnRef("window_aggregate", call.type, name)
 
 
 def _frame(binder, spec: Optional[exp.WindowSpec], order_by: tuple[SortKey, ...]) -> WindowFrame:

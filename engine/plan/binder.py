@@ -799,6 +799,13 @@ class Binder:
     def _bind_Window(self, node: exp.Window, ctx: ExprContext) -> Expr:
         return bind_window.bind_window_call(self, node, ctx)
 
+    def aggregate_call(self, node, ctx: ExprContext) -> AggCall:
+        """The AggCall an aggregate node binds to in ``ctx``'s scope, not added to the SELECT's
+        aggregates (a window aggregate is typed as the GROUP BY one is)."""
+        collected = AggContext(self.ids)
+        self._bind_aggregate(node, ExprContext(ctx.scope, collected, clause=ctx.clause))
+        return collected.calls[0][1]
+
     def _bind_Exists(self, node, ctx) -> Expr:
         plan, names, correlated = self._bind_subquery_plan(node.this, ctx)
         if correlated:

@@ -202,3 +202,14 @@ def test_explain_gathers_without_partition_by(both):
     lines = text.splitlines()
     window = next(i for i, line in enumerate(lines) if "Window order=[k ASC]" in line)
     assert "Exchange gather" in lines[window + 1], text
+
+
+def test_a_filter_on_partition_keys_goes_below_the_window(both):
+    con, _ = both
+    text = _explain(con, "SELECT * FROM (SELECT k, g, RANK() OVER (PARTITION BY g ORDER BY x) AS r FROM t) v "
+                         "WHERE g > 1 AND r = 1 AND k > 2")
+    lines = text.splitlines()
+    window = next(i for i, line in enumerate(lines) if line.strip().startswith("Window"))
+    below, above = "\n".join(lines[window:]), "\n".join(lines[:window])
+    # g > 1 keeps or drops whole partitions: it is read by the scan; r = 1 and k > 2 are not
+    assert "(g > 1)" in below and "(k > 2)" not in below and "(rank = 1)" in above, text
