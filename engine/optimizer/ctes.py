@@ -9,8 +9,8 @@ that is
 * referenced two or more times,
 * worth it: it aggregates or joins (a plain scan with filters is cheaper to read again than to move,
   and inlined its filters are pushed into the scan),
-* small: estimated at most ``broadcast_row_limit`` rows, since every task that reads it gets all of
-  it (it is replicated, like VALUES),
+* small: estimated (once optimized) at most ``broadcast_row_limit`` rows, since every task that reads
+  it gets all of it (it is replicated, like VALUES),
 * and independent of scalar subqueries (no ``$subqueryN`` in it: it runs before them),
 
 is *materialized*: its plan (the first reference's) runs once before the plans that read it, gathered
@@ -55,7 +55,7 @@ def materialize_ctes(query: Query, uses: dict, ctx: OptimizerContext,
             _collect(tree, uses, found, done)
         candidates = {key for key, refs in found.items()
                       if key not in done and key not in rejected and len(refs) >= 2}
-        worth = {key for key in candidates if _worth_it(found[key][0], ctx)}
+        worth = {key for key in candidates if _worth_it(found[key][0], ctx, optimize)}
         rejected |= candidates - worth
         if not worth:
             break
@@ -96,9 +96,12 @@ def _collect(plan: LogicalPlan, uses: dict, found: dict, done: set) -> None:
         _collect(child, uses, found, done)
 
 
-def _worth_it(plan: LogicalPlan, ctx: OptimizerContext) -> bool:
-    return (_computes(plan) and ctx.estimator.rows(plan) <= ctx.broadcast_row_limit
-            and not _holds(plan, ScalarParam))
+def _worth_it(plan: LogicalPlan, ctx: OptimizerContext, optimize: Callable[[LogicalPlan], LogicalPlan]) -> bool:
+    """Estimated on the optimized plan: as bound, its joins are a MultiJoin estimated by a flat default
+    (TPC-DS q14's cross_items at SF1: 305k rows against 17k once its joins are ordered, so the
+    INTERSECT of three fact-table joins inside it was computed once per reference, three times)."""
+    return (_computes(plan) and not _holds(plan, ScalarParam)
+            and ctx.estimator.rows(optimize(plan)) <= ctx.broadcast_row_limit)
 
 
 def _computes(plan: LogicalPlan) -> bool:

@@ -38,6 +38,10 @@ CASES = [
     ("WITH g AS (SELECT b, SUM(c) AS s FROM t GROUP BY b), "
      "h AS (SELECT g1.b, g1.s + g2.s AS s2 FROM g g1 JOIN g g2 ON g1.b = g2.b + 200) "
      "SELECT COUNT(*), SUM(s2) FROM h WHERE s2 > (SELECT MIN(s2) FROM h)", {"h": 2}),
+    # a join whose bound MultiJoin is estimated far above the broadcast limit (30k x 3k rows at a default
+    # selectivity) but, ordered, is a key join of ~3k rows: estimated as optimized, it is materialized
+    ("WITH j AS (SELECT x.b, y.c FROM t x, t y WHERE x.a = y.a AND y.c > 40) "
+     "SELECT COUNT(*), SUM(j1.c) FROM j j1 JOIN j j2 ON j1.b = j2.b AND j1.c = j2.c", {"j": 2}),
     # referenced once: inlined (filters and pruning reach into it)
     ("WITH g AS (SELECT b, SUM(c) AS s FROM t GROUP BY b) SELECT b, s FROM g WHERE b < 20 ORDER BY b", {}),
     # referenced twice but only a filtered scan: cheaper to read again than to move
