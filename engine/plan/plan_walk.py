@@ -12,7 +12,7 @@ import dataclasses
 from engine.errors import UnsupportedError
 from engine.plan.expressions import AggCall, ColumnRef, Expr, replace_columns
 from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, MultiJoin,
-                                 Project, Repeat, Scan, Sort, SortKey, Union, Values)
+                                 Project, Repeat, Scan, Sort, SortKey, Union, Values, Window)
 from engine.plan.scope import IdGenerator
 
 
@@ -34,6 +34,9 @@ def node_exprs(plan: LogicalPlan) -> list:
         return [k.expr for k in plan.keys]
     if isinstance(plan, Repeat):
         return [plan.count]
+    if isinstance(plan, Window):
+        return list(plan.partition_by) + [k.expr for k in plan.order_by] + \
+            [a for _, call in plan.calls for a in call.args]
     if isinstance(plan, (Values, CteScan, Limit, Union)):
         return []
     raise UnsupportedError(f"a correlated subquery over {plan.describe().split()[0]}")
@@ -136,4 +139,13 @@ def _copy(plan: LogicalPlan, mapping: dict[str, Expr], ids) -> LogicalPlan:
     if isinstance(plan, Union):
         inputs = tuple(_copy(i, mapping, ids) for i in plan.inputs_)
         return Union(inputs, _renamed(plan.fields, mapping, ids))
+    if isinstance(plan, Window):
+        child = _copy(plan.input, mapping, ids)
+        partition_by = tuple(sub(p) for p in plan.partition_by)
+        if not all(isinstance(p, ColumnRef) for p in partition_by):
+            raise UnsupportedError("a correlated subquery partitioning a window by an outer column")
+        order_by = tuple(SortKey(sub(k.expr), k.ascending, k.nulls_first) for k in plan.order_by)
+        calls = [dataclasses.replace(c, args=tuple(sub(a) for a in c.args)) for _, c in plan.calls]
+        fields = _renamed([f for f, _ in plan.calls], mapping, ids)
+        return Window(child, partition_by, order_by, tuple(zip(fields, calls)))
     raise UnsupportedError(f"a correlated subquery over {plan.describe().split()[0]}")

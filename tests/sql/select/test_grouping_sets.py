@@ -93,3 +93,17 @@ def test_grouping_of_plain_group_by_is_zero(both):
     con, duck = both
     sql = "SELECT b, GROUPING(b), COUNT(*) FROM t GROUP BY b"
     assert_same_rows(con.execute(sql).fetchall(), duck.execute(sql).fetchall())
+
+
+@pytest.mark.parametrize("sql", [
+    # TPC-DS q36 / q86's shape: a rank within each level of the rollup
+    "SELECT b, c, SUM(v) AS total, GROUPING(b) + GROUPING(c) AS level, "
+    "RANK() OVER (PARTITION BY GROUPING(b) + GROUPING(c), CASE WHEN GROUPING(c) = 0 THEN b END "
+    "ORDER BY SUM(v) DESC) AS r FROM t GROUP BY ROLLUP(b, c)",
+    # q70's shape: a rollup filtered by IN over a ranked, grouped subquery
+    "SELECT b, c, SUM(v) FROM t WHERE b IN (SELECT b FROM (SELECT b, RANK() OVER (ORDER BY SUM(v) DESC) AS r "
+    "FROM t WHERE b IS NOT NULL GROUP BY b) ranked WHERE r <= 3) GROUP BY ROLLUP(b, c)",
+])
+def test_grouping_with_windows_matches_duckdb(both, sql):
+    con, duck = both
+    assert_same_rows(con.execute(sql).fetchall(), duck.execute(sql).fetchall())
