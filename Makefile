@@ -10,7 +10,7 @@ INSTALL_STAMP := $(VENV)/.canopy-installed
 KERNEL_STAMP  := build/.canopy-kernels
 KERNEL_SOURCES := $(wildcard kernels/*.pyx kernels/*.pxd kernels/src/*.h kernels/src/*.c) setup.py
 
-.PHONY: venv kernels system-packages demo test test-ray test-slow bench bench-peers clean distclean
+.PHONY: venv kernels system-packages demo test test-ray test-slow test-mariadb bench bench-peers clean distclean
 
 venv: $(INSTALL_STAMP) $(KERNEL_STAMP)
 
@@ -69,6 +69,14 @@ test-ray: venv
 
 test-slow: venv
 	$(PY) -m pytest -q -m slow
+
+# MariaDB as the oracle of MySQL semantics (tests/sql/test_mariadb_oracle.py); mariadb-server is
+# installed when missing and we are root, otherwise the tests skip.
+test-mariadb: venv
+	@command -v mariadbd >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+	  { mkdir -p build; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server > build/apt-mariadb.log 2>&1 \
+	    || echo "canopy: apt-get install mariadb-server failed (build/apt-mariadb.log)"; }
+	$(PY) -m pytest -q -m mariadb
 
 bench: venv
 	$(PY) -m benchmarks.tpch --sf 1

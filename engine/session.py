@@ -46,6 +46,7 @@ from engine.sql.parser import Statement, parse
 from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values
 from engine.sql.plan_picture import PlanPicture
 from engine.sql.query import execution_summary, explain_parts, explain_text, plan_query, run_query
+from engine.sql.refusals import refuse_ignored
 from engine.statistics import RunnerStatistics
 from engine.transactions import DEFAULT_LOCK_WAIT_TIMEOUT, Transaction, TransactionCatalog, table_locks_of
 
@@ -130,9 +131,10 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
             self._txn = Transaction(self.runner, self, lambda: self.lock_wait_timeout)
         if self._txn is not None:
             for table in tables:
-                if isinstance(node, exp.Drop):
-                    continue         # DDL committed the transaction already (see _run)
-                self._txn.shadow_of(table, self._read_all)
+                if isinstance(node, exp.Select):
+                    self._txn.lock(table)      # SELECT ... FOR UPDATE: held until the transaction ends
+                elif not isinstance(node, exp.Drop):       # (DDL committed the transaction already)
+                    self._txn.shadow_of(table, self._read_all)
             yield
             return
         locks = table_locks_of(self.runner)
@@ -157,6 +159,10 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
             names = [(node.this.text("db"), node.this.name)] if isinstance(node.this, exp.Table) else []
         elif isinstance(node, exp.TruncateTable):
             names = [(t.text("db"), t.name) for t in node.expressions]
+        elif isinstance(node, exp.Select) and node.args.get("locks"):
+            # SELECT ... FOR UPDATE / LOCK IN SHARE MODE: the write lock of every table it reads (a
+            # table lock, stronger than MySQL's row locks; both kinds take it)
+            names = [(t.text("db"), t.name) for t in node.find_all(exp.Table)]
         elif isinstance(node, exp.Drop) and (node.args.get("kind") or "").upper() == "TABLE":
             names = [(t.text("db"), t.name) for t in (node.args.get("tables") or [node.this])]
         else:
@@ -337,6 +343,10 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
         if isinstance(statement.node, exp.Expression) and "last_insert_id" in statement.text.lower():
             statement.node = self._session_functions(statement.node)
         node = statement.node
+        if isinstance(node, exp.Expression):
+            # an INSERT's VALUES rows hold no clause to refuse: not walked (a bulk INSERT has many)
+            refuse_ignored(node.this if isinstance(node, exp.Insert) and isinstance(node.expression, exp.Values)
+                           else node)
         if isinstance(node, exp.Show) and str(node.this).upper() == "WARNINGS":
             return self._stmt_Show(node, statement)      # reads the warnings; must not reset them
         if getattr(self.runner, "pipelines", None) is not None and "information_schema" in statement.text.lower():
@@ -353,7 +363,8 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
                 else:
                     handler = getattr(self, "_stmt_" + type(node).__name__, None)
                     if handler is None:
-                        raise UnsupportedError(f"{type(node).__name__.upper()} statements are not supported")
+                        words = " ".join(statement.text.split()[:2]).upper()
+                        raise UnsupportedError(f"statement {words} ... is not supported")
                     result = handler(node, statement)
         except Error as error:
             self.warnings = [("Error", 0, str(error))]

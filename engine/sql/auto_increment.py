@@ -30,8 +30,12 @@ class Counters:
         with self._lock:
             self._next.pop(table.qualified_name.lower(), None)
 
-    def take(self, runner, table: TableDef, count: int, largest_given: Optional[int]) -> int:
-        """Reserve ``count`` values above everything stored or given; the first of them."""
+    def assign(self, runner, table: TableDef, given: np.ndarray, missing: np.ndarray) -> np.ndarray:
+        """The column's values for rows ``given`` (int64; rows where ``missing`` get generated ones),
+        as MySQL hands them out row after row: a generated value is the counter, which then moves
+        one up; an explicit value moves the counter past it. Vectorised: with G(i) the rows generated
+        before row i, row i gets G(i) + max(counter, max over earlier explicit rows j of
+        given[j] + 1 - G(j))."""
         key = table.qualified_name.lower()
         with self._lock:
             start = self._next.get(key)
@@ -39,10 +43,12 @@ class Counters:
                 stored = [m for m in runner.map_column_partitions(table, table.auto_increment, _largest)
                           if m is not None]
                 start = max(stored, default=0) + 1
-            if largest_given is not None:
-                start = max(start, largest_given + 1)
-            self._next[key] = start + count
-            return start
+            generated_before = np.concatenate([[0], np.cumsum(missing)]).astype(np.int64)   # G(0..n)
+            reach = np.where(missing, np.iinfo(np.int64).min, given + 1 - generated_before[:-1])
+            floor = np.maximum(np.maximum.accumulate(np.concatenate([[start], reach])), start)   # per G(i)
+            values = np.where(missing, generated_before[:-1] + floor[:-1], given)
+            self._next[key] = int(generated_before[-1] + floor[-1])
+            return values
 
 
 def counters_of(runner) -> Counters:
@@ -69,22 +75,16 @@ def fill(runner, table: TableDef, data: pa.Table, types: list, columns: list) ->
         given = data.column(position).combine_chunks() if data.num_rows else pa.array([], pa.int64())
         given = given.cast(pa.int64()) if types[position].kind in ("int", "null", "bool") else \
             pc.cast(given, pa.int64())          # a decimal or text value: MySQL converts it
-    values = given.to_numpy(zero_copy_only=False).astype(object) if given.null_count else given.to_numpy()
     missing = pc.fill_null(pc.equal(given, 0), True).to_numpy(zero_copy_only=False)
-    count = int(missing.sum())
-    explicit = pc.max(pc.filter(given, pa.array(~missing))).as_py() if count < len(missing) else None
-    if count == 0 and explicit is None:
+    if not len(missing):
         return data, types, columns, None
-    start = counters_of(runner).take(runner, table, count, explicit)
-    if count:
-        values = np.where(missing, 0, values).astype(np.int64)
-        values[missing] = np.arange(start, start + count, dtype=np.int64)
-        filled = pa.array(values, pa.int64())
-    else:
-        filled = given
+    explicit = pc.fill_null(given, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = counters_of(runner).assign(runner, table, explicit, missing)
+    filled = pa.array(values, pa.int64())
+    first = int(values[np.flatnonzero(missing)[0]]) if missing.any() else None
     if position is None:
         data = data.append_column(f"c{data.num_columns}", filled)
-        return data, [*types, T.BIGINT], [*columns, table.column(name)], (start if count else None)
+        return data, [*types, T.BIGINT], [*columns, table.column(name)], first
     data = data.set_column(position, data.schema.field(position).name, filled)
     types = [T.BIGINT if i == position else t for i, t in enumerate(types)]
-    return data, types, columns, (start if count else None)
+    return data, types, columns, first

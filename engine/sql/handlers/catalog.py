@@ -182,6 +182,10 @@ class CatalogStatements:
                 raise BindError("no database selected; run USE <database> first")
             names = sorted([t.name for t in self.catalog.tables(database)] +
                            [v.name for v in self.catalog.views(database)], key=str.lower)
+            if node.args.get("full"):       # SHOW FULL TABLES: MySQL's Table_type column
+                views = {v.name for v in self.catalog.views(database)}
+                return ddl.text_result([f"Tables_in_{database}", "Table_type"],
+                                       [(n, "VIEW" if n in views else "BASE TABLE") for n in names if like(n)])
             return ddl.text_result([f"Tables_in_{database}"], [(n,) for n in names if like(n)])
         if what == "COLUMNS":
             return self._describe(node.args["target"])

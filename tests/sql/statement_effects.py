@@ -1,0 +1,78 @@
+"""The statements of issue 16 (transactions, keys and upserts, views, SET) with the effect each must
+have, as cases shared by two tests: ``test_statement_effects`` runs them on Canopy against the
+expected rows written here, and ``test_mariadb_oracle`` (marker ``mariadb``) runs them on MariaDB and
+on Canopy and compares the two, which is what keeps the expectations here honest.
+
+A case is a list of steps on a fresh database:
+* ``"SQL"``: a statement that must succeed;
+* ``("SQL", ERROR)``: a statement that must fail (IntegrityError for a duplicate key);
+* ``("SQL", ROWCOUNT, n)``: a statement whose affected-row count must be ``n``;
+* ``(QUERY, "SELECT ...", rows)``: a query and the rows it must return, in order.
+Only SQL that MySQL, MariaDB and Canopy all accept is used (every table's unique keys contain its
+primary key, which Canopy shards by).
+"""
+from __future__ import annotations
+
+ERROR, ROWCOUNT, QUERY = "error", "rowcount", "query"
+
+T = "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))"
+T_ROWS = "INSERT INTO t VALUES (1, 'a'), (2, 'b')"
+ALL = "SELECT id, v FROM t ORDER BY id"
+
+CASES: dict[str, list] = {
+    "rollback undoes a delete": [T, T_ROWS, "BEGIN", "DELETE FROM t", (QUERY, ALL, []), "ROLLBACK",
+                                 (QUERY, ALL, [(1, "a"), (2, "b")])],
+    "commit keeps every write": [T, T_ROWS, "START TRANSACTION", "INSERT INTO t VALUES (3, 'c')",
+                                 "UPDATE t SET v = 'B' WHERE id = 2", "DELETE FROM t WHERE id = 1", "COMMIT",
+                                 (QUERY, ALL, [(2, "B"), (3, "c")])],
+    "autocommit off then rollback": [T, T_ROWS, "SET autocommit = 0", "INSERT INTO t VALUES (3, 'c')",
+                                     "ROLLBACK", "SET autocommit = 1", (QUERY, ALL, [(1, "a"), (2, "b")])],
+    "SET autocommit = 1 commits": [T, "SET autocommit = 0", "INSERT INTO t VALUES (3, 'c')",
+                                   "SET autocommit = 1", "ROLLBACK", (QUERY, ALL, [(3, "c")])],
+    "DDL commits implicitly": [T, "BEGIN", "INSERT INTO t VALUES (5, 'e')", "CREATE TABLE other (x INT)",
+                               "ROLLBACK", (QUERY, ALL, [(5, "e")])],
+    "a failed statement keeps the transaction": [
+        T, T_ROWS, "BEGIN", "INSERT INTO t VALUES (3, 'c')", ("INSERT INTO t VALUES (1, 'dup')", ERROR),
+        "COMMIT", (QUERY, ALL, [(1, "a"), (2, "b"), (3, "c")])],
+    "duplicate primary key": [T, T_ROWS, ("INSERT INTO t VALUES (3, 'c'), (1, 'x')", ERROR),
+                              ("INSERT INTO t VALUES (4, 'c'), (4, 'x')", ERROR),
+                              ("UPDATE t SET id = 1 WHERE id = 2", ERROR), (QUERY, ALL, [(1, "a"), (2, "b")])],
+    "unique key, NULLs never collide": [
+        "CREATE TABLE u (a INT, b INT, c INT, PRIMARY KEY (a), UNIQUE KEY ab (a, b))",
+        "INSERT INTO u VALUES (1, NULL, 1)", ("INSERT INTO u VALUES (1, 5, 2)", ERROR),
+        (QUERY, "SELECT a, b, c FROM u", [(1, None, 1)])],
+    "INSERT IGNORE": [T, T_ROWS, ("INSERT IGNORE INTO t VALUES (1, 'x'), (3, 'c'), (3, 'y')", ROWCOUNT, 1),
+                      (QUERY, "SHOW WARNINGS", [("Warning", 1062, "Duplicate entry '1' for key 'PRIMARY'"),
+                                                ("Warning", 1062, "Duplicate entry '3' for key 'PRIMARY'")]),
+                      (QUERY, ALL, [(1, "a"), (2, "b"), (3, "c")])],
+    "REPLACE": [T, T_ROWS, ("REPLACE INTO t VALUES (2, 'B'), (3, 'c')", ROWCOUNT, 3),
+                ("REPLACE t (id, v) VALUES (9, 'z')", ROWCOUNT, 1),
+                (QUERY, ALL, [(1, "a"), (2, "B"), (3, "c"), (9, "z")])],
+    "ON DUPLICATE KEY UPDATE with VALUES()": [
+        "CREATE TABLE c (k INT PRIMARY KEY, n INT)", "INSERT INTO c VALUES (1, 10)",
+        ("INSERT INTO c VALUES (1, 5), (2, 7) ON DUPLICATE KEY UPDATE n = n + VALUES(n)", ROWCOUNT, 3),
+        ("INSERT INTO c VALUES (2, 0) ON DUPLICATE KEY UPDATE n = n", ROWCOUNT, 0),
+        (QUERY, "SELECT k, n FROM c ORDER BY k", [(1, 15), (2, 7)])],
+    "ON DUPLICATE KEY UPDATE with a row alias": [
+        "CREATE TABLE c (k INT PRIMARY KEY, n INT)", "INSERT INTO c VALUES (1, 10)",
+        ("INSERT INTO c VALUES (1, 5) AS new ON DUPLICATE KEY UPDATE n = c.n * new.n", ROWCOUNT, 2),
+        (QUERY, "SELECT k, n FROM c ORDER BY k", [(1, 50)])],
+    "AUTO_INCREMENT and LAST_INSERT_ID()": [
+        "CREATE TABLE a (id BIGINT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(5))",
+        "INSERT INTO a (v) VALUES ('x'), ('y')", (QUERY, "SELECT LAST_INSERT_ID()", [(1,)]),
+        "INSERT INTO a VALUES (NULL, 'z'), (10, 'ten')", (QUERY, "SELECT LAST_INSERT_ID()", [(3,)]),
+        "INSERT INTO a (v) VALUES ('w')", (QUERY, "SELECT LAST_INSERT_ID()", [(11,)]),
+        (QUERY, "SELECT id, v FROM a ORDER BY id", [(1, "x"), (2, "y"), (3, "z"), (10, "ten"), (11, "w")])],
+    "views": [
+        "CREATE TABLE s (id INT PRIMARY KEY, g VARCHAR(5), n INT)",
+        "INSERT INTO s VALUES (1, 'a', 1), (2, 'a', 2), (3, 'b', 5)",
+        "CREATE VIEW per_g AS SELECT g, SUM(n) AS total FROM s GROUP BY g",
+        (QUERY, "SELECT g, total FROM per_g WHERE g = 'a'", [("a", 3)]),
+        "CREATE OR REPLACE VIEW per_g (grp, biggest) AS SELECT g, MAX(n) FROM s GROUP BY g",
+        (QUERY, "SELECT grp, biggest FROM per_g ORDER BY grp", [("a", 2), ("b", 5)]),
+        "DROP VIEW per_g", ("SELECT * FROM per_g", ERROR)],
+    "a view sees the transaction's writes": [
+        T, T_ROWS, "CREATE VIEW big AS SELECT id FROM t WHERE id > 1", "BEGIN", "INSERT INTO t VALUES (7, 'g')",
+        (QUERY, "SELECT id FROM big ORDER BY id", [(2,), (7,)]), "ROLLBACK",
+        (QUERY, "SELECT id FROM big ORDER BY id", [(2,)])],
+}
