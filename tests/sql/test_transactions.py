@@ -229,3 +229,15 @@ def test_kill_mid_transaction_keeps_none_of_it(tmp_path, end):
             assert t == [(1, "x"), (2, "y")] and u == []
         assert sorted(p.name for p in (data_dir / "leaf-0").glob("table-*")) == \
             sorted({f"table-{table.table_id}" for table in reopened.session.catalog.all_tables()})
+
+
+def test_select_for_update_holds_the_write_lock(con, table):
+    writer = other(con)
+    writer.execute("SET lock_wait_timeout = 0.2")
+    con.execute("BEGIN")
+    assert len(con.execute(f"SELECT * FROM {table} FOR UPDATE").fetchall()) == 3
+    with pytest.raises(LockWaitTimeoutError):
+        writer.execute(f"DELETE FROM {table} WHERE a = 1")
+    con.execute("COMMIT")
+    writer.execute(f"DELETE FROM {table} WHERE a = 1")
+    assert rows(con, table) == BASE[1:]
