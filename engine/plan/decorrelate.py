@@ -38,7 +38,7 @@ from engine import types as T
 from engine.errors import UnsupportedError
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, and_all, conjuncts
 from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, MultiJoin,
-                                 Project, Repeat, Scan, Sort, Union, Values)
+                                 Project, Repeat, Scan, Sort, Union, Values, Window)
 from engine.plan.plan_walk import free_refs, node_exprs, refresh, substitute
 from engine.plan.scope import IdGenerator
 
@@ -218,6 +218,13 @@ def push_domain(plan: LogicalPlan, domain: Domain, ids: IdGenerator) -> tuple[Lo
             if residual is not None:
                 residual = _sub(residual, d_map)
         return Join(left, right, kind, lkeys, rkeys, residual), d_map
+    if isinstance(plan, Window):
+        # each outer value's rows are windowed apart: the domain columns join the PARTITION BY
+        child, d_map = push_domain(plan.input, domain, ids)
+        partition = tuple(_sub(k, d_map) for k in plan.partition_by) + tuple(f.ref() for f in d_map.values())
+        order = tuple(dataclasses.replace(k, expr=_sub(k.expr, d_map)) for k in plan.order_by)
+        calls = tuple((f, dataclasses.replace(c, args=tuple(_sub(a, d_map) for a in c.args))) for f, c in plan.calls)
+        return Window(child, partition, order, calls), d_map
     if isinstance(plan, Sort) and plan.limit is None:
         return push_domain(plan.input, domain, ids)       # order inside a subquery does not matter
     if isinstance(plan, Union):

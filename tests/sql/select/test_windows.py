@@ -133,6 +133,13 @@ SHAPES = [
     "SELECT k, SUM(x) OVER (PARTITION BY g ORDER BY k) FROM r ORDER BY k",
     "SELECT t.k, SUM(r.x) OVER (PARTITION BY t.g ORDER BY t.k) FROM t JOIN r ON t.k = r.k ORDER BY t.k",
     "SELECT k, SUM(x) OVER () FROM t WHERE k > 100",
+    # in subqueries: an IN over a ranked derived table (TPC-DS q70's shape), a correlated scalar one
+    # (the outer values join the window's partitions) and one under OR (unnested, not a semi join)
+    "SELECT k FROM t WHERE g IN (SELECT g FROM (SELECT g, RANK() OVER (ORDER BY SUM(x) DESC) AS r FROM t "
+    "GROUP BY g) z WHERE r <= 2) ORDER BY k",
+    "SELECT k, (SELECT SUM(COUNT(*)) OVER () FROM t t2 WHERE t2.g = t.g) FROM t ORDER BY k",
+    "SELECT k, (SELECT MAX(r) FROM (SELECT RANK() OVER (PARTITION BY g ORDER BY x) AS r FROM r) z) FROM t ORDER BY k",
+    "SELECT k FROM t WHERE k < 3 OR x IN (SELECT LAG(x) OVER (ORDER BY k) FROM r) ORDER BY k",
 ]
 
 
