@@ -109,8 +109,9 @@ def _zero(t: T.SqlType):
 
 
 def null_safe_keys(pairs: list[tuple[Expr, Expr, bool]]) -> tuple[tuple[Expr, ...], tuple[Expr, ...]]:
-    """Hash-join keys under which NULL matches NULL: a nullable pair (a, b) becomes
-    (COALESCE(a, 0), a IS NULL) = (COALESCE(b, 0), b IS NULL)."""
+    """Hash-join keys under which NULL matches NULL: a pair (a, b) both of which may be NULL becomes
+    (COALESCE(a, 0), a IS NULL) = (COALESCE(b, 0), b IS NULL); where one side is never NULL a plain
+    equality already is NULL-safe."""
     left, right = [], []
     for a, b, nullable in pairs:
         zero = _zero(a.type)
@@ -125,7 +126,7 @@ def null_safe_keys(pairs: list[tuple[Expr, Expr, bool]]) -> tuple[tuple[Expr, ..
 
 
 def _domain_pairs(a: dict[str, Field], b: dict[str, Field]) -> list[tuple[Expr, Expr, bool]]:
-    return [(a[k].ref(), b[k].ref(), a[k].nullable or b[k].nullable) for k in a]
+    return [(a[k].ref(), b[k].ref(), a[k].nullable and b[k].nullable) for k in a]
 
 
 # --- pushing the dependent join down ---------------------------------------------------------------
@@ -138,6 +139,10 @@ def push_domain(plan: LogicalPlan, domain: Domain, ids: IdGenerator) -> tuple[Lo
         if isinstance(plan, MultiJoin):
             return MultiJoin(plan.inputs_ + (d_plan,), plan.conditions), d_map
         return MultiJoin((plan, d_plan), ()), d_map
+    if isinstance(plan, Filter) and not free_refs(plan.input) & outer_ids:
+        bound = _bound_by_equalities(plan, outer_ids, ids)
+        if bound is not None:
+            return bound
     if isinstance(plan, Filter):
         child, d_map = push_domain(plan.input, domain, ids)
         predicate = _sub(plan.predicate, d_map)
@@ -243,6 +248,40 @@ def push_domain(plan: LogicalPlan, domain: Domain, ids: IdGenerator) -> tuple[Lo
     raise UnsupportedError(f"a correlated subquery over {plan.describe().split()[0]}")
 
 
+def _bound_by_equalities(plan: Filter, outer_ids: set[str], ids: IdGenerator):
+    """Where the filter equates every domain column with an expression of its input
+    (``inner.k = outer.k``), the rows that pass carry their domain value already: that expression is
+    the domain column and no copy of the outer query is joined in (DuckDB's delim-join elimination).
+    Its NULLs are dropped, as the equality did; values no outer row holds find no partner later."""
+    own = plan.input.field_ids()
+    bound: dict[str, Expr] = {}
+    rest: list[Expr] = []
+    for c in conjuncts(plan.predicate):
+        pair = _outer_equality(c, outer_ids, own)
+        if pair is not None and pair[0].id not in bound:
+            bound[pair[0].id] = pair[1]
+        else:
+            rest.append(c)
+    if set(bound) != outer_ids:
+        return None
+    mapping = dict(bound)
+    kept = [substitute(c, mapping) for c in rest]
+    kept += [Call("is_not_null", (e,), T.BOOLEAN) for e in bound.values()]
+    d_map = {k: Field(ids.new("domain"), f"domain", e.type, False) for k, e in bound.items()}
+    exprs = tuple((f, f.ref()) for f in plan.input.fields) + tuple((d_map[k], e) for k, e in bound.items())
+    return Project(Filter(plan.input, and_all(kept)), exprs), d_map
+
+
+def _outer_equality(c: Expr, outer_ids: set[str], own: set[str]):
+    if not (isinstance(c, Call) and c.op == "eq"):
+        return None
+    for o, i in (c.args, c.args[::-1]):
+        if isinstance(o, ColumnRef) and o.id in outer_ids and i.type == o.type \
+                and i.column_ids() and i.column_ids() <= own:
+            return o, i
+    return None
+
+
 def d_map_refs(d_map: dict[str, Field]) -> dict[str, Expr]:
     return {k: f.ref() for k, f in d_map.items()}
 
@@ -254,23 +293,24 @@ def _sub(e: Expr, d_map: dict[str, Field]) -> Expr:
 # --- attaching a use to its outer plan ---------------------------------------------------------------
 def attach(outer: LogicalPlan, uses: list[SubqueryUse], ids: IdGenerator) -> LogicalPlan:
     """``outer`` with one more field per use (``use.result``), each the value of its subquery."""
+    base = outer       # every use's domain comes from the plan before any use was attached
     for use in uses:
-        outer = _attach_one(outer, use, ids)
+        outer = _attach_one(outer, use, ids, base)
     return outer
 
 
-def _attach_one(outer: LogicalPlan, use: SubqueryUse, ids: IdGenerator) -> LogicalPlan:
+def _attach_one(outer: LogicalPlan, use: SubqueryUse, ids: IdGenerator, base: LogicalPlan) -> LogicalPlan:
     if use.kind == "any" and isinstance(use.probe, tuple):
-        return _attach_row_in(outer, use, ids)
+        return _attach_row_in(outer, use, ids, base)
     plan = use.plan
     if use.kind == "exists":
         plan = _strip_limit(plan)
-    outer_fields = {f.id: f for f in outer.fields}
+    outer_fields = {f.id: f for f in base.fields}
     correlated = sorted(free_refs(plan) & set(outer_fields))
     domain = None
     if correlated:
         columns = tuple(outer_fields[c] for c in correlated)
-        domain = Domain(domain_source(outer, set(correlated)), columns, ids)
+        domain = Domain(domain_source(base, set(correlated)), columns, ids)
         inner, d_map = push_domain(plan, domain, ids)
     else:
         inner, d_map = plan, {}
@@ -331,7 +371,7 @@ def _quantified(outer, inner, d_map, use: SubqueryUse, columns, ids):
     return outer, value
 
 
-def _attach_row_in(outer, use: SubqueryUse, ids):
+def _attach_row_in(outer, use: SubqueryUse, ids, base):
     """``(a, b) IN (SELECT c, d ...)``: TRUE where a row equals; else NULL where a row could equal
     were its NULLs (or the probe's) some value; else FALSE. Two EXISTS over the subquery, each
     correlated to the probe's columns."""
@@ -343,8 +383,8 @@ def _attach_row_in(outer, use: SubqueryUse, ids):
         for x, y in zip(probe, values)])
     hit = Field(ids.new("match"), "match", T.BOOLEAN)
     possible = Field(ids.new("maybe"), "maybe", T.BOOLEAN)
-    outer = _attach_one(outer, SubqueryUse("exists", Filter(plan, equal), hit), ids)
-    outer = _attach_one(outer, SubqueryUse("exists", Filter(plan, maybe), possible), ids)
+    outer = _attach_one(outer, SubqueryUse("exists", Filter(plan, equal), hit), ids, base)
+    outer = _attach_one(outer, SubqueryUse("exists", Filter(plan, maybe), possible), ids, base)
     value = Call("case", (hit.ref(), Literal(True, T.BOOLEAN), possible.ref(), Literal(None, T.BOOLEAN),
                           Literal(False, T.BOOLEAN)), T.BOOLEAN)
     if use.negate:
@@ -376,7 +416,7 @@ def _join_back(outer, reduced, d_map, columns, ids, extra=()):
     partners) to ``outer``; returns the joined plan and refs to ``reduced``'s remaining fields."""
     n = len(d_map) + len(extra)
     key_fields = reduced.fields[:n]
-    pairs = [(ColumnRef(k, f.type, f.name), kf.ref(), f.nullable)
+    pairs = [(ColumnRef(k, f.type, f.name), kf.ref(), f.nullable and kf.nullable)
              for (k, f), kf in zip(((k, next(c for c in columns if c.id == k)) for k in d_map), key_fields)]
     lkeys, rkeys = null_safe_keys(pairs)
     lkeys += tuple(extra)

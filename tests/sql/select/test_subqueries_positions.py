@@ -62,6 +62,9 @@ SELECT_LIST = [
     "SELECT id, CASE WHEN EXISTS (SELECT 1 FROM t2 WHERE t2.g = t1.g AND t2.v > 15) THEN 'hi' "
     "WHEN a IN (SELECT a FROM t2 WHERE t2.v < 3) THEN 'lo' ELSE s END FROM t1",
     "SELECT id, COALESCE((SELECT MAX(v) FROM t2 WHERE t2.a = t1.a), -1) * 2 FROM t1",
+    "SELECT id, EXISTS (SELECT 1 FROM t2 WHERE t2.a + 1 = t1.a AND t2.g = t1.g) FROM t1",
+    "SELECT id, (SELECT COUNT(*) FROM t2 WHERE t2.a = t1.a OR (t1.a IS NULL AND t2.a IS NULL)) FROM t1",
+    "SELECT id, EXISTS (SELECT 1 FROM t2 WHERE t2.a = t1.a AND t1.g IS NULL) FROM t1",
     "SELECT id, (SELECT MAX(v) FROM t2 WHERE t2.g = t1.g AND t2.v < (SELECT AVG(v) FROM t2)) FROM t1",
 ]
 
@@ -142,3 +145,14 @@ def test_scalar_subquery_with_several_rows_is_an_error(both, sql):
     con, _ = both
     with pytest.raises(DataError, match="Subquery returns more than 1 row"):
         con.execute(sql).fetchall()
+
+
+def _scans_of_t1(con, sql):
+    return sum(" Scan t1 " in row[0] + " " for row in con.execute("EXPLAIN " + sql).fetchall())
+
+
+def test_equality_correlation_needs_no_copy_of_the_outer_query(both):
+    # t2.a = t1.a: t2.a is the domain column itself; t2.a < t1.a: the distinct t1.a are joined in
+    con, _ = both
+    assert _scans_of_t1(con, "SELECT id, EXISTS (SELECT 1 FROM t2 WHERE t2.a = t1.a) FROM t1") == 1
+    assert _scans_of_t1(con, "SELECT id, EXISTS (SELECT 1 FROM t2 WHERE t2.a < t1.a) FROM t1") == 2
