@@ -11,7 +11,8 @@ is bound, :func:`attach` joins each use to the plan it reads from (the *outer* p
 2. The dependent join of the domain with the subquery is pushed down through the subquery's operators
    (:func:`push_domain`): a filter, projection or join passes the domain columns up; an aggregate groups
    by them too (a keyless one is left-joined back to the domain, so an empty group still yields its
-   one row: COUNT 0, SUM NULL); where a subtree reads no outer column the domain is joined in as
+   one row: COUNT 0, SUM NULL); ``ORDER BY ... LIMIT`` becomes ROW_NUMBER() partitioned by the
+   domain; where a subtree reads no outer column the domain is joined in as
    another input, and every outer reference above becomes a reference to a domain column. Any
    correlation predicate (equality or not, under OR, two levels out) becomes an ordinary predicate.
 3. The result, reduced to at most one row per domain value (with the counts the SQL semantics need),
@@ -38,7 +39,7 @@ from engine import types as T
 from engine.errors import UnsupportedError
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, and_all, conjuncts
 from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, MultiJoin,
-                                 Project, Repeat, Scan, Sort, Union, Values, Window)
+                                 Project, Repeat, Scan, Sort, SortKey, Union, Values, Window, WindowCall)
 from engine.plan.plan_walk import free_refs, node_exprs, refresh, substitute
 from engine.plan.scope import IdGenerator
 
@@ -232,6 +233,8 @@ def push_domain(plan: LogicalPlan, domain: Domain, ids: IdGenerator) -> tuple[Lo
         return Window(child, partition, order, calls), d_map
     if isinstance(plan, Sort) and plan.limit is None:
         return push_domain(plan.input, domain, ids)       # order inside a subquery does not matter
+    if isinstance(plan, Limit) or isinstance(plan, Sort):
+        return _push_limit(plan, domain, ids)
     if isinstance(plan, Union):
         pushed = [push_domain(i, domain, ids) for i in plan.inputs_]
         d_fields = {k: Field(ids.new("domain"), f.name, f.type, f.nullable) for k, f in pushed[0][1].items()}
@@ -243,9 +246,28 @@ def push_domain(plan: LogicalPlan, domain: Domain, ids: IdGenerator) -> tuple[Lo
                            for k, d in d_fields.items())
             inputs.append(Project(p, exprs))
         return Union(tuple(inputs), plan.fields + tuple(d_fields.values())), d_fields
-    if isinstance(plan, (Sort, Limit)):
-        raise UnsupportedError("LIMIT in a correlated subquery")
     raise UnsupportedError(f"a correlated subquery over {plan.describe().split()[0]}")
+
+
+def _push_limit(plan: LogicalPlan, domain: Domain, ids: IdGenerator):
+    """``ORDER BY k LIMIT n OFFSET m`` per domain value: ROW_NUMBER() OVER (PARTITION BY the domain
+    ORDER BY k) kept between m + 1 and m + n."""
+    count, offset = (plan.limit, 0) if isinstance(plan, Sort) else (plan.count, plan.offset)
+    below = plan.input
+    keys: tuple[SortKey, ...] = plan.keys if isinstance(plan, Sort) else ()
+    if isinstance(plan, Limit) and isinstance(below, Sort):
+        if below.limit is not None:
+            count = below.limit if count is None else min(count, max(below.limit - offset, 0))
+        keys, below = below.keys, below.input
+    child, d_map = push_domain(below, domain, ids)
+    number = Field(ids.new("row_number"), "row_number", T.BIGINT, False)
+    order = tuple(SortKey(_sub(k.expr, d_map), k.ascending, k.nulls_first) for k in keys)
+    numbered = Window(child, tuple(f.ref() for f in d_map.values()), order,
+                      ((number, WindowCall("row_number", (), T.BIGINT)),))
+    kept = [Call("gt", (number.ref(), Literal(offset, T.BIGINT)), T.BOOLEAN)]
+    if count is not None:
+        kept.append(Call("le", (number.ref(), Literal(offset + count, T.BIGINT)), T.BOOLEAN))
+    return Project(Filter(numbered, and_all(kept)), tuple((f, f.ref()) for f in child.fields)), d_map
 
 
 def _bound_by_equalities(plan: Filter, outer_ids: set[str], ids: IdGenerator):

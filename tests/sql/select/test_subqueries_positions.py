@@ -65,6 +65,11 @@ SELECT_LIST = [
     "SELECT id, EXISTS (SELECT 1 FROM t2 WHERE t2.a + 1 = t1.a AND t2.g = t1.g) FROM t1",
     "SELECT id, (SELECT COUNT(*) FROM t2 WHERE t2.a = t1.a OR (t1.a IS NULL AND t2.a IS NULL)) FROM t1",
     "SELECT id, EXISTS (SELECT 1 FROM t2 WHERE t2.a = t1.a AND t1.g IS NULL) FROM t1",
+    # ORDER BY ... LIMIT per outer row (ROW_NUMBER over the domain); DESC puts NULLs last in both
+    "SELECT id, (SELECT v FROM t2 WHERE t2.g = t1.g ORDER BY v DESC LIMIT 1) FROM t1",
+    "SELECT id, (SELECT v FROM t2 WHERE t2.g = t1.g AND v IS NOT NULL ORDER BY v LIMIT 1 OFFSET 1) FROM t1",
+    "SELECT id, (SELECT v FROM t2 WHERE t2.a < t1.a ORDER BY v DESC LIMIT 1) FROM t1",
+    "SELECT id, a IN (SELECT a FROM t2 WHERE t2.g = t1.g ORDER BY v DESC, a DESC LIMIT 2) FROM t1",
     "SELECT id, (SELECT MAX(v) FROM t2 WHERE t2.g = t1.g AND t2.v < (SELECT AVG(v) FROM t2)) FROM t1",
 ]
 
