@@ -261,7 +261,7 @@ def _aggregate(call: WindowCall, batch, rows: _Rows, lo: np.ndarray, hi: np.ndar
         return pa.array(counts)
     empty = counts == 0
     if call.func in ("min", "max"):
-        ranks = pc.rank(value, tiebreaker="dense").to_numpy().astype(np.int64)
+        ranks = _order_preserving_int64(value)
         chosen = np.empty(n, dtype=np.int64)
         kernels.window_arg_extreme(ranks, valid, lo, hi, call.func == "max", chosen)
         return _take(value, chosen, chosen >= 0)
@@ -273,6 +273,20 @@ def _aggregate(call: WindowCall, batch, rows: _Rows, lo: np.ndarray, hi: np.ndar
     pair = pa.RecordBatch.from_arrays([total, pa.array(counts)], names=["sum", "count"])
     quotient = Call("divide", (ColumnRef("sum", total_type), ColumnRef("count", count_type)), call.type)
     return evaluate_array(quotient, pair, params)
+
+
+def _order_preserving_int64(value: pa.Array) -> np.ndarray:
+    """int64 keys ordered as the values are (NULL slots arbitrary): integers and dates as they are,
+    floats by their IEEE bits (negative ones flipped), other types by their dense rank (a sort)."""
+    t = value.type
+    if (pa.types.is_integer(t) and t != pa.uint64()) or pa.types.is_date(t) or pa.types.is_timestamp(t):
+        if pa.types.is_date32(t):
+            value = value.cast(pa.int32())
+        return np.ascontiguousarray(value.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64)
+    if pa.types.is_floating(t):
+        bits = value.cast(pa.float64()).fill_null(0.0).to_numpy().view(np.int64)
+        return np.ascontiguousarray(np.where(bits < 0, bits ^ np.int64(0x7FFFFFFFFFFFFFFF), bits))
+    return np.ascontiguousarray(pc.rank(value, tiebreaker="dense").to_numpy(), dtype=np.int64)
 
 
 def _sum(value: pa.Array, valid: np.ndarray, rows: _Rows, lo, hi, empty: np.ndarray) -> pa.Array:
