@@ -38,7 +38,8 @@ _RANKING = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense
             exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist", exp.Ntile: "ntile"}
 _OFFSET = {exp.Lag: "lag", exp.Lead: "lead"}
 _VALUE = {exp.FirstValue: "first_value", exp.LastValue: "last_value", exp.NthValue: "nth_value"}
-_AGGREGATE_NODES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+_AGGREGATE_NODES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.StddevSamp, exp.StddevPop, exp.Stddev,
+                    exp.Variance, exp.VariancePop)
 
 WHOLE_PARTITION = WindowFrame("rows", FrameBound("unbounded_preceding"), FrameBound("unbounded_following"))
 RUNNING = WindowFrame("range", FrameBound("unbounded_preceding"), FrameBound("current_row"))

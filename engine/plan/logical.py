@@ -350,7 +350,8 @@ class WindowFrame:
 RANKING_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
 OFFSET_FUNCTIONS = ("lag", "lead")
 VALUE_FUNCTIONS = ("first_value", "last_value", "nth_value")
-WINDOW_AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
+WINDOW_AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max", "var_pop", "var_samp", "stddev_pop",
+                     "stddev_samp")
 
 
 @dataclass(frozen=True)

@@ -265,6 +265,8 @@ def _aggregate(call: WindowCall, batch, rows: _Rows, lo: np.ndarray, hi: np.ndar
         chosen = np.empty(n, dtype=np.int64)
         kernels.window_arg_extreme(ranks, valid, lo, hi, call.func == "max", chosen)
         return _take(value, chosen, chosen >= 0)
+    if call.func in _MOMENTS:
+        return _moment(call.func, value, valid, rows, lo, hi, counts)
     total = _sum(value, valid, rows, lo, hi, empty)
     if call.func == "sum":
         return total
@@ -273,6 +275,32 @@ def _aggregate(call: WindowCall, batch, rows: _Rows, lo: np.ndarray, hi: np.ndar
     pair = pa.RecordBatch.from_arrays([total, pa.array(counts)], names=["sum", "count"])
     quotient = Call("divide", (ColumnRef("sum", total_type), ColumnRef("count", count_type)), call.type)
     return evaluate_array(quotient, pair, params)
+
+
+_MOMENTS = {"var_pop": (False, False), "var_samp": (True, False), "stddev_pop": (False, True),
+            "stddev_samp": (True, True)}      # (sample, square root)
+
+
+def _moment(func: str, value: pa.Array, valid: np.ndarray, rows: _Rows, lo, hi, counts) -> pa.Array:
+    """Variance / standard deviation over each frame from prefix sums of the values centred on their
+    partition's mean (so the sums of squares do not cancel away a large mean's digits): with
+    d = x - mean, M2 = sum(d^2) - sum(d)^2 / n. MySQL's results: a population statistic of one value
+    is 0, a sample one of fewer than two values NULL."""
+    sample, root = _MOMENTS[func]
+    n = len(value)
+    x = np.ascontiguousarray(value.cast(pa.float64()).fill_null(0.0).to_numpy())
+    part_sum, part_count = np.empty(n), np.empty(n, dtype=np.int64)
+    kernels.window_sum_float(x, valid, rows.part_start, rows.part_start, rows.part_end, part_sum)
+    kernels.window_count(valid, rows.part_start, rows.part_start, rows.part_end, part_count)
+    d = np.where(valid.astype(bool), x - part_sum / np.maximum(part_count, 1), 0.0)
+    s1, s2 = np.empty(n), np.empty(n)
+    kernels.window_sum_float(np.ascontiguousarray(d), valid, rows.part_start, lo, hi, s1)
+    kernels.window_sum_float(np.ascontiguousarray(d * d), valid, rows.part_start, lo, hi, s2)
+    safe = np.maximum(counts, 1)
+    m2 = np.maximum(s2 - s1 * s1 / safe, 0.0)
+    missing = counts < (2 if sample else 1)
+    result = m2 / np.maximum(counts - 1 if sample else counts, 1)
+    return pa.array(np.sqrt(result) if root else result, mask=missing)
 
 
 def _order_preserving_int64(value: pa.Array) -> np.ndarray:

@@ -86,6 +86,9 @@ AGGREGATES = [
     "SELECT k, SUM(f) OVER (ORDER BY k), AVG(f) OVER (PARTITION BY g ORDER BY k), AVG(x) OVER (PARTITION BY g) FROM t ORDER BY k",
     "SELECT k, MIN(x) OVER (PARTITION BY g ORDER BY k), MAX(x) OVER (PARTITION BY g ORDER BY k), MIN(s) OVER (), MAX(p) OVER (ORDER BY x) FROM t ORDER BY k",
     "SELECT k, COUNT(*) OVER (PARTITION BY g ORDER BY x), COUNT(s) OVER (PARTITION BY g ORDER BY x DESC) FROM t ORDER BY k",
+    "SELECT k, STDDEV_POP(x) OVER (PARTITION BY g), STDDEV_SAMP(p) OVER (ORDER BY k ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), "
+    "VAR_POP(f) OVER (ORDER BY k), VAR_SAMP(x) OVER (PARTITION BY g ORDER BY k ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) "
+    "FROM t ORDER BY k",
 ]
 
 FRAMES = [
@@ -148,6 +151,13 @@ def test_matches_duckdb(both, sql):
     check(both, sql)
 
 
+def test_variance_of_a_large_mean_keeps_its_digits(both):
+    con, duck = both
+    sql = ("SELECT k, VAR_POP(k + 1e9) OVER (ORDER BY k ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), "
+           "STDDEV_SAMP(k * 1e-3 + 1e12) OVER (ORDER BY k) FROM t ORDER BY k")
+    check(both, sql)
+
+
 def test_windows_in_a_cte_joined_back(both):
     sql = ("WITH v AS (SELECT g, k, AVG(x) OVER (PARTITION BY g) AS a FROM t) "
            "SELECT v.k, v.a, w.k FROM v JOIN v w ON v.g = w.g AND w.k = v.k + 1 ORDER BY v.k")
@@ -164,6 +174,7 @@ def test_windows_in_a_cte_joined_back(both):
     ("SELECT SUM(x) OVER (ORDER BY k, x RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", BindError,
      "exactly one ORDER BY"),
     ("SELECT COUNT(DISTINCT x) OVER () FROM t", UnsupportedError, "DISTINCT"),
+    ("SELECT MEDIAN(x) OVER () FROM t", UnsupportedError, "MEDIAN as a window function"),
     ("SELECT NTILE(0) OVER (ORDER BY k) FROM t", BindError, "NTILE"),
     ("SELECT SUM(x) OVER (ORDER BY k ROWS BETWEEN CURRENT ROW AND 1 PRECEDING) FROM t", BindError, "empty"),
     ("SELECT SUM(x) OVER (w ORDER BY k) FROM t WINDOW w AS (ORDER BY x)", BindError, "ORDER BY already"),
