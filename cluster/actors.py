@@ -47,8 +47,7 @@ from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.operators.base import Deadline
 from engine.exec.profile import TaskProfile
 from engine.exec.stages import decode_stage
-from engine.storage.columnstore.commit import COMMIT_MAGIC, FLOOR_MAGIC, Committer, _on_threads
-from engine.storage.columnstore.wal import read_records
+from engine.storage.columnstore.commit import CommitLogContents, Committer, _on_threads
 
 CANCEL_MEMORY_S = 600.0     # how long a leaf remembers a cancelled query id
 STAGED_IDLE_S = 3600.0      # a load whose chunks stopped arriving this long ago is dropped (its driver died)
@@ -179,8 +178,9 @@ class LeafActor:
         from engine.storage.columnstore import StoreOptions
 
         d = self.durable
-        records, _ = read_records(Path(d.commit_log), (COMMIT_MAGIC, FLOOR_MAGIC))
-        committed = frozenset(csn for magic, csn, _ in records if magic == COMMIT_MAGIC)
+        log = CommitLogContents.read(Path(d.commit_log))
+        log.check()
+        committed = frozenset(log.committed)
         # flushes and merges run on the committer's background thread, not in the statement
         committer = _LeafCommitter(None, background_merges=True, background_flushes=True)
         storage = LeafStorage(Path(d.leaf_dir), committer, StoreOptions.from_options(dict(d.options)))
@@ -260,14 +260,15 @@ class LeafActor:
         self.prepare(txn, [(table_id, pieces, replace)], csn)
 
     def prepare(self, txn: str, writes: Sequence[tuple[int, Sequence[tuple[Optional[int], list]], bool]],
-                csn: Optional[int] = None, staged_rows: Optional[int] = None) -> None:
+                csn: Optional[int] = None, staged_rows: Optional[int] = None) -> list[str]:
         """Hold ``writes`` — (table id, [(partition (None: the reference copy), batches)], replace) —
         until ``commit_write``; called again with the same ``txn`` the writes join the same transaction.
         ``staged_rows``: the transaction is a streaming load whose chunks this leaf already holds
         (``stage_chunk``, staged under ``txn``): they are prepared first, and must be that many rows (a
         leaf restarted during the load has lost them). Durable stores (``csn`` given) also write and
         sync them: WAL records or segments plus a delta, all ignored by recovery unless the commit log
-        gets ``csn``. A failure aborts the whole transaction here."""
+        gets ``csn``. A failure aborts the whole transaction here. Returns the partitions given a WAL
+        record (``leaf-N/table-ID/part-P``), which the commit record names."""
         pending = self._begin(txn, csn)
         added = len(pending.writes)
         try:
@@ -295,14 +296,16 @@ class LeafActor:
         except BaseException:
             self.abort_write(txn)
             raise
+        return [p.store.participant for p in pending.writes[added:] if getattr(p, "wal_record", False)]
 
     def prepare_delete(self, txn: str, table_id: int, keys: Sequence[Optional[int]], matcher,
-                       collect: bool, csn: Optional[int] = None) -> tuple[int, list]:
+                       collect: bool, csn: Optional[int] = None) -> tuple[int, list, list[str]]:
         """Mark the rows ``matcher`` (engine.sql.dml.RowMatcher) selects in this leaf's partitions
         ``keys`` of the table, on threads (one per partition): durable stores write their delete
         bitmaps and sync them (``prepare_delete``), memory stores hold their kept rows until commit.
         Returns (rows matched, the matched rows themselves when ``collect``: an UPDATE's driver
-        computes their new versions). A failure aborts the whole transaction here."""
+        computes their new versions, the partitions given a WAL record). A failure aborts the whole
+        transaction here."""
         pending = self._begin(txn, csn)
         try:
             stores = [self._store(table_id, key) for key in keys]
@@ -317,7 +320,8 @@ class LeafActor:
             self.abort_write(txn)
             raise
         rows = [b for p in parts for b in p.deleted_rows] if collect else []
-        return sum(p.deleted for p in parts), rows
+        return (sum(p.deleted for p in parts), rows,
+                [p.store.participant for p in parts if getattr(p, "wal_record", False)])
 
     def _begin(self, txn: str, csn: Optional[int]) -> _LeafTransaction:
         pending = self._pending.get(txn)
@@ -341,8 +345,7 @@ class LeafActor:
         commit lock it holds is released."""
         if not self._pending:
             return
-        records, _ = read_records(Path(self.durable.commit_log), (COMMIT_MAGIC, FLOOR_MAGIC))
-        committed = {csn for magic, csn, _ in records if magic == COMMIT_MAGIC}
+        committed = CommitLogContents.read(Path(self.durable.commit_log)).committed
         for txn, pending in list(self._pending.items()):
             if pending.csn in committed:
                 self.commit_write(txn)

@@ -258,7 +258,8 @@ class RayRunner(Runner):
                                  f"{'in ' + deployed if deployed else 'in memory'}, not in {data_dir}")
         if deployed is not None:
             # the leaves hold their partitions open; reopening here only reads the catalog and log
-            self._data = DataDirectory(deployed, self.num_leaves, self.partitions_per_leaf, storage_options)
+            self._data = DataDirectory(deployed, self.num_leaves, self.partitions_per_leaf, storage_options,
+                                       verify=False)
             self.catalog = self._data.catalog
             self._finish_recovery()
             return
@@ -377,10 +378,11 @@ class RayRunner(Runner):
         with self._write_lock:
             csn = self._data.log.next_csn() if self._data is not None else None
             touched: set[int] = set()          # leaves holding a part of the transaction
+            participants: list[str] = []        # partitions given a WAL record (the commit record names them)
             deleted = 0
             try:
                 if delete is not None:
-                    deleted, rewritten = self._prepare_delete(txn, csn, *delete, touched)
+                    deleted, rewritten = self._prepare_delete(txn, csn, *delete, touched, participants)
                     if rewritten is not None and rewritten.num_rows:
                         writes = [*writes, (delete[0], self._place(delete[0], rewritten), False)]
                 if delete is not None and not deleted and not writes:    # matched no row: no commit record
@@ -396,12 +398,10 @@ class RayRunner(Runner):
                     by_leaf.setdefault(i, [])
                 touched.update(by_leaf)
                 refs = [self.leaves[i].prepare.remote(txn, ops, csn, staged_rows.get(i)) for i, ops in by_leaf.items()]
-                if staged is not None:
-                    staged.get(refs, "preparing")
-                else:
-                    self._get(refs)
+                prepared = staged.get(refs, "preparing") if staged is not None else self._get(refs)
+                participants.extend(name for names in prepared for name in names or ())
                 if self._data is not None and touched:
-                    self._data.log.commit(csn)      # the commit point
+                    self._data.log.commit(csn, participants)      # the commit point
             except BaseException:
                 for i in touched:
                     self.leaves[i].abort_write.remote(txn)
@@ -412,7 +412,7 @@ class RayRunner(Runner):
             return deleted
 
     def _prepare_delete(self, txn: str, csn: Optional[int], table: TableDef, matcher, rewrite,
-                        touched: set[int]) -> tuple[int, Optional[pa.Table]]:
+                        touched: set[int], participants: list[str]) -> tuple[int, Optional[pa.Table]]:
         """Every leaf prepares the delete; (rows matched, their new versions for an UPDATE). A
         reference table's copies are alike: leaf 0's count and rows are the table's."""
         counted = range(1) if table.reference else range(self.num_leaves)
@@ -420,6 +420,7 @@ class RayRunner(Runner):
         results = self._get([leaf.prepare_delete.remote(txn, table.table_id, self._keys(table, i), matcher,
                                                         rewrite is not None and i in counted, csn)
                              for i, leaf in enumerate(self.leaves)])
+        participants.extend(name for result in results for name in result[2])
         deleted = sum(results[i][0] for i in counted)
         if rewrite is None or not deleted:
             return deleted, None

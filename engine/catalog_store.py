@@ -1,8 +1,9 @@
 """The catalog persisted in ``data_dir/catalog.json`` (databases, tables, columns, shard and sort keys),
 and the optimizer's column statistics in ``data_dir/statistics.json`` (:class:`PersistentStatistics`).
 
-The file carries a format version; :func:`load` migrates older versions (none yet) and refuses newer
-ones. Every catalog change rewrites the file atomically before the change returns, so a crash leaves
+The file carries a format version and (from version 2) a CRC32 (``files.write_checked_json``): a
+damaged catalog raises :class:`StorageCorruptionError` naming it, never a raw KeyError; version 1
+(plain JSON) is still read, newer versions are refused. Every catalog change rewrites the file atomically before the change returns, so a crash leaves
 the old catalog or the new one. Table data directories whose table the catalog does not name (a crash
 between CREATE's storage and its catalog entry, or between DROP's two steps) are removed on open.
 """
@@ -12,7 +13,6 @@ import dataclasses
 import datetime
 import decimal
 import itertools
-import json
 import logging
 import threading
 from pathlib import Path
@@ -22,14 +22,14 @@ import pyarrow as pa
 
 import engine.catalog as catalog_module
 from engine.catalog import Catalog, ColumnDef, TableDef, UniqueKey, ViewDef
-from engine.errors import ExecutionError
-from engine.storage.columnstore.files import write_atomic
+from engine.errors import ExecutionError, StorageCorruptionError
+from engine.storage.columnstore.files import read_checked_json, write_checked_json
 from engine.types import SqlType
 
 FORMAT = "canopy-catalog"
-VERSION = 1
+VERSION = 2                     # 2: under a CRC32
 STATISTICS_FORMAT = "canopy-statistics"
-STATISTICS_VERSION = 1
+STATISTICS_VERSION = 2          # 2: under a CRC32
 
 log = logging.getLogger(__name__)
 
@@ -93,22 +93,39 @@ class PersistentCatalog(Catalog):
                  "views": [{"name": v.name, "sql": v.sql, "columns": list(v.columns)} for v in self.views(db)]}
                 for db in self.databases()]}
         with self._save_lock:
-            write_atomic(self.path, json.dumps(document, indent=1).encode())
+            write_checked_json(self.path, document)
 
 
 def _load(path: Path) -> list[tuple[str, list[TableDef], list[ViewDef]]]:
-    try:
-        document = json.loads(path.read_text())
-    except ValueError as error:
-        raise ExecutionError(f"catalog {path} cannot be read: {error}") from None
+    document, checked = read_checked_json(path, "catalog")
     if document.get("format") != FORMAT:
-        raise ExecutionError(f"{path} is not a Canopy catalog")
+        raise StorageCorruptionError(f"catalog {path} is corrupt: not a Canopy catalog", path)
     version = document.get("version")
     if not isinstance(version, int) or version > VERSION:
         raise ExecutionError(f"catalog {path} has format version {version}; this Canopy reads up to {VERSION}")
-    return [(db["name"], [_table_from_json(t, db["name"]) for t in db["tables"]],
-             [ViewDef(db["name"], v["name"], v["sql"], tuple(v["columns"])) for v in db.get("views", ())])
-            for db in document["databases"]]
+    if not checked and version > 1:
+        raise StorageCorruptionError(f"catalog {path} is corrupt: version {version} without its checksum", path)
+    try:
+        return [(db["name"], [_table_from_json(t, db["name"]) for t in db["tables"]],
+                 [ViewDef(db["name"], v["name"], v["sql"], tuple(v["columns"])) for v in db.get("views", ())])
+                for db in document["databases"]]
+    except (KeyError, TypeError, ValueError, decimal.InvalidOperation) as error:
+        raise StorageCorruptionError(f"catalog {path} is corrupt: a table entry cannot be read ({error!r})",
+                                     path) from None
+
+
+def check_statistics_file(path: Path) -> Optional[dict]:
+    """The statistics document (None: no file), checked: StorageCorruptionError when it is damaged."""
+    try:
+        document, checked = read_checked_json(path, "statistics file")
+    except FileNotFoundError:
+        return None
+    version = document.get("version")
+    if document.get("format") != STATISTICS_FORMAT or not isinstance(version, int) or version > STATISTICS_VERSION \
+            or (not checked and version > 1) or not isinstance(document.get("columns"), list):
+        raise StorageCorruptionError(f"statistics file {path} is corrupt: unknown format or version {version!r}",
+                                     path)
+    return document
 
 
 def _table_to_json(table: TableDef) -> dict:
@@ -159,13 +176,6 @@ def _reserve_table_ids(highest: int) -> None:
     catalog_module._table_ids = itertools.count(max(current, highest + 1))
 
 
-def open_catalog(path: Path, default_database: Optional[str] = "canopy") -> PersistentCatalog:
-    catalog = PersistentCatalog(path)
-    if default_database is not None:
-        catalog.create_database(default_database, if_not_exists=True)
-    return catalog
-
-
 class PersistentStatistics:
     """Column statistics (``engine.stats.ColumnStats``: nulls, min, max, NDV, frequent values,
     histogram, text sample, runs) kept across restarts, so the first query after reopening a data
@@ -174,9 +184,9 @@ class PersistentStatistics:
 
     ``engine.statistics.RunnerStatistics`` loads them when it starts and saves them whenever it
     collects or forgets some; they carry the row count they were collected at, and the 20% staleness
-    rule applies after a reopen as before. Statistics only steer plans, never results: a file that
-    cannot be read is logged and ignored (they are collected again), and an entry of a dropped table
-    or column is skipped."""
+    rule applies after a reopen as before. A damaged file (its CRC32 fails) raises
+    :class:`StorageCorruptionError` like any other damaged file of the data directory; an entry of
+    a dropped table or column is skipped."""
 
     def __init__(self, path: Path, catalog: Catalog):
         self.path = Path(path)
@@ -190,12 +200,10 @@ class PersistentStatistics:
         from engine.stats import ColumnStats
         from engine.stats.histogram import Bucket
 
-        if not self.path.exists():
+        document = check_statistics_file(self.path)
+        if document is None:
             return {}
         try:
-            document = json.loads(self.path.read_text())
-            if document.get("format") != STATISTICS_FORMAT or document.get("version", 0) > STATISTICS_VERSION:
-                raise ValueError(f"unknown format or version {document.get('version')}")
             columns = self._columns()
             out = {}
             for entry in document["columns"]:
@@ -228,6 +236,6 @@ class PersistentStatistics:
                             "buckets": [[_value_to_json(b.upper), b.rows, b.distinct] for b in st.buckets],
                             "sample": None if st.sample is None else st.sample.to_pylist(),
                             "runs": st.runs, "descents": st.descents, "partitions": st.partitions})
-        data = json.dumps({"format": STATISTICS_FORMAT, "version": STATISTICS_VERSION, "columns": entries}).encode()
+        document = {"format": STATISTICS_FORMAT, "version": STATISTICS_VERSION, "columns": entries}
         with self._lock:
-            write_atomic(self.path, data)
+            write_checked_json(self.path, document)

@@ -89,6 +89,17 @@ class LockWaitTimeoutError(ExecutionError):
     """A write waited longer than ``lock_wait_timeout`` for a table another transaction is writing."""
 
 
+class StorageCorruptionError(ExecutionError):
+    """A durable file failed its checksum or cannot be parsed (a data directory's WAL, commit log,
+    manifest, catalog, statistics, segment or delete file). ``path`` names the file and ``offset``
+    the byte where the damage was found (None: somewhere in the file). Nothing was changed: the files
+    stay as they were for inspection (``python -m engine.fsck DATA_DIR`` lists every problem)."""
+
+    def __init__(self, message: str, path=None, offset: Optional[int] = None):
+        self.path, self.offset = (str(path) if path is not None else None), offset
+        super().__init__(message)
+
+
 class BadDataError(CanopyError, DataError):
     """Data that does not fit: an overflowing value, an unparsable CSV field, a division overflow."""
 
@@ -124,6 +135,7 @@ PEP249_CLASS = {
     TypeMismatchError: ProgrammingError,
     UnsupportedError: NotSupportedError,
     ExecutionError: OperationalError,
+    StorageCorruptionError: OperationalError,
     BadDataError: DataError,
     ConstraintError: IntegrityError,
     CanopyInternalError: InternalError,

@@ -94,9 +94,9 @@ def test_a_leaf_restarted_between_prepare_and_commit_applies_the_statement_from_
     before = _totals(con)
     commit = runner._data.log.commit
 
-    def kill_then_commit(csn: int) -> None:
+    def kill_then_commit(csn: int, participants=()) -> None:
         _kill_and_wait(runner, 1)
-        commit(csn)
+        commit(csn, participants)
 
     monkeypatch.setattr(runner._data.log, "commit", kill_then_commit)
     con.execute("INSERT INTO t VALUES " + ", ".join(f"({i}, 2)" for i in range(4000, 4040)))

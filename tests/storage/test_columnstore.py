@@ -8,8 +8,9 @@ import pyarrow.ipc as ipc
 import pytest
 
 import engine
-from engine.errors import Error
+from engine.errors import Error, StorageCorruptionError
 from engine.storage.columnstore import ColumnstorePartitionStore, CommitLog, Committer, StoreOptions
+from engine.storage.columnstore.wal import encode_wal_record
 
 SMALL = dict(flush_rows=1000, segment_rows=4000, chunk_rows=500)
 
@@ -110,8 +111,8 @@ def test_flush_sorts_encodes_and_merges(tmp_path):
     first = keys[:info.rows]
     assert first == sorted(first)
     assert all(b.num_rows <= 300 for b in store.scan(["tag", "k"], batch_rows=300))
-    manifest = json.loads((store.directory / "manifest.json").read_text())
-    assert manifest["version"] == 3 and {"min", "max", "nulls", "distinct", "sketch"} <= set(manifest["segments"][0]["columns"]["k"])
+    manifest = json.loads((store.directory / "manifest.json").read_text())["document"]
+    assert manifest["version"] == 4 and {"min", "max", "nulls", "distinct", "sketch"} <= set(manifest["segments"][0]["columns"]["k"])
     assert set(manifest["segments"][0]["checksums"]["columns"]) == set(schema.names)
 
 
@@ -136,23 +137,32 @@ def test_segment_elimination_by_zone_maps(tmp_path):
 
 
 def test_torn_wal_tail_is_dropped(tmp_path):
+    """A crash between a statement's WAL record and its commit record can tear that record: the torn
+    tail is dropped. The same cut in a committed statement's record is damage: refused, untouched."""
     schema = pa.schema([("a", pa.int64())])
     store, log = _store(tmp_path, schema)
     store.append(pa.record_batch([pa.array([1, 2, 3], pa.int64())], schema=schema))
     store.append(pa.record_batch([pa.array([4], pa.int64())], schema=schema))
-    wal = store.directory / json.loads((store.directory / "manifest.json").read_text())["wal"]
+    wal = store.directory / json.loads((store.directory / "manifest.json").read_text())["document"]["wal"]
     store.close()
     log.close()
-    data = wal.read_bytes()
-    wal.write_bytes(data[:-3])                       # the second record torn mid-payload
+    committed = wal.read_bytes()
+    wal.write_bytes(committed[:-3])                  # the committed second record cut short
+    with pytest.raises(StorageCorruptionError, match=f"{wal.name} is corrupt at byte"):
+        _store(tmp_path, schema)
+    assert wal.read_bytes() == committed[:-3]        # left for inspection
+    uncommitted = encode_wal_record(10**6, schema, [pa.record_batch([pa.array([9], pa.int64())], schema=schema)],
+                                    seen=None)
+    data = committed + uncommitted
+    wal.write_bytes(data[:-3])                       # a record whose commit record never came, torn
     store, log = _store(tmp_path, schema)
-    assert [b.column(0).to_pylist() for b in store.scan(["a"])] == [[1, 2, 3]]
-    assert wal.stat().st_size < len(data) - 3        # truncated to the valid prefix
+    assert [b.column(0).to_pylist() for b in store.scan(["a"])] == [[1, 2, 3], [4]]
+    assert wal.stat().st_size == len(committed)      # truncated to the valid prefix
     store.append(pa.record_batch([pa.array([5], pa.int64())], schema=schema))
     store.close()
     log.close()
     store, _ = _store(tmp_path, schema)
-    assert sorted(v for b in store.scan(["a"]) for v in b.column(0).to_pylist()) == [1, 2, 3, 5]
+    assert sorted(v for b in store.scan(["a"]) for v in b.column(0).to_pylist()) == [1, 2, 3, 4, 5]
 
 
 def test_uncommitted_statement_is_not_recovered(tmp_path):
@@ -191,8 +201,8 @@ def test_corrupt_segment_byte_names_the_file(tmp_path):
 def test_catalog_format_version(tmp_path):
     con = _connect(tmp_path)
     con.close()
-    document = json.loads((tmp_path / "catalog.json").read_text())
-    assert document["format"] == "canopy-catalog" and document["version"] == 1
+    document = json.loads((tmp_path / "catalog.json").read_text())["document"]
+    assert document["format"] == "canopy-catalog" and document["version"] == 2
     document["version"] = 99
     (tmp_path / "catalog.json").write_text(json.dumps(document))
     with pytest.raises(Error, match="format version 99"):

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import engine
+from engine.errors import StorageCorruptionError
 
 
 def _open(path):
@@ -53,25 +54,29 @@ def test_forgotten_and_dropped_statistics_are_not_kept(data_dir):
     table = con.session.catalog.table("canopy", "t")
     assert con.session.statistics.cached(table, "x") is None
     con.close()
-    assert json.loads((path / "statistics.json").read_text())["columns"] == []
+    assert json.loads((path / "statistics.json").read_text())["document"]["columns"] == []
     con = _open(path)
     con.execute("ANALYZE TABLE t")
     con.execute("DROP TABLE t")
     con.execute("CREATE TABLE u (a INT)")
     con.execute("ANALYZE TABLE u")                              # saving skips the dropped table
     con.close()
-    tables = {e["table"] for e in json.loads((path / "statistics.json").read_text())["columns"]}
+    tables = {e["table"] for e in json.loads((path / "statistics.json").read_text())["document"]["columns"]}
     assert len(tables) == 1 and table.table_id not in tables
 
 
-def test_an_unreadable_file_is_ignored(data_dir, caplog):
+def test_a_damaged_file_refuses_the_open_and_stays(data_dir):
     path, before = data_dir
-    (path / "statistics.json").write_text("{not json")
+    data = bytearray((path / "statistics.json").read_bytes())
+    data[len(data) // 2] ^= 0x04
+    (path / "statistics.json").write_bytes(bytes(data))
+    with pytest.raises(StorageCorruptionError, match="statistics file .*statistics.json is corrupt"):
+        _open(path)
+    assert (path / "statistics.json").read_bytes() == bytes(data)
+    (path / "statistics.json").unlink()              # the operator's way out: collected again
     con = _open(path)
     table = con.session.catalog.table("canopy", "t")
-    assert con.session.statistics.cached(table, "i") is None
-    assert "statistics" in caplog.text
-    assert con.execute("SELECT COUNT(*) FROM t WHERE i = 2").fetchall() == [(2,)]     # collected again
+    assert con.execute("SELECT COUNT(*) FROM t WHERE i = 2").fetchall() == [(2,)]
     con.session.statistics.wait()
     assert con.session.statistics.cached(table, "i") == before["i"]
     con.close()

@@ -9,7 +9,9 @@ as the commit point.
 2. *Sync*: the WAL records are fsynced (group commit: one fsync covers every statement that appended
    before it).
 3. *Commit*: the csn is appended to ``commit.log`` and fsynced — the statement is durable from here,
-   and only from here; recovery keeps exactly the csns found in the commit log.
+   and only from here; recovery keeps exactly the csns found in the commit log. The record names the
+   partitions that hold a WAL record of the statement (``leaf-N/table-ID/part-P``), so recovery can
+   tell a committed record that went missing from one that was never written (:mod:`.verify`).
 4. *Apply*: each partition makes the rows visible (buffer append, or the delta installed into the
    partition's manifest).
 
@@ -19,6 +21,7 @@ which must not happen under a statement that is between prepare and apply).
 """
 from __future__ import annotations
 
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -27,11 +30,14 @@ from typing import Callable, Optional
 
 import pyarrow as pa
 
+from engine.errors import StorageCorruptionError
 from engine.storage.columnstore.files import SyncedAppendFile, write_atomic
-from engine.storage.columnstore.wal import encode_record, read_records
+from engine.storage.columnstore.wal import LogScan, encode_record, scan_log
 
-COMMIT_MAGIC = b"CCMT"
-FLOOR_MAGIC = b"CFLR"       # the csn below which no new statement may be numbered (after compaction)
+COMMIT_MAGIC = b"CCM2"
+FLOOR_MAGIC = b"CFL2"       # the csn below which no new statement may be numbered (after compaction)
+_OLD_COMMIT_MAGIC, _OLD_FLOOR_MAGIC = b"CCMT", b"CFLR"      # read: their CRC32 covers the payload only
+_MAGICS = (COMMIT_MAGIC, FLOOR_MAGIC, _OLD_COMMIT_MAGIC, _OLD_FLOOR_MAGIC)
 
 
 class SharedExclusiveLock:
@@ -74,16 +80,65 @@ class SharedExclusiveLock:
                 self._cond.notify_all()
 
 
+def encode_participants(participants) -> bytes:
+    return json.dumps(sorted(set(participants))).encode() if participants else b""
+
+
+def decode_participants(payload: bytes) -> Optional[frozenset]:
+    """The partitions a commit record names; None for a record of an older format (names none)."""
+    if not payload:
+        return None
+    names = json.loads(payload)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError("not a list of partition names")
+    return frozenset(names)
+
+
+class CommitLogContents:
+    """A read of ``commit.log``: the committed csns with the partitions each names, and the highest
+    csn the log has ever numbered (``high_water``: no partition can have applied a later one)."""
+
+    def __init__(self, scan: LogScan):
+        self.scan = scan
+        self.committed: dict[int, Optional[frozenset]] = {}
+        self.high_water = 0
+        for magic, csn, payload in scan.records:
+            if magic in (COMMIT_MAGIC, _OLD_COMMIT_MAGIC):
+                try:
+                    self.committed[csn] = decode_participants(payload)
+                except ValueError as error:      # intact under its CRC32, so written so: a bug
+                    raise StorageCorruptionError(f"commit log {scan.path}: the record of csn {csn} names "
+                                                 f"no partitions ({error})", scan.path) from None
+                self.high_water = max(self.high_water, csn)
+            else:
+                self.high_water = max(self.high_water, csn - 1)
+
+    @classmethod
+    def read(cls, path: Path) -> "CommitLogContents":
+        return cls(scan_log(path, _MAGICS))
+
+    def check(self) -> None:
+        """Raise :class:`StorageCorruptionError` on damage other than a torn tail."""
+        if self.scan.damage is not None:
+            offset, what = self.scan.damage
+            raise StorageCorruptionError(f"commit log {self.scan.path} is corrupt at byte {offset}: {what}",
+                                         self.scan.path, offset)
+
+
 class CommitLog:
-    """``commit.log``: one checksummed record per committed statement. A torn tail is dropped on open."""
+    """``commit.log``: one checksummed record per committed statement. A torn tail is dropped on open;
+    any other damage refuses the open, the file untouched."""
 
     def __init__(self, path: Path):
         self.path = path
-        records, valid = read_records(path, (COMMIT_MAGIC, FLOOR_MAGIC))
-        self.committed = {csn for magic, csn, _ in records if magic == COMMIT_MAGIC}
-        self._next = max([csn + 1 for _, csn, _ in records], default=1)
+        contents = CommitLogContents.read(path)
+        contents.check()
+        self.committed = set(contents.committed)
+        self._participants = dict(contents.committed)     # of the records read at open (compact keeps them)
+        self._next = max([csn + 1 for _, csn, _ in contents.scan.records], default=1)
+        self.high_committed = contents.high_water      # the newest csn committed (WAL records note it)
         self._lock = threading.Lock()
-        self._file = SyncedAppendFile(path, truncate_to=valid)
+        self._file = SyncedAppendFile(path, truncate_to=contents.scan.valid if contents.scan.torn else None)
 
     def observe(self, csn: int) -> None:
         """A csn found in a partition's files: new statements are numbered above it, so a record of a
@@ -97,18 +152,24 @@ class CommitLog:
             self._next += 1
             return csn
 
-    def commit(self, csn: int) -> None:
-        self._file.sync_to(self._file.append(encode_record(COMMIT_MAGIC, csn)))
+    def commit(self, csn: int, participants=()) -> None:
+        """Make ``csn`` committed; ``participants``: the partitions (``leaf-N/table-ID/part-P``) that
+        hold a WAL record of it."""
+        self._file.sync_to(self._file.append(encode_record(COMMIT_MAGIC, csn, encode_participants(participants))))
+        with self._lock:
+            self.high_committed = max(self.high_committed, csn)
 
     def compact(self, keep: set[int]) -> None:
         """Rewrite the log with only the committed csns some partition's WAL still holds (the rest are
         in segments), under a floor record so numbering continues upward. Called at open only."""
         with self._lock:
             data = encode_record(FLOOR_MAGIC, self._next) + b"".join(
-                encode_record(COMMIT_MAGIC, csn) for csn in sorted(keep & self.committed))
+                encode_record(COMMIT_MAGIC, csn, encode_participants(self._participants.get(csn)))
+                for csn in sorted(keep & self.committed))
             self._file.close()
             write_atomic(self.path, data)
             self.committed &= keep
+            self._participants = {csn: p for csn, p in self._participants.items() if csn in self.committed}
             self._file = SyncedAppendFile(self.path)
 
     def close(self) -> None:
@@ -244,7 +305,7 @@ class Transaction:
                     prepared.append(store.prepare_replace(csn, batches))
                 for p in prepared:
                     p.sync()
-                log.commit(csn)
+                log.commit(csn, [p.store.participant for p in prepared if p.wal_record])
             except BaseException:
                 for p in prepared:
                     p.abort()

@@ -10,31 +10,35 @@ Layout::
       LOCK                    flock()ed by the process that has the directory open
       leaf-N/table-ID/part-P  one partition (store.ColumnstorePartitionStore); part-ref: a reference copy
 
-Opening recovers in this order: catalog; commit log (torn tail dropped); every table's partitions
-(deltas redone or dropped, WAL replayed for committed csns); then the commit log is compacted and
-table directories the catalog does not name are removed.
+Opening first checks, reading only: ``cluster.json``, the catalog and the statistics (their CRC32s), the
+commit log, and every partition against it (:mod:`.verify`); any damage but a torn tail raises
+:class:`StorageCorruptionError` with every file as it was. Then it recovers: catalog; commit log (torn
+tail dropped); every table's partitions (deltas redone or dropped, WAL replayed for committed csns);
+then the commit log is compacted and table directories the catalog does not name are removed.
 """
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shutil
 from pathlib import Path
 from typing import Iterable
 
-from engine.errors import ExecutionError
-from engine.storage.columnstore.commit import CommitLog, Committer
-from engine.storage.columnstore.files import write_atomic
+from engine.errors import ExecutionError, StorageCorruptionError
+from engine.storage.columnstore.commit import CommitLog, CommitLogContents, Committer
+from engine.storage.columnstore.files import read_checked_json, write_checked_json
 from engine.storage.columnstore.store import StoreOptions
+from engine.storage.columnstore.verify import check_partitions
 
 FORMAT = "canopy-data-dir"
-VERSION = 1
+VERSION = 2                 # 2: cluster.json under a CRC32
 
 
 class DataDirectory:
-    def __init__(self, path, leaves: int, partitions_per_leaf: int, options: dict):
-        from engine.catalog_store import PersistentStatistics, open_catalog
+    def __init__(self, path, leaves: int, partitions_per_leaf: int, options: dict, verify: bool = True):
+        """``verify``: check the directory before recovering it (False: a driver attaching to a
+        running deployment, whose leaves opened and checked it and are writing to it now)."""
+        from engine.catalog_store import PersistentCatalog, PersistentStatistics, check_statistics_file
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.options = StoreOptions.from_options(dict(options))
@@ -47,24 +51,45 @@ class DataDirectory:
         except BlockingIOError:
             os.close(self._lock_fd)
             raise ExecutionError(f"data directory {self.path} is open in another process") from None
-        self._check_shape(leaves, partitions_per_leaf)
-        self.catalog = open_catalog(self.path / "catalog.json")
-        self.statistics = PersistentStatistics(self.path / "statistics.json", self.catalog)
-        self.log = CommitLog(self.path / "commit.log")
+        try:
+            self._check_shape(leaves, partitions_per_leaf)
+            # read only until every check passed: a damaged directory stays as it was
+            self.catalog = PersistentCatalog(self.path / "catalog.json")
+            if verify:
+                check_statistics_file(self.path / "statistics.json")
+                log = CommitLogContents.read(self.path / "commit.log")
+                log.check()
+                tables = [(t.table_id, t.reference, None) for t in self.catalog.all_tables()]
+                problems = check_partitions(self.path, tables, leaves, partitions_per_leaf, log)
+                if problems:
+                    first = problems[0]
+                    more = f" (and {len(problems) - 1} more problems: python -m engine.fsck {self.path})" \
+                        if len(problems) > 1 else ""
+                    raise StorageCorruptionError(f"{first}{more}", first.path, first.offset)
+            self.catalog.create_database("canopy", if_not_exists=True)
+            self.statistics = PersistentStatistics(self.path / "statistics.json", self.catalog)
+            self.log = CommitLog(self.path / "commit.log")
+        except BaseException:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            raise
         self.committer = Committer(self.log, background_merges=True)
 
     def _check_shape(self, leaves: int, partitions_per_leaf: int) -> None:
         path = self.path / "cluster.json"
         shape = {"leaves": leaves, "partitions_per_leaf": partitions_per_leaf}
         if path.exists():
-            stored = json.loads(path.read_text())
-            if stored.get("format") != FORMAT or stored.get("version", 0) > VERSION:
-                raise ExecutionError(f"{path}: not a Canopy data directory of a known version")
+            stored, checked = read_checked_json(path, "cluster file")
+            if stored.get("format") != FORMAT or not isinstance(stored.get("version"), int) \
+                    or (not checked and stored["version"] > 1):
+                raise StorageCorruptionError(f"cluster file {path} is corrupt: not a Canopy data directory file", path)
+            if stored["version"] > VERSION:
+                raise ExecutionError(f"{path}: a Canopy data directory of a newer version ({stored['version']})")
             if {k: stored.get(k) for k in shape} != shape:
                 raise ExecutionError(f"data directory {self.path} was created with leaves={stored.get('leaves')}, "
                                      f"partitions_per_leaf={stored.get('partitions_per_leaf')}; reopen it with those")
         else:
-            write_atomic(path, json.dumps({"format": FORMAT, "version": VERSION, **shape}).encode())
+            write_checked_json(path, {"format": FORMAT, "version": VERSION, **shape})
 
     def leaf_dir(self, leaf: int) -> Path:
         return self.path / f"leaf-{leaf}"

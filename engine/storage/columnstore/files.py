@@ -1,11 +1,21 @@
-"""Durable file primitives: atomic replacement, directory fsync, and an append-only file whose fsyncs
-are shared by concurrent writers (group commit)."""
+"""Durable file primitives: atomic replacement, directory fsync, checksummed JSON documents, and an
+append-only file whose fsyncs are shared by concurrent writers (group commit)."""
 from __future__ import annotations
 
+import json
 import os
+import re
 import threading
 import zlib
 from pathlib import Path
+from typing import Optional
+
+from engine.errors import StorageCorruptionError
+
+# A checksummed JSON file is ``{"crc32": "<8 hex digits>", "document": <the document>}`` with the
+# CRC32 taken over the exact bytes of ``<the document>``: still JSON (jq, an editor), and a reader
+# checks the bytes it parses without serializing them again.
+_CHECKED_PREFIX = re.compile(rb'\{"crc32": "([0-9a-f]{8})", "document": ')
 
 
 def crc32_of_file(path: Path, chunk: int = 1 << 22) -> int:
@@ -37,6 +47,46 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def encode_checked_json(document) -> bytes:
+    body = json.dumps(document).encode()
+    return b'{"crc32": "%08x", "document": ' % zlib.crc32(body) + body + b"}"
+
+
+def write_checked_json(path: Path, document) -> None:
+    """Replace ``path`` atomically by ``document`` under a CRC32 (:func:`read_checked_json`)."""
+    write_atomic(path, encode_checked_json(document))
+
+
+def read_checked_json(path: Path, what: str, data: Optional[bytes] = None) -> tuple[dict, bool]:
+    """The document of a JSON file written by :func:`write_checked_json`, and True; or, for a file
+    of an older format without the checksum (plain JSON), that document and False — the caller
+    accepts it only where its version predates checksums. A file that does not parse or fails its
+    checksum raises :class:`StorageCorruptionError` naming it (``what``: "manifest", "catalog"...)
+    and the offset where the damage shows. Missing: FileNotFoundError."""
+    if data is None:
+        data = Path(path).read_bytes()
+    match = _CHECKED_PREFIX.match(data)
+    if match is not None:
+        body = memoryview(data)[match.end():-1]
+        if data[-1:] != b"}" or zlib.crc32(body) != int(match.group(1), 16):
+            raise StorageCorruptionError(
+                f"{what} {path} is corrupt: its CRC32 {zlib.crc32(body):08x} is not the "
+                f"{match.group(1).decode()} it was written with", path, match.end())
+        offset = match.end()
+        text = bytes(body)
+    else:
+        offset, text = 0, data
+    try:
+        document = json.loads(text)
+    except ValueError as error:          # UnicodeDecodeError included
+        at = offset + getattr(error, "pos", getattr(error, "start", 0))
+        raise StorageCorruptionError(f"{what} {path} is corrupt at byte {at}: it does not parse ({error})",
+                                     path, at) from None
+    if not isinstance(document, dict):
+        raise StorageCorruptionError(f"{what} {path} is corrupt: not a JSON object", path, 0)
+    return document, match is not None
 
 
 class SyncedAppendFile:

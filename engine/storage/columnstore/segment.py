@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from engine.errors import ExecutionError
+from engine.errors import StorageCorruptionError
 from engine.storage.columnstore.cache import ColumnCache
 from engine.storage.columnstore.encoding import (ColumnStats, concat_stored, decode_batch, encode_column,
                                                  filter_column, may_match, pack_stored, stored_field, unpack_stored)
@@ -42,10 +42,6 @@ _DELETES_HEADER = struct.Struct("<4sQQ")      # magic, rows, packed bytes; then 
 # Encodings whose decompressed columns the column cache keeps (cache.py says why not plain ones).
 CACHED_ENCODINGS = frozenset({"dictionary", "run_end", "bitpack"})
 _DECODED_BATCH_ROWS = 1 << 16       # batches of cached columns a decoding reader gets (bounds its memory)
-
-
-class StorageCorruptionError(ExecutionError):
-    """A data file failed its checksum (or cannot be parsed): the message names the file."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +148,8 @@ def read_deletes(path: Path, rows: int, crc32: int) -> np.ndarray:
     if zlib.crc32(data) != crc32:
         raise StorageCorruptionError(f"delete file {path} is corrupt: CRC32 {zlib.crc32(data):08x}, "
                                      f"manifest says {crc32:08x}")
+    if len(data) < _DELETES_HEADER.size:
+        raise StorageCorruptionError(f"delete file {path}: not a deletion bitmap of {rows} rows")
     magic, stored_rows, packed = _DELETES_HEADER.unpack_from(data)
     if magic != _DELETES_MAGIC or stored_rows != rows:
         raise StorageCorruptionError(f"delete file {path}: not a deletion bitmap of {rows} rows")
@@ -281,6 +279,11 @@ class Segment:
 
     def _open(self, columns: Sequence[int] = ()) -> pa.MemoryMappedFile:
         return self._file.open(columns)
+
+    def verify(self) -> None:
+        """Check every column's checksum (or the whole file's) now; StorageCorruptionError if one fails."""
+        self._file.open(range(len(self.schema)))
+        self._file.close()
 
     def deleted_mask(self) -> Optional[np.ndarray]:
         """One bool per row, True for a deleted row; None when no row is deleted."""

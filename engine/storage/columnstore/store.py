@@ -9,16 +9,17 @@ Directory of one partition::
     delta-<csn>.json       a prepared-but-not-installed change (new segments; for a rewrite, a new WAL)
     delta-<csn>-d.json     a prepared DELETE: new delete files; a new WAL when buffer rows are deleted
 
-Every change of ``manifest.json`` is an atomic replace, and a file is deleted only after the manifest
-that stopped naming it is durable, so a crash at any point leaves a manifest whose files all exist.
-Opening a partition redoes the deltas of committed statements (in csn order), drops the others,
-replays the WAL records of committed statements into the buffer, truncates a torn WAL tail and deletes
-files no manifest names.
+Every change of ``manifest.json`` is an atomic replace (:mod:`.manifest`: checksummed), and a file is
+deleted only after the manifest that stopped naming it is durable, so a crash at any point leaves a
+manifest whose files all exist. Opening a partition redoes the deltas of committed statements (in csn
+order), drops the others, replays the WAL records of committed statements into the buffer, truncates
+a torn WAL tail and deletes files no manifest names. Damage (a manifest, delta or WAL record failing
+its checksum, a committed WAL record cut short) raises :class:`StorageCorruptionError` before any file
+is changed; a data directory is checked as a whole before its partitions open (:mod:`.verify`).
 """
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import uuid
 from dataclasses import dataclass
@@ -29,16 +30,14 @@ import numpy as np
 import pyarrow as pa
 
 from engine.storage.columnstore.cache import DEFAULT_COLUMN_CACHE_BYTES, ColumnCache
-from engine.storage.columnstore.files import SyncedAppendFile, fsync_dir, write_atomic
-from engine.storage.columnstore.segment import (Segment, SegmentInfo, StorageCorruptionError, sort_rows,
-                                                write_deletes, write_segment)
-from engine.storage.columnstore.wal import WAL_MAGIC, decode_batches, encode_batches, encode_record, read_records
+from engine.errors import StorageCorruptionError
+from engine.storage.columnstore.files import SyncedAppendFile, fsync_dir
+from engine.storage.columnstore.manifest import (MANIFEST, apply_delta, delta_csn, new_manifest, read_delta,
+                                                 read_manifest, write_delta, write_manifest)
+from engine.storage.columnstore.segment import Segment, SegmentInfo, sort_rows, write_deletes, write_segment
+from engine.storage.columnstore.wal import WAL_MAGICS, decode_wal_record, encode_wal_record, scan_log
 from engine.storage.interface import PartitionStore
 
-MANIFEST = "manifest.json"
-MANIFEST_FORMAT = "canopy-partition"
-MANIFEST_VERSION = 3           # 2: segments may name a delete file; 3: per-column checksums and HLL
-# sketches per segment. Older manifests read as is (their segments checked by the whole-file CRC32).
 _COALESCE_BATCHES = 64       # write-buffer batches concatenated once this many small ones pile up
 
 
@@ -77,53 +76,58 @@ class ColumnstorePartitionStore(PartitionStore):
         self.options = options
         self.committer = committer
         self._lock = threading.Lock()
+        # "leaf-N/table-ID/part-P": how commit records name this partition
+        self.participant = "/".join(self.directory.parts[-3:])
         self.directory.mkdir(parents=True, exist_ok=True)
-        manifest_path = self.directory / MANIFEST
-        if manifest_path.exists():
-            manifest = self._read_manifest()
-        else:
-            manifest = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "csn": 0,
-                        "wal": _new_name("wal", ".log"), "segments": []}
-            write_atomic(manifest_path, json.dumps(manifest).encode())
-        self._manifest = self._recover_deltas(manifest, committed)
-        self._segments = tuple(Segment(self.directory, SegmentInfo.from_json(s, schema), schema,
-                                       cache=options.column_cache)
-                               for s in self._manifest["segments"])
+        try:
+            manifest = read_manifest(self.directory)
+        except FileNotFoundError:
+            manifest = new_manifest(_new_name("wal", ".log"))
+            write_manifest(self.directory, manifest)
+        # everything is read and checked before recovery changes a file
+        deltas = self._read_deltas(committed)
+        wal_path = self.directory / _effective_wal(manifest, deltas)
+        scan = scan_log(wal_path, WAL_MAGICS)
+        if scan.damage is not None:
+            offset, what = scan.damage
+            raise StorageCorruptionError(f"WAL {wal_path} is corrupt at byte {offset}: {what}", wal_path, offset)
+        if scan.tail_csn is not None and scan.tail_csn in committed:
+            raise StorageCorruptionError(f"WAL {wal_path} is corrupt at byte {scan.valid}: the record of committed "
+                                         f"statement {scan.tail_csn} is cut short", wal_path, scan.valid)
+        try:
+            segments = [SegmentInfo.from_json(s, schema) for s in _after_deltas(manifest, deltas)["segments"]]
+        except (KeyError, TypeError, ValueError) as error:
+            raise StorageCorruptionError(f"manifest {self.directory / MANIFEST} is corrupt: a segment entry "
+                                         f"cannot be read ({error!r})", self.directory / MANIFEST) from None
+        self._manifest = self._recover_deltas(manifest, deltas)
+        self._segments = tuple(Segment(self.directory, info, schema, cache=options.column_cache) for info in segments)
         self.csns_seen = {self._manifest["csn"]}
         self.wal_csns: set[int] = set()
         self._buffer: tuple[pa.RecordBatch, ...] = ()
         self._buffer_rows = 0
         self._pending_wal: Optional[SyncedAppendFile] = None     # a prepared DELETE's new WAL
         self._closed = False
-        wal_path = self.directory / self._manifest["wal"]
-        records, valid = read_records(wal_path, (WAL_MAGIC,))
-        for _, csn, payload in records:
+        self._wal_top = self._manifest.get("wal_floor") or 0     # the newest csn applied to the live WAL
+        for magic, csn, payload in scan.records:
             self.csns_seen.add(csn)
             if csn in committed:
                 self.wal_csns.add(csn)
-                self._buffer_add(decode_batches(payload))
-        self._wal = SyncedAppendFile(wal_path, truncate_to=valid)   # drops a torn tail
+                self._wal_top = max(self._wal_top, csn)
+                self._buffer_add(decode_wal_record(magic, payload))
+        self._wal = SyncedAppendFile(wal_path, truncate_to=scan.valid if scan.torn else None)  # drops a torn tail
         self._remove_unnamed_files()
 
     # -- recovery ---------------------------------------------------------------------------------
-    def _read_manifest(self) -> dict:
-        path = self.directory / MANIFEST
-        try:
-            manifest = json.loads(path.read_text())
-        except ValueError as error:
-            raise StorageCorruptionError(f"manifest {path} cannot be read: {error}") from None
-        if manifest.get("format") != MANIFEST_FORMAT or manifest.get("version", 0) > MANIFEST_VERSION:
-            raise StorageCorruptionError(f"manifest {path}: unknown format or version {manifest.get('version')}")
-        return manifest
+    def _read_deltas(self, committed: frozenset[int]) -> list[tuple[Path, Optional[dict]]]:
+        """Every delta file in csn order, read (None: of a statement that did not commit)."""
+        deltas = sorted(self.directory.glob("delta-*.json"), key=delta_csn)
+        return [(path, read_delta(path) if delta_csn(path) in committed else None) for path in deltas]
 
-    def _recover_deltas(self, manifest: dict, committed: frozenset[int]) -> dict:
-        deltas = sorted(self.directory.glob("delta-*.json"), key=lambda p: int(p.stem.split("-")[1]))
-        for path in deltas:
-            csn = int(path.stem.split("-")[1])
-            if csn in committed:
-                delta = json.loads(path.read_text())      # written atomically before the commit record
-                manifest = _apply_delta(manifest, delta)
-                write_atomic(self.directory / MANIFEST, json.dumps(manifest).encode())
+    def _recover_deltas(self, manifest: dict, deltas: list[tuple[Path, Optional[dict]]]) -> dict:
+        for path, delta in deltas:
+            if delta is not None:       # written atomically before the commit record
+                manifest = apply_delta(manifest, delta)
+                write_manifest(self.directory, manifest)
             path.unlink()
         return manifest
 
@@ -182,7 +186,7 @@ class ColumnstorePartitionStore(PartitionStore):
         if rows >= self.options.flush_rows:           # a bulk insert goes straight to segments
             return self._prepare_delta(csn, "add", batches)
         wal = self._pending_wal or self._wal      # after this statement's DELETE: the WAL it starts
-        offset = wal.append(encode_record(WAL_MAGIC, csn, encode_batches(self.schema, batches)))
+        offset = wal.append(encode_wal_record(csn, self.schema, batches, self._seen()))
         return _Prepared(self, csn, batches=batches, wal_offset=offset, wal=wal)
 
     def prepare_replace(self, csn: int, batches: list[pa.RecordBatch]) -> "_Prepared":
@@ -236,7 +240,7 @@ class ColumnstorePartitionStore(PartitionStore):
                 written.append(wal_name)
                 wal_file = SyncedAppendFile(self.directory / wal_name)
                 if kept_buffer:
-                    wal_file.append(encode_record(WAL_MAGIC, csn, encode_batches(self.schema, list(kept_buffer))))
+                    wal_file.append(encode_wal_record(csn, self.schema, list(kept_buffer), self._seen()))
                 wal_file.sync()
             if not count:
                 return _Prepared(self, csn, deleted=0)
@@ -245,7 +249,7 @@ class ColumnstorePartitionStore(PartitionStore):
             if wal_name is not None:
                 delta["wal"] = wal_name
             path = self.directory / f"delta-{csn}-d.json"
-            write_atomic(path, json.dumps(delta).encode())
+            write_delta(path, delta)
         except BaseException:
             if wal_file is not None:
                 wal_file.close()
@@ -254,7 +258,7 @@ class ColumnstorePartitionStore(PartitionStore):
             raise
         self._pending_wal = wal_file
         return _Prepared(self, csn, delta=delta, delta_path=path, deleted=count, deleted_rows=collected,
-                         kept_buffer=kept_buffer, wal=wal_file, written=written)
+                         kept_buffer=kept_buffer, wal=wal_file, written=written, wal_record=bool(kept_buffer))
 
     def _prepare_delta(self, csn: int, kind: str, batches: list[pa.RecordBatch]) -> "_Prepared":
         infos = self._write_segments(pa.Table.from_batches(batches, schema=self.schema))
@@ -262,7 +266,7 @@ class ColumnstorePartitionStore(PartitionStore):
         if kind == "replace":
             delta["wal"] = _new_name("wal", ".log")
         path = self.directory / f"delta-{csn}.json"
-        write_atomic(path, json.dumps(delta).encode())
+        write_delta(path, delta)
         return _Prepared(self, csn, delta=delta, delta_path=path)
 
     def _write_segments(self, table: pa.Table) -> list[SegmentInfo]:
@@ -279,8 +283,8 @@ class ColumnstorePartitionStore(PartitionStore):
                  wal_file: Optional[SyncedAppendFile] = None) -> None:
         """Make a committed delta the partition's state (manifest first, then memory, then old files)."""
         with self._lock:
-            manifest = _apply_delta(self._manifest, delta)
-            write_atomic(self.directory / MANIFEST, json.dumps(manifest).encode())
+            manifest = apply_delta(self._manifest, delta)
+            write_manifest(self.directory, manifest)
             if delta["kind"] == "replace":
                 buffer = ()
             self._swap(manifest, buffer, wal_file, csn=delta["csn"])
@@ -308,6 +312,7 @@ class ColumnstorePartitionStore(PartitionStore):
             self._buffer, self._buffer_rows = buffer, sum(b.num_rows for b in buffer)
             self.wal_csns = {csn} if buffer and csn is not None else set()
         if manifest["wal"] != old_wal:
+            self._wal_top = max(manifest.get("wal_floor") or 0, csn if buffer and csn is not None else 0)
             self._wal.close()
             self._wal = wal_file or SyncedAppendFile(self.directory / manifest["wal"])
             (self.directory / old_wal).unlink(missing_ok=True)
@@ -319,6 +324,11 @@ class ColumnstorePartitionStore(PartitionStore):
                 segment.retire()        # unlinked once no snapshot reads it any more
             elif name in current_deletes and current_deletes[name] != segment.info.deletes:
                 segment.forget_cached()     # its rows under the old delete bitmap: no new snapshot reads them
+
+    def _seen(self) -> Optional[int]:
+        """The newest csn the commit log has committed (None: this process does not keep the log)."""
+        log = getattr(self.committer, "log", None)
+        return log.high_committed if log is not None else None
 
     def _buffer_add(self, batches: list[pa.RecordBatch]) -> None:
         buffer = self._buffer + tuple(batches)
@@ -364,9 +374,11 @@ class ColumnstorePartitionStore(PartitionStore):
         if buffer:
             infos = self._write_segments(pa.Table.from_batches(buffer, schema=self.schema))
             with self._lock:
-                manifest = dict(self._manifest, wal=_new_name("wal", ".log"),
+                # every statement applied to the old WAL is in the new segments
+                floor = max(self._manifest.get("wal_floor") or 0, self._wal_top)
+                manifest = dict(self._manifest, wal=_new_name("wal", ".log"), wal_floor=floor,
                                 segments=self._manifest["segments"] + [i.to_json(self.schema) for i in infos])
-                write_atomic(self.directory / MANIFEST, json.dumps(manifest).encode())
+                write_manifest(self.directory, manifest)
                 self._swap(manifest, buffer=())
 
     def merge(self, force: bool = False, commit_lock=None, stop=None) -> int:
@@ -402,7 +414,7 @@ class ColumnstorePartitionStore(PartitionStore):
                     manifest = dict(self._manifest,
                                     segments=[s for s in self._manifest["segments"] if s["file"] not in merged]
                                     + [i.to_json(self.schema) for i in infos])
-                    write_atomic(self.directory / MANIFEST, json.dumps(manifest).encode())
+                    write_manifest(self.directory, manifest)
                     self._swap(manifest)
         if stale:
             for info in infos:
@@ -425,31 +437,15 @@ class ColumnstorePartitionStore(PartitionStore):
             self._segments = ()
 
 
-def _apply_delta(manifest: dict, delta: dict) -> dict:
-    if delta["kind"] == "delete":
-        # Statements that delete hold the commit lock exclusively, so every csn below theirs is
-        # installed already; the delta names whole bitmaps, so redoing it is idempotent anyway.
-        if delta["csn"] <= manifest["csn"]:
-            return manifest
-        marks = {e["file"]: e for e in delta["deletes"]}
-        segments = [dict(s, deleted=marks[s["file"]]["deleted"], deletes=marks[s["file"]]["deletes"],
-                         deletes_crc32=marks[s["file"]]["deletes_crc32"]) if s["file"] in marks else s
-                    for s in manifest["segments"]]
-        out = dict(manifest, csn=delta["csn"], segments=segments, version=MANIFEST_VERSION)
-        if "wal" in delta:
-            out["wal"] = delta["wal"]
-        return out
-    if delta["kind"] == "replace":
-        if delta["csn"] <= manifest["csn"]:
-            return manifest
-        return dict(manifest, csn=delta["csn"], wal=delta["wal"], segments=list(delta["segments"]))
-    # An add is idempotent by file name and leaves "csn" (the last rewrite) alone: concurrent inserts
-    # may install out of csn order, and recovery must redo an older one after a newer one.
-    if delta["csn"] < manifest["csn"]:
-        return manifest
-    present = {s["file"] for s in manifest["segments"]}
-    added = [s for s in delta["segments"] if s["file"] not in present]
-    return dict(manifest, segments=manifest["segments"] + added)
+def _effective_wal(manifest: dict, deltas: list[tuple[Path, Optional[dict]]]) -> str:
+    return _after_deltas(manifest, deltas)["wal"]
+
+
+def _after_deltas(manifest: dict, deltas: list[tuple[Path, Optional[dict]]]) -> dict:
+    for _, delta in deltas:
+        if delta is not None:
+            manifest = apply_delta(manifest, delta)
+    return manifest
 
 
 class _Prepared:
@@ -458,8 +454,10 @@ class _Prepared:
 
     def __init__(self, store: ColumnstorePartitionStore, csn: int, *, batches=None, wal_offset=0, wal=None,
                  delta=None, delta_path: Optional[Path] = None, deleted: int = 0, deleted_rows=(),
-                 kept_buffer=None, written=()):
+                 kept_buffer=None, written=(), wal_record=None):
         self.store, self.csn = store, csn
+        # a WAL record of this statement is in the partition (the commit record names the partition)
+        self.wal_record = wal_record if wal_record is not None else (delta is None and batches is not None)
         self.batches, self.wal_offset, self.wal = batches, wal_offset, wal
         self.delta, self.delta_path = delta, delta_path
         self.deleted, self.deleted_rows = deleted, list(deleted_rows)
@@ -476,6 +474,7 @@ class _Prepared:
                 with store._lock:
                     store._buffer_add(self.batches)
                     store.wal_csns.add(self.csn)
+                    store._wal_top = max(store._wal_top, self.csn)
         elif self.delta["kind"] == "delete":
             store._pending_wal = None
             store._install(self.delta, self.kept_buffer, self.wal)
