@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     if args.tpch_sf is not None:
         from engine.workloads import tpch
         data = tpch.generate(args.tpch_sf, tpch.default_cache_dir())
-        con = engine.connect()
+        con = engine.connect(load_dir=str(data))
         tpch.create_schema(con)
         tpch.load(con, data)
         for table in tpch.TABLES:

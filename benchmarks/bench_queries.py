@@ -20,7 +20,7 @@ def _connections(data_dir):
         import engine
         from engine.workloads import tpch
 
-        canopy = engine.connect()
+        canopy = engine.connect(load_dir=str(data_dir))
         tpch.create_schema(canopy)
         tpch.load(canopy, data_dir)
         duck = duckdb.connect(":memory:")
@@ -77,7 +77,7 @@ class TPCHLoad:
         import engine
         from engine.workloads import tpch
 
-        self.con = engine.connect()
+        self.con = engine.connect(load_dir=str(data_dir))
         tpch.create_schema(self.con)
 
     def teardown(self, data_dir):

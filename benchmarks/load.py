@@ -97,7 +97,7 @@ def canopy_load(ddl: str, table: str, path: Path, clauses: str, data_dir: Option
                 _remove_data_dir(data_dir)
 
     def _load_once(options):
-        with engine.connect(progress=False, **options) as con:
+        with engine.connect(progress=False, load_dir=str(Path(path).parent), **options) as con:
             con.execute(ddl)
             started = time.perf_counter()
             con.execute(f"LOAD DATA INFILE '{path}' INTO TABLE {table} {clauses}")

@@ -63,7 +63,7 @@ def bench_tpch(args) -> int:
     for kind, options in (("embedded", {"cluster": "local"}),
                           ("ray", {"cluster": "ray", "leaf_cpus": args.leaf_cpus})):
         start = time.perf_counter()
-        con = engine.connect(leaves=args.leaves, **options)
+        con = engine.connect(leaves=args.leaves, load_dir=str(data_dir), **options)
         tpch.create_schema(con)
         tpch.load(con, data_dir)
         cons[kind] = con
@@ -96,7 +96,7 @@ def bench_overhead(args) -> int:
     data_dir = tpch.generate(args.sf, tpch.default_cache_dir())
     cons = {}
     for kind, options in (("embedded", {"cluster": "local"}), ("ray", {"cluster": "ray", "leaf_cpus": args.leaf_cpus})):
-        con = engine.connect(leaves=args.leaves, **options)
+        con = engine.connect(leaves=args.leaves, load_dir=str(data_dir), **options)
         tpch.create_schema(con)
         tpch.load(con, data_dir)
         cons[kind] = con
@@ -153,7 +153,7 @@ def _lineitem_batches(sf: float, rows_per_batch: int = 16384) -> list[pa.RecordB
     from engine.workloads import tpch
 
     data_dir = tpch.generate(sf, tpch.default_cache_dir())
-    con = engine.connect(cluster="local")
+    con = engine.connect(cluster="local", load_dir=str(data_dir))
     tpch.create_schema(con)
     tpch.load(con, data_dir)
     table = con.execute("SELECT * FROM lineitem").fetch_arrow_table()

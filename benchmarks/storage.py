@@ -375,7 +375,7 @@ def workload_tpch_first(sf: float, modes: str = "inline,background") -> None:
     print(f"TPC-H SF{sf:g}, first run of the 22 queries on a fresh load (in memory)")
     totals = {}
     for background in [m == "background" for m in modes.split(",")]:
-        con = engine.connect(progress=False)
+        con = engine.connect(progress=False, load_dir=str(data))
         tpch.create_schema(con)
         tpch.load(con, data)
         stats = con.session.statistics
@@ -397,7 +397,7 @@ def all_tables(work: Path, data: Path) -> None:
     zstd Parquet file per table (pyarrow), one DuckDB file (COPY, CHECKPOINT)."""
     canopy_dir = work / "canopy-all"
     shutil.rmtree(canopy_dir, ignore_errors=True)
-    con = engine.connect(data_dir=str(canopy_dir), progress=False)
+    con = engine.connect(data_dir=str(canopy_dir), progress=False, load_dir=str(data))
     tpch.create_schema(con)
     tpch.load(con, data)
     parquet_bytes = 0
@@ -473,7 +473,7 @@ def main() -> None:
 
     canopy_dir = work / "canopy"
     shutil.rmtree(canopy_dir, ignore_errors=True)
-    con = engine.connect(data_dir=str(canopy_dir))
+    con = engine.connect(data_dir=str(canopy_dir), load_dir=str(data))
     con.execute(lineitem_sql)
     _, load_s = _timed(lambda: tpch.load_table(con, data, "lineitem"))
     _, optimize_s = _timed(lambda: con.execute("OPTIMIZE TABLE lineitem"))

@@ -74,7 +74,7 @@ def main(argv=None) -> int:
         return 2
 
     data_dir = tpch.generate(args.sf, args.data_dir or tpch.default_cache_dir())
-    canopy = engine.connect(leaves=args.leaves, partitions_per_leaf=args.partitions_per_leaf)
+    canopy = engine.connect(leaves=args.leaves, partitions_per_leaf=args.partitions_per_leaf, load_dir=str(data_dir))
     duck = duckdb.connect(":memory:")
     duck_threads = duck.execute("SELECT current_setting('threads')").fetchone()[0]
 

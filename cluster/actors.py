@@ -188,6 +188,7 @@ class LeafActor:
             keys = [None] if table.reference else self.leaf.partitions
             storage.create(table.table_id, table.arrow_schema, keys, table.sort_key, committed)
         self.leaf.storage = storage
+        committer.maintain(storage.all_stores())     # what the last session left due, compacted now
 
     def recovery_state(self) -> dict:
         """What the driver's commit-log compaction needs: every csn found in this leaf's partition files,

@@ -82,8 +82,11 @@ class LocalRunner(Runner):
             tables = self._data.catalog.all_tables()
             for table in tables:
                 self._create_storage(table, self._data.committed)
-            self._data.finish_recovery([s for leaf in self.leaves for s in leaf.storage.all_stores()],
-                                       {t.table_id for t in tables})
+            stores = [s for leaf in self.leaves for s in leaf.storage.all_stores()]
+            self._data.finish_recovery(stores, {t.table_id for t in tables})
+            # segments left mostly deleted (or small) by the last session are compacted now, not
+            # at the table's next write
+            self._committer.maintain(stores)
 
     def leaf_of(self, partition: int) -> Leaf:
         return self.leaves[partition // self.partitions_per_leaf]

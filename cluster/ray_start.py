@@ -10,12 +10,16 @@ So the choice is made here, first, and said in one log line:
 - a recorded cluster that does not answer is ignored, and a private local Ray is started;
 - with nothing recorded a private local Ray is started, quietly.
 
+A private Ray listens on 127.0.0.1 only (:func:`loopback_only`); a cluster the caller names, or one
+started outside Canopy, is the caller's to secure.
+
 A private Ray keeps Ray's token authentication and says so once here instead of Ray's warning at every
 start: ``RAY_AUTH_MODE`` set explicitly is what Ray reads as "chosen", and an explicit setting by the
 user is left as it is.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -79,6 +83,31 @@ def _use_token_if_available() -> None:
         quiet.setLevel(level)
 
 
+@contextlib.contextmanager
+def loopback_only():
+    """A Ray this process starts serves this machine only: its GCS, raylets, object managers and
+    workers listen on 127.0.0.1, not on every interface (a Ray port reachable from the network runs
+    anyone's code). Ray binds its servers to the node's IP, which it takes from the machine's outward
+    interface unless its "cluster" mode is off (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``: then the
+    loopback address, as on a laptop, ``ray._private.services.get_node_ip_address``); ``ray.init``'s
+    own ``_node_ip_address="127.0.0.1"`` is turned back into the outward IP. Set while Ray starts: the
+    processes it spawns inherit it, and a later ``address=`` connection of this process is unchanged."""
+    from ray._private import ray_constants
+
+    saved_env = os.environ.get(ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR)
+    saved = ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+        if saved_env is None:
+            os.environ.pop(ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR, None)
+        else:
+            os.environ[ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR] = saved_env
+
+
 def init_ray(address: Optional[str], num_cpus: Optional[int]) -> str:
     """Start or join Ray for this process; return what was done, in words (also logged)."""
     init = dict(include_dashboard=False, logging_level="WARNING")
@@ -98,7 +127,8 @@ def init_ray(address: Optional[str], num_cpus: Optional[int]) -> str:
     # again, and the pair of variables is what a child process of ours would see, so it is cleared too.
     stale_env = os.environ.pop("RAY_ADDRESS", None) if recorded is not None else None
     try:
-        ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 2, **init)
+        with loopback_only():
+            ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 2, dashboard_host="127.0.0.1", **init)
     finally:
         if stale_env is not None:
             os.environ["RAY_ADDRESS"] = stale_env

@@ -97,12 +97,15 @@ def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802 - PEP 2
 # --- connect -------------------------------------------------------------------------------------
 def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_per_leaf: int = 4,
             cluster: Optional[str] = None, load_dir: Optional[str] = None, progress: Optional[bool] = None,
-            statement_timeout: Optional[int] = None, autocommit: bool = True, **options: Any) -> "Connection":
+            statement_timeout: Optional[int] = None, autocommit: bool = True, multi_statements: bool = False,
+            **options: Any) -> "Connection":
     """Start a runner (``cluster="local"`` runs leaves in-process, ``"ray"`` as Ray actors; None reads
     ``$CANOPY_RUNNER``, default local) and open a connection on it.
 
     The connection owns the runner and shuts it down on :meth:`Connection.close`. ``load_dir`` confines
-    LOAD DATA to files inside that directory (MySQL's ``secure_file_priv``); ``progress`` forces the
+    LOAD DATA to files inside that directory (MySQL's ``secure_file_priv``); without it LOAD DATA is
+    refused. ``multi_statements``: one ``execute`` may run several statements separated by ``;``
+    (default: one statement per call, so an injected ``; DROP TABLE t`` fails); ``progress`` forces the
     progress bar of long loads on or off (default: on a terminal or in a notebook); ``statement_timeout``
     (milliseconds, also ``SET statement_timeout = N``) cancels a query running longer; ``autocommit=False``
     opens a transaction at the first write, ended by ``commit()`` / ``rollback()``. Extra ``options``
@@ -118,7 +121,7 @@ def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_p
         raise ProgrammingError(f"connect: {exc}") from exc
     try:
         session = Session(runner, database=database, load_dir=load_dir, progress=progress,
-                          statement_timeout=statement_timeout)
+                          statement_timeout=statement_timeout, multi_statements=multi_statements)
         session.set_autocommit(autocommit)
         from engine.pipelines import resume_pipelines
         resume_pipelines(runner)       # a data_dir's pipelines, started again if they were running

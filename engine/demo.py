@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     data_dir = tpch.generate(args.sf, cache)
     print(f"  data in {data_dir} ({time.perf_counter() - start:.1f} s)\n")
 
-    con = engine.connect(leaves=args.leaves, partitions_per_leaf=args.partitions_per_leaf)
+    con = engine.connect(leaves=args.leaves, partitions_per_leaf=args.partitions_per_leaf, load_dir=str(data_dir))
     print(f"embedded cluster: 1 aggregator, {args.leaves} leaves x {args.partitions_per_leaf} partitions")
     tpch.create_schema(con)
     print(f"created {len(tpch.TABLES)} tables from {tpch.shared_dir() / 'tpch' / 'schema.sql'}\n")

@@ -32,7 +32,7 @@ from typing import Optional
 import pyarrow as pa
 from sqlglot import exp
 
-from engine.errors import BadDataError, BindError, CanopyInternalError, Error, UnsupportedError
+from engine.errors import BadDataError, BindError, CanopyInternalError, Error, ParseError, UnsupportedError
 from engine.exec.operators.base import Deadline, statement_deadline
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
 from engine.result import Result
@@ -53,10 +53,12 @@ from engine.transactions import DEFAULT_LOCK_WAIT_TIMEOUT, Transaction, Transact
 
 class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionStatements):
     def __init__(self, runner, database: Optional[str] = "canopy", *, load_dir: Optional[str] = None,
-                 progress: Optional[bool] = None, statement_timeout: Optional[int] = None):
+                 progress: Optional[bool] = None, statement_timeout: Optional[int] = None,
+                 multi_statements: bool = False):
         """``load_dir``: LOAD DATA reads only files inside it (MySQL's secure_file_priv); ``progress``:
         a progress bar for long loads (None: when stderr is a terminal or in a notebook);
-        ``statement_timeout``: milliseconds a call of ``execute`` may run its queries (0/None: no limit)."""
+        ``statement_timeout``: milliseconds a call of ``execute`` may run its queries (0/None: no limit);
+        ``multi_statements``: ``execute`` runs several ``;``-separated statements (else it refuses them)."""
         self.runner = runner
         self.autocommit = True
         self.lock_wait_timeout = DEFAULT_LOCK_WAIT_TIMEOUT     # seconds (SET lock_wait_timeout)
@@ -73,6 +75,7 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
         self.warnings: list[tuple[str, int, str]] = []    # SHOW WARNINGS: the last statement's
         self.closed = False
         self.statement_timeout = timeout_ms(statement_timeout)
+        self.multi_statements = multi_statements
 
     @property
     def catalog(self):
@@ -269,7 +272,11 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
                 if cached is not None:
                     return cached
         result = Result(None, rowcount=0)
-        for statement in parse(marked):
+        statements = parse(marked)
+        if len(statements) > 1 and not self.multi_statements:
+            raise ParseError(f"{len(statements)} statements in one execute() call; run one statement per call, "
+                             f"or connect(multi_statements=True) to run several")
+        for statement in statements:
             if not _is_load(statement.node):
                 statement.node = bind_placeholders(statement.node, values)
             result = self._run(statement)

@@ -28,7 +28,7 @@ def _tpch_dir(sf: float) -> Path:
 def _canopy_with_tpch(data_dir: Path):
     import engine
 
-    con = engine.connect()
+    con = engine.connect(load_dir=str(data_dir))
     tpch.create_schema(con)
     counts = tpch.load(con, data_dir)
     assert all(rows > 0 for rows in counts.values()), counts

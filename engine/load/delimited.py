@@ -333,10 +333,9 @@ class _Reader:
                 return chunk if target == pa.binary() else chunk.cast(pa.string()).cast(target)
 
             failing = _failing_rows(values, convert)
-            for row in failing:
-                value = values[row].as_py().decode("utf-8", "replace")
+            for row in failing:          # the message names the place, never the file's bytes
                 what = "invalid UTF-8 text" if self._sql_type(field).kind == "string" else \
-                    f"invalid value {value!r} for {self._sql_type(field)}"
+                    f"invalid value for {self._sql_type(field)}"
                 problems.append((row, field, what))
             if failing:
                 mask = np.zeros(len(values), dtype=bool)
@@ -528,9 +527,7 @@ class _Reader:
         for match in pattern.finditer(data, offset):
             if match.group(1) is None:
                 line = data.count(b"\n", 0, match.start()) + 1
-                snippet = data[match.start():match.start() + 40].split(b"\n")[0]
-                raise BadDataError(f"LOAD DATA {self.path}: line {line}: unterminated quoted field "
-                                   f"starting {snippet.decode('utf-8', 'replace')!r}")
+                raise BadDataError(f"LOAD DATA {self.path}: line {line}: unterminated quoted field")
 
     # -- the error path -----------------------------------------------------------------------
     def _explain(self, error: pa.ArrowInvalid) -> Exception:
@@ -540,7 +537,8 @@ class _Reader:
         conversion = _CONVERSION.search(message)
         if conversion:
             return self._explain_conversion(int(conversion.group(1)), conversion.group(2))
-        return BadDataError(f"LOAD DATA {self.path}: {message}")
+        # pyarrow's text may quote the row: keep its first clause only (never echo the file's bytes)
+        return BadDataError(f"LOAD DATA {self.path}: the file cannot be parsed ({message.split(':')[0]})")
 
     def _explain_column_count(self) -> BadDataError:
         first: list = []
@@ -566,8 +564,7 @@ class _Reader:
         row = first[0]
         line = f"line {row.number + self.statement.ignore_lines}" if row.number is not None else "a line"
         return BadDataError(
-            f"LOAD DATA {self.path}: {line}: expected {row.expected_columns} fields, got "
-            f"{row.actual_columns}: {row.text[:200]!r}")
+            f"LOAD DATA {self.path}: {line}: expected {row.expected_columns} fields, got {row.actual_columns}")
 
     def _explain_conversion(self, position: int, detail: str) -> BadDataError:
         field = self.fields[position]
@@ -584,9 +581,7 @@ class _Reader:
         row = _first_failing(raw, convert) if raw is not None else None
         if row is None:
             return BadDataError(f"LOAD DATA {self.path}: column {field.label!r}: {detail}")
-        value = raw[row].as_py().decode("utf-8", "replace")
-        what = "invalid UTF-8 text" if sql_type.kind == "string" else \
-            f"invalid value {value!r} for {sql_type}"
+        what = "invalid UTF-8 text" if sql_type.kind == "string" else f"invalid value for {sql_type}"
         return self._bad(row, field, what)
 
     def _bad(self, row: int, field: _Field, what: str) -> BadDataError:

@@ -186,21 +186,23 @@ def _route(writer, batches: list[pa.RecordBatch], block_bytes: int, bar) -> None
 
 
 def resolve_paths(pattern: str, load_dir: Optional[str]) -> list[str]:
-    """The files a LOAD DATA path names: itself, or the sorted matches of a glob. With a load directory
-    (MySQL's ``secure_file_priv``) every file must resolve inside it, symlinks and ``..`` followed."""
-    if load_dir is not None:
-        if not os.path.isabs(pattern):
-            pattern = os.path.join(load_dir, pattern)
-        _check_inside(pattern, load_dir)
+    """The files a LOAD DATA path names: itself, or the sorted matches of a glob. Every file must
+    resolve inside the load directory (MySQL's ``secure_file_priv``), symlinks and ``..`` followed; a
+    connection without one loads no file (the server's files are not the client's to read)."""
+    if load_dir is None:
+        raise ExecutionError("LOAD DATA INFILE is disabled: this connection has no load directory; "
+                             "connect(load_dir='/path/to/dir') allows loading the files inside that directory")
+    if not os.path.isabs(pattern):
+        pattern = os.path.join(load_dir, pattern)
+    _check_inside(pattern, load_dir)
     if os.path.exists(pattern) or not glob.has_magic(pattern):
         paths = [pattern]
     else:
         paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
         if not paths:
             raise ExecutionError(f"LOAD DATA: no file matches {pattern!r}")
-    if load_dir is not None:
-        for path in paths:
-            _check_inside(path, load_dir)
+    for path in paths:
+        _check_inside(path, load_dir)
     return paths
 
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -387,6 +388,7 @@ class Pipeline:
                     f.state, f.error = "Skipped", None
                     self._pending.discard(f.key)
         if statement.credentials is not None:
+            check_credentials_destination(with_credentials(self.definition, statement.credentials))
             self.definition = with_credentials(self.definition, statement.credentials)
             self._definition_version += 1       # the threads make new clients before their next request
             self._wake.set()
@@ -432,17 +434,40 @@ def coalesced(batches: list[pa.RecordBatch], min_rows: int):
 
 
 # -- S3 -------------------------------------------------------------------------------------------
+def endpoint_is_aws(url: Optional[str]) -> bool:
+    """Whether S3 requests go to AWS: no ``endpoint_url`` (the region's endpoint), or an https URL of a
+    host under amazonaws.com."""
+    if url is None:
+        return True
+    parsed = urllib.parse.urlparse(url)
+    host = (parsed.hostname or "").lower().rstrip(".")
+    return parsed.scheme == "https" and host.endswith((".amazonaws.com", ".amazonaws.com.cn"))
+
+
+def check_credentials_destination(definition: CreatePipeline) -> None:
+    """The process's own AWS credentials (boto3's default chain: environment, ~/.aws, an instance
+    role) are signed into requests to AWS only: a pipeline whose ``endpoint_url`` is anything else
+    must name its own CREDENTIALS, or it could hand them to any server a statement names."""
+    endpoint = definition.config.get("endpoint_url")
+    if not endpoint_is_aws(endpoint) and not definition.credentials.get("aws_access_key_id"):
+        raise ExecutionError(
+            f"pipeline {definition.name!r}: endpoint_url {endpoint!r} is not an AWS endpoint, so the process's own "
+            f"AWS credentials are not sent to it; give the pipeline its own CREDENTIALS "
+            f"'{{\"aws_access_key_id\": ..., \"aws_secret_access_key\": ...}}' for that endpoint")
+
+
 def make_client(definition: CreatePipeline):
     import boto3
     from botocore.config import Config
 
+    check_credentials_destination(definition)
     config, credentials = definition.config, definition.credentials
     if REDACTED in credentials.values():
         raise ExecutionError(f"pipeline {definition.name!r}: its credentials are missing from the data_dir's "
                              f"pipeline_credentials.json; give them again with ALTER PIPELINE "
                              f"{definition.name} SET CREDENTIALS '{{...}}'")
-    # No CREDENTIALS (or '{}'): every value None, and boto3 takes its default credential chain
-    # (environment variables, ~/.aws, an instance or container role).
+    # No CREDENTIALS (or '{}'), AWS endpoints only: every value None, and boto3 takes its default
+    # credential chain (environment variables, ~/.aws, an instance or container role).
     return boto3.session.Session().client(
         "s3", region_name=config.get("region") or "us-east-1", endpoint_url=config.get("endpoint_url"),
         aws_access_key_id=credentials.get("aws_access_key_id"),
@@ -546,6 +571,7 @@ class PipelineRegistry:
                 existing.stop()
             target_db = definition.load.database or database
             self.runner.catalog.table(target_db, definition.load.table)     # the table must exist
+            check_credentials_destination(definition)
             self.pipelines[key] = Pipeline(database, definition, self.runner, self.runner.catalog)
             self._save()
             return True

@@ -7,6 +7,7 @@ DuckDB), the notebook and the benchmarks, so all of them run exactly the same fi
     data_dir = tpch.generate(0.01, tpch.default_cache_dir())    # cached CSV, one file per table
     tpch.create_schema(con)                                     # ../shared/tpch/schema.sql
     rows = tpch.load(con, data_dir)                             # LOAD DATA, then COUNT(*) per table
+                                    # (con = engine.connect(load_dir=data_dir): LOAD DATA reads there only)
     for name, sql in tpch.queries():                            # ("q01", "select ...") ... ("q22", ...)
         con.execute(sql).fetchall()
 

@@ -29,7 +29,8 @@ KINDS = ("sharded", "keyless", "reference")
 @pytest.fixture(scope="module", params=["memory", "durable"])
 def con(request, ray_session, tmp_path_factory):
     options = {"data_dir": str(tmp_path_factory.mktemp("ray-load")), **SMALL} if request.param == "durable" else {}
-    con = engine.connect(cluster="ray", progress=False, **options)
+    # the tests' CSV files lie in their own tmp_path directories, all under the session's base
+    con = engine.connect(cluster="ray", progress=False, load_dir=str(tmp_path_factory.getbasetemp()), **options)
     yield con
     con.close()
 

@@ -43,7 +43,7 @@ def con(request, ray_session, tmp_path):
     if request.param == "durable":      # small thresholds: statements write segments, merges retire them
         options = {"data_dir": str(tmp_path / "data"), "flush_rows": 10, "segment_rows": 200,
                    "merge_segments": 2}
-    con = engine.connect(cluster="ray", **options)
+    con = engine.connect(cluster="ray", load_dir=str(tmp_path), **options)
     con.execute("CREATE TABLE t (k BIGINT, g BIGINT, SHARD KEY (k))")
     yield con
     con.close()

@@ -14,7 +14,7 @@ QUERIES = tpch.queries()
 def ray_tpch(ray_session, tpch_dir_sf001):
     import engine
 
-    con = engine.connect(cluster="ray")
+    con = engine.connect(cluster="ray", load_dir=str(tpch_dir_sf001))
     tpch.create_schema(con)
     tpch.load(con, tpch_dir_sf001)
     yield con

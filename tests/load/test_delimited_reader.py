@@ -178,18 +178,18 @@ def test_unparsable_decimal_names_line_and_column(tmp_path):
     path = write(tmp_path, "header\n" + rows.replace("500,N500", "500,x1.5") )
     message = bad(path, tbl, CSV + " IGNORE 1 LINES")
     assert str(path) in message
-    assert "line 2" in message and "column 'price'" in message and "'N0'" in message
+    assert "line 2" in message and "column 'price'" in message and "N0" not in message     # no file bytes echoed
     path = write(tmp_path, "k,price,r,c\n" + "".join(f"{i},{i}.5,0,c\n" for i in range(999)) + "9,1.5x,0,c\n")
     message = bad(path, tbl, CSV + " IGNORE 1 LINES")
-    assert "line 1001, column 'price': invalid value '1.5x' for DECIMAL(15,2)" in message
+    assert "line 1001, column 'price': invalid value for DECIMAL(15,2)" in message
 
 
 def test_unparsable_date_and_int_overflow(tmp_path):
     tbl = table(col("k", INT), col("day", DATE))
     message = bad(write(tmp_path, "1,1998-01-01\n2,1998-13-01\n"), tbl)
-    assert "line 2, column 'day': invalid value '1998-13-01' for DATE" in message
+    assert "line 2, column 'day': invalid value for DATE" in message
     message = bad(write(tmp_path, "1,1998-01-01\n99999999999,1998-01-01\n"), tbl)
-    assert "line 2, column 'k': invalid value '99999999999' for INT" in message
+    assert "line 2, column 'k': invalid value for INT" in message
 
 
 @pytest.mark.parametrize("precision, value", [(5, "1000.00"), (15, "12345678901234.5"), (15, "-1e13")])
@@ -203,7 +203,7 @@ def test_decimal_out_of_precision(tmp_path, precision, value):
 def test_empty_numeric_field_is_an_error(tmp_path):
     tbl = table(col("a", INT), col("b", TEXT))
     message = bad(write(tmp_path, "1,x\n,y\n"), tbl)
-    assert "line 2, column 'a': invalid value '' for INT" in message
+    assert "line 2, column 'a': invalid value for INT" in message
 
 
 def test_string_longer_than_char_n(tmp_path):

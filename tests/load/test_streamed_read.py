@@ -119,7 +119,7 @@ def small_chunks(monkeypatch):
 def _load(tmp_path, text, clauses=CSV):
     path = tmp_path / "l.csv"
     path.write_text(text)
-    with engine.connect(progress=False) as con:
+    with engine.connect(progress=False, load_dir=str(tmp_path)) as con:
         con.execute("CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR(12), x DOUBLE, note TEXT, SHARD KEY (id))")
         try:
             count = con.execute(f"LOAD DATA INFILE '{path}' INTO TABLE t {clauses}").rowcount
@@ -165,7 +165,7 @@ def test_routed_pieces_are_concatenated_per_partition(tmp_path, small_chunks, sm
     monkeypatch.setattr(memory, "_TAIL_PIECES", 1 << 30)    # the store's own coalescing would hide the load's
     path = tmp_path / "l.csv"
     path.write_text(rows_text(2000))
-    with engine.connect(progress=False) as con:
+    with engine.connect(progress=False, load_dir=str(tmp_path)) as con:
         con.execute("CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR(12), x DOUBLE, note TEXT, SHARD KEY (id))")
         con.execute(f"LOAD DATA INFILE '{path}' INTO TABLE t {CSV}")
         assert con.execute("SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM t").fetchone() == (2000, 2000, 1999000)
@@ -188,7 +188,7 @@ def test_wrong_field_count_in_a_file_with_escapes_names_the_line(tmp_path):
     """The escape rewrite's placeholders are not UTF-8; the error for a short row must still name it."""
     path = tmp_path / "e.csv"
     path.write_text('1,a,1,\\N\n2,b\\\\c,2,x\n3,\\N,3\n4,d,4,y\n')
-    with pytest.raises(BadDataError, match=r"line 3: expected 4 fields, got 3: '3,\\\\N,3'"):
+    with pytest.raises(BadDataError, match=r"line 3: expected 4 fields, got 3$"):      # the row itself not echoed
         whole(path)
 
 
@@ -197,7 +197,7 @@ def test_skip_parser_errors_skips_a_short_row_holding_escapes(tmp_path):
     skipped row as UTF-8, which the escape placeholders are not); the other rows keep their escapes."""
     path = tmp_path / "e.csv"
     path.write_text('1,a,1,\\N\n2,b\\\\c,2,x\n3,\\N,3\n4,d\\N,4,\\\\\n')
-    with engine.connect(progress=False) as con:
+    with engine.connect(progress=False, load_dir=str(tmp_path)) as con:
         con.execute("CREATE TABLE t (id BIGINT, name VARCHAR(12), x DOUBLE, note TEXT)")
         loaded = con.execute(f"LOAD DATA INFILE '{path}' SKIP PARSER ERRORS INTO TABLE t "
                              "FIELDS TERMINATED BY ',' ESCAPED BY '\\\\'")

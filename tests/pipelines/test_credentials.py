@@ -101,18 +101,35 @@ def test_missing_bucket_with_authentication(con, auth_endpoint):
 
 
 @pytest.mark.parametrize("credentials", [None, {}])
-def test_no_credentials_use_the_default_chain(con, auth_endpoint, monkeypatch, tmp_path, credentials):
+def test_the_processs_own_credentials_go_to_aws_only(con, auth_endpoint, monkeypatch, tmp_path, credentials):
+    """No CREDENTIALS means boto3's default chain (the environment here), which signs requests with the
+    process's own keys: an endpoint_url that is not AWS's is refused before any request is made, at
+    CREATE PIPELINE and at ALTER PIPELINE ... SET CREDENTIALS '{}'; to AWS it is what is used."""
+    from engine.pipelines.pipeline import endpoint_is_aws, make_client
+    from engine.pipelines.statements import parse_pipeline_statement
+
     url, keys = auth_endpoint
     bucket = _bucket_with_files(url, keys["loader"], n=2)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", keys["loader"]["aws_access_key_id"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", keys["loader"]["aws_secret_access_key"])
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))   # the environment only
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    _create(con, url, bucket, credentials)
-    assert "CREDENTIALS '{\"" not in con.execute("SHOW CREATE PIPELINE p").fetchone()[1]
-    con.execute("START PIPELINE p")
+    with pytest.raises(engine.OperationalError, match="not an AWS endpoint.*give the pipeline its own CREDENTIALS"):
+        _create(con, url, bucket, credentials)
+    assert con.execute("SHOW PIPELINES").fetchall() == []
+    _create(con, url, bucket, keys["loader"])
+    with pytest.raises(engine.OperationalError, match="not an AWS endpoint"):
+        _set_credentials(con, {})
+    con.execute("START PIPELINE p")              # still its own keys
     wait_for(lambda: count(con) == 4)
     con.execute("STOP PIPELINE p")
+    assert [endpoint_is_aws(u) for u in (None, "https://s3.eu-west-1.amazonaws.com", "http://s3.amazonaws.com",
+                                         "https://s3.amazonaws.com.evil.example", url)] == [True, True, False, False, False]
+    definition = parse_pipeline_statement("CREATE PIPELINE q AS LOAD DATA S3 'b/in/' CONFIG "
+                                          "'{\"region\": \"eu-west-1\"}' INTO TABLE t")
+    client = make_client(definition)             # AWS: the default chain's keys, no request made here
+    assert client.meta.endpoint_url.endswith(".amazonaws.com")
+    assert client._request_signer._credentials.access_key == keys["loader"]["aws_access_key_id"]
 
 
 def test_credentials_are_never_printed_back(con, s3_endpoint, caplog):

@@ -158,7 +158,7 @@ def test_bad_file_and_missing_bucket_are_recorded_and_the_pipeline_keeps_going(c
     errors = dict(con.execute("SELECT file_name, error FROM information_schema.pipelines_files "
                               "WHERE file_state = 'Failed'").fetchall())
     assert set(errors) == {"in/000005.csv", "in/000007.csv.gz"}
-    assert "line 2, column 'id': invalid value 'not-a-number'" in errors["in/000005.csv"]
+    assert "line 2, column 'id': invalid value for" in errors["in/000005.csv"]
     show = con.execute("SHOW PIPELINES").fetchone()
     assert show[1:5] == ("Running", "19", "2", str(count(con)))
     assert show[5] is None                          # the bucket exists now: no pipeline-level error
