@@ -63,8 +63,9 @@ class DataDirectory:
                 problems = check_partitions(self.path, tables, leaves, partitions_per_leaf, log)
                 if problems:
                     first = problems[0]
-                    more = f" (and {len(problems) - 1} more problems: python -m engine.fsck {self.path})" \
-                        if len(problems) > 1 else ""
+                    others = len(problems) - 1
+                    more = f" (and {others} more problem{'s' if others > 1 else ''}: python -m engine.fsck " \
+                        f"{self.path})" if others else ""
                     raise StorageCorruptionError(f"{first}{more}", first.path, first.offset)
             self.catalog.create_database("canopy", if_not_exists=True)
             self.statistics = PersistentStatistics(self.path / "statistics.json", self.catalog)
