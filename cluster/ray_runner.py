@@ -266,6 +266,9 @@ class RayRunner(Runner):
         state = ray.get(registry.load_catalog.remote())
         self.catalog = _catalog_from_state(state) if state else Catalog()
 
+    def catalog_changed(self) -> None:
+        self._save_catalog()
+
     def _save_catalog(self) -> None:
         if self._data is not None:
             return          # catalog.json is saved by every catalog change (engine.catalog_store)

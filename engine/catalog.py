@@ -156,6 +156,23 @@ class Catalog:
                 raise BindError(f"{table.name!r} is a view in database {table.database!r}")
             tables[table.name.lower()] = table
 
+    def replace_tables(self, changes: list[tuple[TableDef, TableDef]]) -> None:
+        """ALTER TABLE / RENAME TABLE: each (old, new) definition swapped, all at once (a new name
+        must be free, apart from names the same call frees)."""
+        with self._lock:
+            for old, _ in changes:
+                self.table(old.database, old.name)         # raises for an unknown table
+            freed = {(o.database.lower(), o.name.lower()) for o, _ in changes}
+            for _, new in changes:
+                key = (new.database.lower(), new.name.lower())
+                if key not in freed and (self.find_table(new.database, new.name) is not None
+                                         or self.find_view(new.database, new.name) is not None):
+                    raise BindError(f"table {new.name!r} already exists in database {new.database!r}")
+            for old, _ in changes:
+                self._db(old.database).pop(old.name.lower())
+            for _, new in changes:
+                self._db(new.database)[new.name.lower()] = new
+
     def drop_table(self, database: str, name: str) -> TableDef:
         with self._lock:
             tables = self._db(database)

@@ -75,6 +75,11 @@ class PersistentCatalog(Catalog):
             self.save()
             return table
 
+    def replace_tables(self, changes: list[tuple[TableDef, TableDef]]) -> None:
+        with self._lock:
+            super().replace_tables(changes)
+            self.save()              # one atomic write: every change or none survives a crash
+
     def add_view(self, view: ViewDef, replace: bool = False) -> None:
         with self._lock:
             super().add_view(view, replace)

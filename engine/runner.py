@@ -89,6 +89,10 @@ class Runner(ABC):
     table), run on the leaf that hosts it, the results in partition order; ``fn`` must be picklable
     and read metadata only (the optimizer's first statistics: engine.stats.quick)."""
 
+    def catalog_changed(self) -> None:
+        """The catalog changed without a table being created or dropped (views, renames): a runner
+        that keeps a copy of it elsewhere (a Ray deployment's registry) saves it again."""
+
     def optimize_table(self, table: TableDef) -> None:
         """OPTIMIZE TABLE: flush write buffers into segments and merge small segments (nothing to do
         for tables kept in memory)."""

@@ -37,6 +37,7 @@ from engine.exec.operators.base import Deadline, statement_deadline
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
 from engine.result import Result
 from engine.sql import ddl
+from engine.sql.handlers.alter import AlterStatements
 from engine.sql.handlers.catalog import CatalogStatements
 from engine.sql.handlers.pipelines import PipelineStatements
 from engine.sql.handlers.session_state import SessionStatements, timeout_ms
@@ -51,7 +52,7 @@ from engine.statistics import RunnerStatistics
 from engine.transactions import DEFAULT_LOCK_WAIT_TIMEOUT, Transaction, TransactionCatalog, table_locks_of
 
 
-class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionStatements):
+class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineStatements, SessionStatements):
     def __init__(self, runner, database: Optional[str] = "canopy", *, load_dir: Optional[str] = None,
                  progress: Optional[bool] = None, statement_timeout: Optional[int] = None,
                  multi_statements: bool = False):
@@ -130,13 +131,16 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
         """Around a statement: the write locks of the tables it writes, for the statement (autocommit)
         or, inside a transaction, until it ends, with the tables replaced by their shadows."""
         tables = self._write_targets(node)
-        if tables and self._txn is None and not self.autocommit:
+        # DML joins the transaction (opening one with autocommit off); DDL (which committed an open
+        # transaction already, see _run) holds its locks for the statement only
+        transactional = isinstance(node, (exp.Insert, exp.Update, exp.Delete, exp.Select)) or _is_load_data(node)
+        if tables and transactional and self._txn is None and not self.autocommit:
             self._txn = Transaction(self.runner, self, lambda: self.lock_wait_timeout)
-        if self._txn is not None:
+        if self._txn is not None and transactional:
             for table in tables:
                 if isinstance(node, exp.Select):
                     self._txn.lock(table)      # SELECT ... FOR UPDATE: held until the transaction ends
-                elif not isinstance(node, exp.Drop):       # (DDL committed the transaction already)
+                else:
                     self._txn.shadow_of(table, self._read_all)
             yield
             return
@@ -166,6 +170,10 @@ class Session(CatalogStatements, WriteStatements, PipelineStatements, SessionSta
             # SELECT ... FOR UPDATE / LOCK IN SHARE MODE: the write lock of every table it reads (a
             # table lock, stronger than MySQL's row locks; both kinds take it)
             names = [(t.text("db"), t.name) for t in node.find_all(exp.Table)]
+        elif isinstance(node, exp.Alter) and isinstance(node.this, exp.Table):
+            names = [(node.this.text("db"), node.this.name)]
+        elif type(node).__name__ == "RenameTables":
+            names = [old for old, _ in node.pairs]
         elif isinstance(node, exp.Drop) and (node.args.get("kind") or "").upper() == "TABLE":
             names = [(t.text("db"), t.name) for t in (node.args.get("tables") or [node.this])]
         else:

@@ -146,6 +146,8 @@ def parse(sql: str) -> list[Statement]:
                 raise UnsupportedError("REPLACE takes INTO table VALUES / SELECT, without IGNORE or ON DUPLICATE KEY")
             node.set("alternative", "REPLACE")
             statements.append(Statement(node, text))
+        elif words[0] == "RENAME":
+            statements.append(Statement(parse_rename_tables(tokens), text))
         elif words[0] == "CREATE":
             cleaned, options = extract_table_options(text)
             statements.append(Statement(parse_one(cleaned), text, options))
@@ -184,6 +186,37 @@ def parse_optimize_table(tokens: list[Token]) -> OptimizeTable:
     if any(len(n) not in (1, 2) for n in names):
         raise ParseError("OPTIMIZE TABLE takes a list of table names", tokens[0].line, tokens[0].col)
     return OptimizeTable(tuple((n[0], n[1]) if len(n) == 2 else (None, n[0]) for n in names))
+
+
+@dataclass(frozen=True)
+class RenameTables:
+    """``RENAME TABLE a TO b[, db.c TO db.d]`` (sqlglot reads it as a Command): ``pairs`` of
+    ((database or None, name), (database or None, name))."""
+
+    pairs: tuple
+
+
+def parse_rename_tables(tokens: list[Token]) -> RenameTables:
+    if len(tokens) == 2 and tokens[1].token_type == TokenType.STRING:
+        tokens = tokens[:1] + tokenize(tokens[1].text)      # the tokenizer reads RENAME as a command
+    if len(tokens) < 2 or tokens[1].text.upper() != "TABLE":
+        raise UnsupportedError("RENAME other than RENAME TABLE")
+    pairs, current = [], [[]]
+    for token in tokens[2:]:
+        if token.token_type == TokenType.COMMA:
+            pairs.append(current)
+            current = [[]]
+        elif token.text.upper() == "TO" and len(current) == 1:
+            current.append([])
+        elif token.token_type != TokenType.DOT:
+            current[-1].append(token.text)
+    pairs.append(current)
+    if any(len(p) != 2 or len(p[0]) not in (1, 2) or len(p[1]) not in (1, 2) for p in pairs):
+        raise ParseError("RENAME TABLE takes a list of old_name TO new_name", tokens[0].line, tokens[0].col)
+
+    def name(parts):
+        return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+    return RenameTables(tuple((name(old), name(new)) for old, new in pairs))
 
 
 def _is_pipeline(tokens: list[Token]) -> bool:

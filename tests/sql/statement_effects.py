@@ -75,4 +75,14 @@ CASES: dict[str, list] = {
         T, T_ROWS, "CREATE VIEW big AS SELECT id FROM t WHERE id > 1", "BEGIN", "INSERT INTO t VALUES (7, 'g')",
         (QUERY, "SELECT id FROM big ORDER BY id", [(2,), (7,)]), "ROLLBACK",
         (QUERY, "SELECT id FROM big ORDER BY id", [(2,)])],
+    "ALTER TABLE": [
+        T, T_ROWS, "ALTER TABLE t ADD COLUMN n INT DEFAULT 7, ADD COLUMN f INT FIRST",
+        "ALTER TABLE t CHANGE v w VARCHAR(10)", "ALTER TABLE t MODIFY COLUMN n BIGINT",
+        "ALTER TABLE t RENAME COLUMN n TO m", "ALTER TABLE t DROP COLUMN f",
+        (QUERY, "SELECT id, w, m FROM t ORDER BY id", [(1, "a", 7), (2, "b", 7)]),
+        ("INSERT INTO t VALUES (1, 'x', 0)", ERROR)],
+    "RENAME TABLE": [T, T_ROWS, "CREATE TABLE other (x INT)", "RENAME TABLE t TO t2, other TO t",
+                     (QUERY, "SELECT id, v FROM t2 ORDER BY id", [(1, "a"), (2, "b")]),
+                     (QUERY, "SELECT x FROM t", []), "ALTER TABLE t2 RENAME TO t3",
+                     (QUERY, "SELECT COUNT(*) FROM t3", [(2,)])],
 }

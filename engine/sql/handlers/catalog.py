@@ -87,6 +87,7 @@ class CatalogStatements:
             raise BindError(f"view {target.name!r} has two columns of one name; name them with AS")
         view = ViewDef(database, target.name, body.sql(dialect="mysql"), columns)
         self.catalog.add_view(view, replace=bool(node.args.get("replace")))
+        self.runner.catalog_changed()
         return Result(None, rowcount=0)
 
     def _reads_view(self, query: exp.Expression, view: tuple[str, str], seen: set) -> bool:
@@ -146,6 +147,7 @@ class CatalogStatements:
             for database, name in views:
                 if self.catalog.has_database(database) and self.catalog.find_view(database, name) is not None:
                     self.catalog.drop_view(database, name)
+            self.runner.catalog_changed()
             return Result(None, rowcount=0)
         if kind != "TABLE":
             raise UnsupportedError(f"DROP {kind}")
