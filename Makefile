@@ -9,8 +9,15 @@ PY      := $(VENV)/bin/python
 INSTALL_STAMP := $(VENV)/.canopy-installed
 KERNEL_STAMP  := build/.canopy-kernels
 KERNEL_SOURCES := $(wildcard kernels/*.pyx kernels/*.pxd kernels/src/*.h kernels/src/*.c) setup.py
+# The project's shared directory (TPC-H and TPC-DS schemas, queries, the TPC-DS generator).
+SHARED  ?= $(if $(CANOPY_SHARED),$(CANOPY_SHARED),../shared)
+# The TPC-DS generator (DuckDB 1.5.5 + its tpcds extension, which pins that DuckDB) in a venv of
+# its own; its SF 0.1 data and DuckDB's answers are cached under .data/tpcds like TPC-H's.
+TPCDS_VENV  := .venv-tpcds
+TPCDS_STAMP := $(TPCDS_VENV)/.canopy-installed
+TPCDS_SF01  := .data/tpcds/sf0.1/.complete
 
-.PHONY: venv kernels system-packages demo test test-ray test-slow test-mariadb bench bench-peers clean distclean
+.PHONY: venv kernels system-packages tpcds-venv tpcds-data demo test test-ray test-slow test-mariadb bench bench-tpcds bench-peers clean distclean
 
 venv: $(INSTALL_STAMP) $(KERNEL_STAMP)
 
@@ -43,6 +50,18 @@ $(KERNEL_STAMP): $(INSTALL_STAMP) $(KERNEL_SOURCES)
 
 kernels: $(KERNEL_STAMP)
 
+$(TPCDS_STAMP): $(SHARED)/tpcds/setup.sh
+	bash $(SHARED)/tpcds/setup.sh $(TPCDS_VENV)
+	touch $@
+
+tpcds-venv: $(TPCDS_STAMP)
+
+# Generated once (about 10 s), before the suite, so the tests' own timing does not include it.
+$(TPCDS_SF01): | $(INSTALL_STAMP) $(TPCDS_STAMP)
+	CANOPY_SHARED=$(SHARED) $(PY) -c "from engine.workloads import tpcds; tpcds.generate(0.1, tpcds.default_cache_dir())"
+
+tpcds-data: $(TPCDS_SF01)
+
 demo: venv
 	$(PY) -m engine.demo --sf $(SF)
 
@@ -59,15 +78,15 @@ system-packages:
 	else echo "canopy: not installed:$$missing (tests that need them skip)"; fi
 
 # The default suite on the embedded runner, then the SQL, DB-API and TPC-H suites again with every
-# leaf a Ray actor on a local Ray (same answers expected from both runners).
-test: venv system-packages
+# leaf a Ray actor on a local Ray (same answers expected from both runners), TPC-DS SF 0.1 included.
+test: venv system-packages tpcds-data
 	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory test-ray
 
-test-ray: venv
-	CANOPY_RUNNER=ray $(PY) -m pytest -q tests/sql tests/tpch tests/dbapi tests/test_semantics.py
+test-ray: venv tpcds-data
+	CANOPY_RUNNER=ray $(PY) -m pytest -q tests/sql tests/tpch tests/tpcds tests/dbapi tests/test_semantics.py
 
-test-slow: venv
+test-slow: venv tpcds-venv
 	$(PY) -m pytest -q -m slow
 
 # MariaDB as the oracle of MySQL semantics (tests/sql/test_mariadb_oracle.py); mariadb-server is
@@ -81,6 +100,9 @@ test-mariadb: venv
 bench: venv
 	$(PY) -m benchmarks.tpch --sf 1
 
+bench-tpcds: venv tpcds-venv
+	CANOPY_SHARED=$(SHARED) $(PY) -m benchmarks.tpcds --sf 1
+
 # Seed workloads a-f (../shared/bench/WORKLOADS.md) against DuckDB, Polars, DataFusion and chDB.
 bench-peers: venv
 	$(PY) -m pip install --no-build-isolation -e ".[peers]"
@@ -91,6 +113,6 @@ clean:
 	find . -name __pycache__ -type d -not -path "./$(VENV)/*" -prune -exec rm -rf {} +
 	rm -f $(INSTALL_STAMP)
 
-# Also the virtual environment and the generated TPC-H data.
+# Also the virtual environments and the generated TPC-H and TPC-DS data.
 distclean: clean
-	rm -rf $(VENV) .data
+	rm -rf $(VENV) $(TPCDS_VENV) .data
