@@ -38,6 +38,8 @@ from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalP
 from engine.plan.joins import bind_join_chain, bind_parenthesised
 from engine.plan.scope import IdGenerator, Relation, Scope
 from engine.plan.set_operations import lower_set_operation
+from engine.plan.sql_words import ORDERED_PARTS, SELECT_PARTS, TABLE_PARTS, generated, not_supported, refuse_unread, \
+    sql_words
 
 AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
               **EXTENDED, exp.WithinGroup: "within_group"}
@@ -243,6 +245,7 @@ class Binder:
 
     def bind_select_core(self, sel: exp.Select, outer: Optional[Scope], ctes: dict) -> SelectParts:
         """FROM and WHERE: returns the joined, filtered relation and the correlated conjuncts."""
+        refuse_unread(sel, SELECT_PARTS, "SELECT")
         ctes = self._with_ctes(sel, ctes)
         scope = Scope(parent=outer)
         items, conditions = self.bind_from(sel, scope, ctes)
@@ -293,6 +296,7 @@ class Binder:
 
     def bind_table_item(self, node: exp.Expression, scope: Scope, ctes: dict) -> LogicalPlan:
         if isinstance(node, exp.Table):
+            refuse_unread(node, TABLE_PARTS, "FROM")
             name = node.name
             alias = node.alias or name
             db = node.db or self.database
@@ -606,12 +610,13 @@ class Binder:
                 use.probe = self._lift_to_groups(use.probe, keys, agg, scope)
 
     def _sort_key(self, ordered: exp.Ordered, expr: Expr) -> SortKey:
+        refuse_unread(ordered, ORDERED_PARTS, "ORDER BY")
         descending = bool(ordered.args.get("desc"))
+        # sqlglot's MySQL parser fills in MySQL's default (NULLs as the smallest value: first ascending,
+        # last descending) and keeps an explicit NULLS FIRST / NULLS LAST.
         nulls_first = ordered.args.get("nulls_first")
         if nulls_first is None:
-            nulls_first = not descending     # MySQL: NULLs sort as the smallest value
-        if not descending and nulls_first is False and ordered.args.get("nulls_first") is False:
-            nulls_first = True               # sqlglot's default for MySQL ASC; MySQL puts NULL first
+            nulls_first = not descending
         return SortKey(expr, not descending, bool(nulls_first))
 
     def _limit(self, node, plan: LogicalPlan) -> LogicalPlan:
@@ -683,6 +688,11 @@ class Binder:
     # expressions
     # ---------------------------------------------------------------------------------------------
     def bind_expr(self, node: exp.Expression, ctx: ExprContext) -> Expr:
+        if node is None:                             # an operand sqlglot left out: DAY() is Day(TsOrDsToDate())
+            raise BindError(f"an argument is missing in {ctx.clause}")
+        if isinstance(node, exp.Func) and any(required and node.args.get(name) is None
+                                              for name, required in type(node).arg_types.items()):
+            raise BindError(f"{sql_words(node)}: an argument is missing")     # sqlglot parses CEIL()
         handler = getattr(self, "_bind_" + type(node).__name__, None)
         if handler is None:
             if type(node) in AGGREGATES:
@@ -691,7 +701,7 @@ class Binder:
                 return self._bind_binary(node, ctx)
             if type(node) in _SIMPLE_FUNCTIONS:
                 return self._bind_simple_function(node, ctx)
-            raise UnsupportedError(f"{type(node).__name__} expression is not supported: {node_name(node)[:80]}")
+            raise not_supported(node)
         return handler(node, ctx)
 
     def _fold(self, e: Expr) -> Expr:
@@ -1176,6 +1186,8 @@ class Binder:
         return self._fold(Call("right", args, T.TEXT))
 
     def _bind_Replace(self, node, ctx) -> Expr:
+        if node.args.get("replacement") is None:
+            raise BindError(f"{sql_words(node)}: REPLACE takes 3 arguments")
         args = tuple(self._string_arg(node.args[name], ctx) for name in ("this", "expression", "replacement"))
         return self._fold(Call("replace", args, T.TEXT))
 
@@ -1364,7 +1376,7 @@ def _has_aggregate(sel: exp.Select) -> bool:
 def _display_name(node) -> str:
     if isinstance(node, exp.Column):
         return node.name
-    return node.sql(dialect="mysql")
+    return generated(node)
 
 
 def _column_node(f: Field) -> exp.Expression:

@@ -152,6 +152,7 @@ def parse(sql: str) -> list[Statement]:
             cleaned, options = extract_table_options(text)
             statements.append(Statement(parse_one(cleaned), text, options))
         else:
+            check_lists(tokens)
             statements.append(Statement(_checked(lambda: _parse_tokens(tokens, sql)), text))
     if not statements:
         raise ParseError("empty statement")
@@ -219,6 +220,29 @@ def parse_rename_tables(tokens: list[Token]) -> RenameTables:
     return RenameTables(tuple((name(old), name(new)) for old, new in pairs))
 
 
+# What may not follow a list's comma, nor SELECT itself: sqlglot accepts ``SELECT a, FROM t``,
+# ``SELECT FROM t`` and ``FROM t,`` (an empty list item is dropped); MySQL rejects them.
+_LIST_ENDS = {TokenType.FROM, TokenType.WHERE, TokenType.GROUP_BY, TokenType.HAVING, TokenType.ORDER_BY,
+              TokenType.LIMIT, TokenType.R_PAREN, TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT,
+              TokenType.COMMA, TokenType.INTO, TokenType.WINDOW}
+_SELECT_MODIFIERS = {"DISTINCT", "DISTINCTROW", "ALL"}
+
+
+def check_lists(tokens: list[Token]) -> None:
+    """Raise :class:`ParseError` at an empty select list or an empty item of a comma-separated list."""
+    for i, token in enumerate(tokens):
+        following = tokens[i + 1] if i + 1 < len(tokens) else None
+        if token.token_type == TokenType.COMMA and (following is None or following.token_type in _LIST_ENDS):
+            where = f"before {following.text.upper()!r}" if following is not None else "at the end"
+            raise ParseError(f"an expression is missing after ',' {where}", token.line, token.col, token.text)
+        if token.token_type == TokenType.SELECT:
+            j = i + 1
+            while j < len(tokens) and tokens[j].text.upper() in _SELECT_MODIFIERS:
+                j += 1
+            if j == len(tokens) or tokens[j].token_type in _LIST_ENDS:
+                raise ParseError("SELECT needs a select list", token.line, token.col, token.text)
+
+
 def _is_pipeline(tokens: list[Token]) -> bool:
     from engine.pipelines.statements import is_pipeline_statement
     return is_pipeline_statement(tokens)
@@ -226,6 +250,8 @@ def _is_pipeline(tokens: list[Token]) -> bool:
 
 def _parse_tokens(tokens: list[Token], sql: str) -> Optional[exp.Expression]:
     parsed = sqlglot.Dialect.get_or_raise(DIALECT).parser().parse(tokens, sql)
+    if parsed and parsed[0] is not None:
+        parsed[0].meta["sql"] = sql     # refusals quote names as typed (engine/plan/sql_words.py)
     return parsed[0] if parsed else None
 
 
@@ -244,7 +270,8 @@ def _checked(parse_call) -> exp.Expression:
     if node is None:
         raise ParseError("empty statement")
     if isinstance(node, exp.Command):
-        words = f"{node.this} {str(node.expression or '').strip()}".split()
+        rest = node.expression.name if isinstance(node.expression, exp.Literal) else str(node.expression or "")
+        words = f"{node.this} {rest.strip()}".split()
         raise UnsupportedError(f"statement {' '.join(words[:3]).upper()} ... is not supported")
     return node
 
