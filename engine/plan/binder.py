@@ -135,7 +135,7 @@ class Binder:
             return self.bind_intersect_except(node, outer, ctes)
         if isinstance(node, exp.Values):
             return self.bind_values(node)
-        raise UnsupportedError(f"statement {node.key.upper()} is not supported as a query")
+        raise BindError(f"{sql_words(node)} is not a query (a subquery is needed here)")
 
     def _with_ctes(self, node: exp.Expression, ctes: dict) -> dict:
         with_ = arg(node, "with")

@@ -131,3 +131,42 @@ def assert_same_tpcds_result(actual: Sequence[Row], expected: Sequence[Row], sql
     problems = diff_tpcds(actual, expected, outer_ordering(sql))
     if problems:
         raise ResultMismatch(f"{label} differs from DuckDB's answer:\n  " + "\n  ".join(problems))
+
+
+# DuckDB's ORDER BY puts NULLs last in both directions; MySQL's (and Canopy's) first when ascending.
+_ORDER_ENDS = {"LIMIT", "OFFSET", "ROWS", "RANGE", "GROUPS", "UNION", "INTERSECT", "EXCEPT"}
+
+
+def with_duckdb_null_order(sql: str) -> str:
+    """``sql`` with ``NULLS LAST`` written after every ORDER BY key that has no NULLS FIRST / LAST:
+    the order DuckDB's answers were computed in, said explicitly for an engine with MySQL's default.
+    Only text is added; everything else is sent as written."""
+    from sqlglot.tokens import TokenType
+
+    tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
+    ends = []                                 # character offsets after each key lacking NULLS ...
+    for start, token in enumerate(tokens):
+        if token.token_type != TokenType.ORDER_BY:
+            continue
+        depth, last, has_nulls = 0, None, False
+        for t in tokens[start + 1:]:
+            if t.token_type == TokenType.L_PAREN:
+                depth += 1
+            elif t.token_type == TokenType.R_PAREN and depth > 0:
+                depth -= 1
+            elif depth == 0 and (t.token_type in (TokenType.R_PAREN, TokenType.SEMICOLON)
+                                 or t.text.upper() in _ORDER_ENDS):
+                break
+            elif depth == 0 and t.token_type == TokenType.COMMA:
+                if last is not None and not has_nulls:
+                    ends.append(last.end + 1)
+                last, has_nulls = None, False
+                continue
+            if depth == 0 and t.text.upper() == "NULLS":
+                has_nulls = True
+            last = t
+        if last is not None and not has_nulls:
+            ends.append(last.end + 1)
+    for end in sorted(ends, reverse=True):
+        sql = sql[:end] + " NULLS LAST" + sql[end:]
+    return sql

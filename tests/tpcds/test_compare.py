@@ -3,7 +3,8 @@ LIMIT cutting through ties) and reject everything else."""
 import pytest
 
 from engine.workloads import tpcds
-from tpcds.compare import Ordering, ResultMismatch, assert_same_tpcds_result, diff_tpcds, outer_ordering
+from tpcds.compare import Ordering, ResultMismatch, assert_same_tpcds_result, diff_tpcds, outer_ordering, \
+    with_duckdb_null_order
 
 SQL = "select k, v from t order by k limit 4"
 EXPECTED = [(1, "a"), (2, "b"), (2, "c"), (3, "d")]
@@ -63,3 +64,12 @@ def test_every_query_has_an_ordering_we_understand():
         ordering = outer_ordering(sql)
         if ordering is not None:
             assert ordering.key_columns, f"{name}: no sort key found in the output"
+
+
+def test_duckdb_null_order_is_written_out_where_unsaid():
+    sql = ("select a, rank() over (partition by b order by c desc, d) r from t "
+           "where x in (select y from u order by y limit 1) order by a nulls first, r limit 100")
+    assert with_duckdb_null_order(sql) == (
+        "select a, rank() over (partition by b order by c desc NULLS LAST, d NULLS LAST) r from t "
+        "where x in (select y from u order by y NULLS LAST limit 1) order by a nulls first, r NULLS LAST limit 100")
+    assert with_duckdb_null_order("select 'order by' from t") == "select 'order by' from t"
