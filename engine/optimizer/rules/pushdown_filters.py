@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 
 from engine.optimizer.context import OptimizerContext
+from engine.types import BOOLEAN
 from engine.plan.expressions import Call, ColumnRef, Expr, and_all, conjuncts, replace_columns
 from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Repeat, Scan,
                                  Sort, Union, Values, Window)
@@ -58,7 +59,7 @@ def _push(node: LogicalPlan, predicates: list[Expr]) -> LogicalPlan:
     if isinstance(node, MultiJoin):
         conditions = list(node.conditions) + predicates
         inputs = []
-        for child in node.inputs:
+        for child in _inner_where_rejected(node.inputs, conditions):
             ids = child.field_ids()
             mine = [c for c in conditions if c.column_ids() and c.column_ids() <= ids]
             conditions = [c for c in conditions if c not in mine]
@@ -105,8 +106,43 @@ def _push(node: LogicalPlan, predicates: list[Expr]) -> LogicalPlan:
     return _wrap(node, predicates)
 
 
+def _rejects_nulls_of(p: Expr, ids: set[str]) -> bool:
+    """Whether ``p`` is never true when the columns ``ids`` are NULL: a comparison with one of them
+    as an operand (through casts) is NULL then, and a WHERE drops the row."""
+    if not (isinstance(p, Call) and p.op in _NULL_REJECTING):
+        return False
+    for arg in p.args:
+        while isinstance(arg, Call) and arg.op == "cast":
+            arg = arg.args[0]
+        if isinstance(arg, ColumnRef) and arg.id in ids:
+            return True
+    return False
+
+
+_NULL_REJECTING = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def _inner_where_rejected(inputs, conditions: list[Expr]) -> list[LogicalPlan]:
+    """A LEFT JOIN among the inputs of an inner join whose conditions reject NULLs of its right side
+    keeps no NULL-padded row: it is an inner join, and its two sides join the others as inputs, so
+    the join order is free (``FROM a LEFT JOIN b ON ..., c WHERE b.x = c.y``). ``conditions`` gains
+    the join's own. Everything else is returned as is."""
+    result = []
+    for child in inputs:
+        if isinstance(child, Join) and child.kind == "left" and any(
+                _rejects_nulls_of(c, child.right.field_ids()) for c in conditions):
+            conditions.extend(Call("eq", (lk, rk), BOOLEAN) for lk, rk in zip(child.left_keys, child.right_keys))
+            conditions.extend(conjuncts(child.residual))
+            result.extend(_inner_where_rejected((child.left, child.right), conditions))
+        else:
+            result.append(child)
+    return result
+
+
 def _push_join(node: Join, predicates: list[Expr]) -> LogicalPlan:
     left_ids, right_ids = node.left.field_ids(), node.right.field_ids()
+    if node.kind == "left" and any(_rejects_nulls_of(p, right_ids) for p in predicates):
+        node = dataclasses.replace(node, kind="inner")      # no NULL-padded row survives the WHERE
     to_left, to_right, above = [], [], []
     left_keys, right_keys = list(node.left_keys), list(node.right_keys)
     residual = conjuncts(node.residual)
