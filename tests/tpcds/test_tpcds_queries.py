@@ -12,31 +12,14 @@ from engine.workloads import tpcds
 from tpcds.compare import assert_same_tpcds_result, with_duckdb_null_order
 
 # The features TPC-DS needs that Canopy lacks today, in the words of the SQL.
-WINDOW = "window functions (OVER ...)"
-STDDEV = "STDDEV_SAMP"
+WINDOW_IN_SUBQUERY = "a window function in an IN (subquery) (RANK() OVER ... under WHERE s_state IN (...))"
 
 # THE one list to edit: each query that fails today for want of a feature, with every feature it
 # lacks. Marked xfail(strict=True, raises=NotSupportedError): whoever implements a feature sees
 # XPASS for the queries it completes and removes them here (a query that then runs but answers
 # wrongly fails outright, as it should).
 MISSING_FEATURE = {
-    "q12": (WINDOW,),
-    "q17": (STDDEV,),
-    "q20": (WINDOW,),
-    "q36": (WINDOW,),
-    "q39": (STDDEV,),
-    "q44": (WINDOW,),
-    "q47": (WINDOW,),
-    "q49": (WINDOW,),
-    "q51": (WINDOW,),
-    "q53": (WINDOW,),
-    "q57": (WINDOW,),
-    "q63": (WINDOW,),
-    "q67": (WINDOW,),
-    "q70": (WINDOW,),
-    "q86": (WINDOW,),
-    "q89": (WINDOW,),
-    "q98": (WINDOW,),
+    "q70": (WINDOW_IN_SUBQUERY,),
 }
 
 QUERIES = tpcds.queries()
