@@ -25,8 +25,7 @@ from sqlglot import ErrorLevel, exp
 
 from engine.errors import UnsupportedError
 
-#: The parts of a SELECT the binder reads (``windows``, the ``WINDOW`` clause, is read and refused
-#: where window functions are bound).
+#: The parts of a SELECT the binder reads (``windows``: the named windows of a ``WINDOW`` clause).
 SELECT_PARTS = frozenset({"with_", "expressions", "distinct", "from_", "joins", "where", "group", "having",
                           "windows", "order", "limit", "offset"})
 #: The parts of a table reference in FROM the binder reads (``joins``: a parenthesised join).
