@@ -6,15 +6,15 @@ as a sqlglot class name (``STDDEV_SAMP(x) is not supported``, not ``StddevSamp e
 
 :func:`refuse_unread` guards the clauses of a node: the binder lists the parts of a ``SELECT`` (or a
 table reference, an ``ORDER BY`` item) it reads, and any other part sqlglot filled in, such as
-``FOR UPDATE``, ``SELECT ... INTO @v``, ``SQL_CALC_FOUND_ROWS``, ``USE INDEX (...)`` or
-``TABLESAMPLE``, is refused by its text instead of being dropped::
+``SELECT ... INTO @v``, an optimizer hint ``/*+ ... */``, ``PARTITION (p0)`` or ``TABLESAMPLE``, is
+refused by its text instead of being dropped::
 
     >>> import sqlglot
-    >>> select = sqlglot.parse_one("SELECT a FROM t FOR UPDATE", read="mysql")
+    >>> select = sqlglot.parse_one("SELECT a INTO @v FROM t", read="mysql")
     >>> refuse_unread(select, SELECT_PARTS, "SELECT")
     Traceback (most recent call last):
     ...
-    engine.errors.UnsupportedError: FOR UPDATE is not supported in SELECT
+    engine.errors.UnsupportedError: INTO @v is not supported in SELECT
 """
 from __future__ import annotations
 
@@ -25,11 +25,15 @@ from sqlglot import ErrorLevel, exp
 
 from engine.errors import UnsupportedError
 
-#: The parts of a SELECT the binder reads (``windows``: the named windows of a ``WINDOW`` clause).
+#: The parts of a SELECT the binder reads (``windows``: the named windows of a ``WINDOW`` clause), and
+#: those ``engine/sql/refusals.py`` vets before binding: the modifiers that only steer how MySQL runs a
+#: query (``SQL_NO_CACHE``, ``STRAIGHT_JOIN``, ...) and ``FOR UPDATE`` / ``LOCK IN SHARE MODE``, which
+#: the session honours with the tables' write locks.
 SELECT_PARTS = frozenset({"with_", "expressions", "distinct", "from_", "joins", "where", "group", "having",
-                          "windows", "order", "limit", "offset"})
-#: The parts of a table reference in FROM the binder reads (``joins``: a parenthesised join).
-TABLE_PARTS = frozenset({"this", "alias", "db", "joins"})
+                          "windows", "order", "limit", "offset", "operation_modifiers", "locks"})
+#: The parts of a table reference in FROM the binder reads (``joins``: a parenthesised join;
+#: ``hints``: index hints, accepted on purpose as MySQL's planner hints that change no result).
+TABLE_PARTS = frozenset({"this", "alias", "db", "joins", "hints"})
 #: The parts of an ORDER BY item.
 ORDERED_PARTS = frozenset({"this", "desc", "nulls_first"})
 

@@ -11,15 +11,12 @@ import engine
 from engine.workloads import tpcds
 from tpcds.compare import assert_same_tpcds_result, with_duckdb_null_order
 
-# The features TPC-DS needs that Canopy lacks today, in the words of the SQL.
-WINDOW_IN_SUBQUERY = "a window function in an IN (subquery) (RANK() OVER ... under WHERE s_state IN (...))"
-
-# THE one list to edit: each query that fails today for want of a feature, with every feature it
-# lacks. Marked xfail(strict=True, raises=NotSupportedError): whoever implements a feature sees
-# XPASS for the queries it completes and removes them here (a query that then runs but answers
-# wrongly fails outright, as it should).
-MISSING_FEATURE = {
-    "q70": (WINDOW_IN_SUBQUERY,),
+# THE one list to edit: each query that fails today for want of a feature, with the features it
+# lacks in the words of the SQL, e.g. "q70": ("a window function in an IN (subquery)",). Marked
+# xfail(strict=True, raises=NotSupportedError): whoever implements a feature sees XPASS for the
+# queries it completes and removes them here (a query that then runs but answers wrongly fails
+# outright, as it should). Empty since all 99 answer.
+MISSING_FEATURE: dict[str, tuple[str, ...]] = {
 }
 
 QUERIES = tpcds.queries()
