@@ -17,7 +17,7 @@ TPCDS_VENV  := .venv-tpcds
 TPCDS_STAMP := $(TPCDS_VENV)/.canopy-installed
 TPCDS_SF01  := .data/tpcds/sf0.1/.complete
 
-.PHONY: venv kernels system-packages tpcds-venv tpcds-data demo test test-ray test-slow test-mariadb bench bench-tpcds bench-peers clean distclean
+.PHONY: venv kernels system-packages mysqlclient tpcds-venv tpcds-data demo test test-ray test-slow test-mariadb bench bench-tpcds bench-peers clean distclean
 
 venv: $(INSTALL_STAMP) $(KERNEL_STAMP)
 
@@ -66,8 +66,10 @@ demo: venv
 	$(PY) -m engine.demo --sf $(SF)
 
 # Debian programs the tests use when present (tests that need one skip cleanly without it): Graphviz's
-# dot draws EXPLAIN pictures. Installed only where we are root with apt-get (CI); elsewhere a note.
-SYSTEM_PROGRAMS := dot:graphviz
+# dot draws EXPLAIN pictures; the mysql command line (mariadb-client) and the MySQL C client library
+# (libmariadb-dev, with pkg-config, to build mysqlclient) are the server's clients. Installed only where
+# we are root with apt-get (CI); elsewhere a note.
+SYSTEM_PROGRAMS := dot:graphviz mysql:mariadb-client mariadb_config:libmariadb-dev pkg-config:pkg-config
 system-packages:
 	@missing=""; for pair in $(SYSTEM_PROGRAMS); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
@@ -77,9 +79,15 @@ system-packages:
 	    || echo "canopy: apt-get failed (build/apt.log); the tests that need$$missing will skip"; \
 	else echo "canopy: not installed:$$missing (tests that need them skip)"; fi
 
+# mysqlclient (the MySQL C client's Python driver) builds against libmariadb-dev: installed when that
+# builds, otherwise its tests skip.
+mysqlclient: venv system-packages
+	@$(PY) -c "import MySQLdb" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check "mysqlclient>=2.2" \
+	  > build/mysqlclient.log 2>&1 || echo "canopy: mysqlclient did not build (build/mysqlclient.log); its tests skip"
+
 # The default suite on the embedded runner, then the SQL, DB-API and TPC-H suites again with every
 # leaf a Ray actor on a local Ray (same answers expected from both runners), TPC-DS SF 0.1 included.
-test: venv system-packages tpcds-data
+test: venv system-packages mysqlclient tpcds-data
 	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory test-ray
 

@@ -790,6 +790,8 @@ class RayRunner(Runner):
         waited_for_deadline = deadline is not None and deadline.timeout_ms is not None
         if waited_for_deadline:
             timeout = deadline.remaining()
+        if deadline is not None and deadline.cancelled is not None and timeout is None:
+            self._wait_watching(refs, deadline)
         try:
             return ray.get(refs, timeout=timeout)
         except rex.GetTimeoutError:
@@ -799,6 +801,16 @@ class RayRunner(Runner):
             raise self._translate(rex.GetTimeoutError()) from None
         except rex.RayError as error:
             raise self._translate(error) from None
+
+    @staticmethod
+    def _wait_watching(refs, deadline: Deadline, poll_s: float = 0.1) -> None:
+        """Wait for ``refs`` in short slices, so a KILL QUERY (the deadline's ``cancelled``) stops the
+        driver's wait at once; ``deadline.check()`` raises then, and the caller cancels the leaves' tasks."""
+        pending = list(dict.fromkeys(refs)) if isinstance(refs, (list, tuple)) else [refs]   # unique for ray.wait
+        while pending:
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=poll_s)
+            if pending:
+                deadline.check()
 
     def _translate(self, error: BaseException) -> BaseException:
         """A Ray failure as the engine's error: a leaf's own error as raised there, a dead leaf as an
@@ -1134,7 +1146,9 @@ def _first_line(text: str) -> str:
 
 
 def _catalog_state(catalog: Catalog) -> bytes:
-    return pickle.dumps({k: v for k, v in vars(catalog).items() if k != "_lock"}, protocol=5)
+    # the system tables are functions of this process's live state: each driver registers its own
+    return pickle.dumps({k: v for k, v in vars(catalog).items() if k not in ("_lock", "system_tables")},
+                        protocol=5)
 
 
 def _catalog_from_state(state: bytes) -> Catalog:

@@ -111,6 +111,15 @@ class Catalog:
         self._databases: dict[str, dict[str, TableDef]] = {}
         self._database_names: dict[str, str] = {}
         self._views: dict[str, dict[str, ViewDef]] = {}      # database (lower) -> name (lower) -> view
+        # information_schema's system tables by lower-case name (engine.system_schema.SystemTable): the
+        # binder plans them as the rows their function returns at bind time; they have no storage
+        self.system_tables: dict = {}
+
+    def system_table(self, database: str, name: str):
+        """The system table ``database.name`` (a SystemTable), or None when it is not one."""
+        if database.lower() != "information_schema":
+            return None
+        return self.system_tables.get(name.lower())
 
     # databases ---------------------------------------------------------------------------------
     def create_database(self, name: str, if_not_exists: bool = False) -> bool:

@@ -88,6 +88,30 @@ class ExecutionError(CanopyError, OperationalError):
 class LockWaitTimeoutError(ExecutionError):
     """A write waited longer than ``lock_wait_timeout`` for a table another transaction is writing."""
 
+class QueryCancelledError(ExecutionError):
+    """The query was stopped from outside: ``KILL QUERY``, its client went away, an interrupt."""
+
+
+class QueryTimeoutError(ExecutionError):
+    """The query ran past ``statement_timeout`` / ``max_execution_time``."""
+
+
+class VariableError(CanopyError, ProgrammingError):
+    """``SET`` or ``@@name`` of an unknown system variable, a read-only one, or a value it cannot take."""
+
+    def __init__(self, message: str, read_only: bool = False, wrong_value: bool = False):
+        super().__init__(message)
+        self.read_only, self.wrong_value = read_only, wrong_value
+
+
+class AccessDeniedError(CanopyError, OperationalError):
+    """The session's user lacks the privilege a statement needs. ``scope``: ``database`` (no privilege
+    at all on it), ``table`` (a command on a table) or ``global`` (user administration)."""
+
+    def __init__(self, message: str, scope: str = "table"):
+        super().__init__(message)
+        self.scope = scope
+
 
 class StorageCorruptionError(ExecutionError):
     """A durable file failed its checksum or cannot be parsed (a data directory's WAL, commit log,
@@ -125,7 +149,9 @@ def unknown_name_error(kind: str, name: str, candidates: Iterable[str], where: s
         original = next(c for c in candidates if c.lower() == close[0])
         hint = f"; did you mean {original!r}?"
     location = f" in {where}" if where else ""
-    return BindError(f"unknown {kind} {name!r}{location}{hint}")
+    error = BindError(f"unknown {kind} {name!r}{location}{hint}")
+    error.unknown = kind          # the MySQL wire server's error code follows it (1049 / 1146 / 1054)
+    return error
 
 
 # PEP 249 class for each engine error (documentation and the driver's isinstance checks rely on it).
@@ -136,6 +162,10 @@ PEP249_CLASS = {
     UnsupportedError: NotSupportedError,
     ExecutionError: OperationalError,
     StorageCorruptionError: OperationalError,
+    QueryCancelledError: OperationalError,
+    QueryTimeoutError: OperationalError,
+    VariableError: ProgrammingError,
+    AccessDeniedError: OperationalError,
     BadDataError: DataError,
     ConstraintError: IntegrityError,
     CanopyInternalError: InternalError,

@@ -27,6 +27,12 @@ class Runner(ABC):
     def num_partitions(self) -> int:
         return self.num_leaves * self.partitions_per_leaf
 
+    @property
+    def data_path(self):
+        """The cluster's data_dir (a Path), None when its tables live in memory."""
+        data = getattr(self, "_data", None)       # both runners keep their DataDirectory there
+        return None if data is None else data.path
+
     # -- tables -----------------------------------------------------------------------------------
     @abstractmethod
     def create_table(self, table: TableDef) -> None:

@@ -26,17 +26,20 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
 import pyarrow as pa
 from sqlglot import exp
 
-from engine.errors import BadDataError, BindError, CanopyInternalError, Error, ParseError, UnsupportedError
+from engine.errors import AccessDeniedError, BadDataError, BindError, CanopyInternalError, Error, ParseError, UnsupportedError
 from engine.exec.operators.base import Deadline, statement_deadline
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
 from engine.result import Result
+from engine.sessions import Activity, registry_of
 from engine.sql import ddl
+from engine.sql.handlers.accounts import AccountStatements
 from engine.sql.handlers.alter import AlterStatements
 from engine.sql.handlers.catalog import CatalogStatements
 from engine.sql.handlers.pipelines import PipelineStatements
@@ -48,35 +51,66 @@ from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_v
 from engine.sql.plan_picture import PlanPicture
 from engine.sql.query import execution_summary, explain_parts, explain_text, plan_query, run_query
 from engine.sql.refusals import refuse_ignored
+from engine.sql.variables import Variables, reads_session_state, substitute
 from engine.statistics import RunnerStatistics
+from engine.system_schema import install as install_system_schema
 from engine.transactions import DEFAULT_LOCK_WAIT_TIMEOUT, Transaction, TransactionCatalog, table_locks_of
 
 
-class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineStatements, SessionStatements):
+class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineStatements, SessionStatements,
+              AccountStatements):
     def __init__(self, runner, database: Optional[str] = "canopy", *, load_dir: Optional[str] = None,
                  progress: Optional[bool] = None, statement_timeout: Optional[int] = None,
-                 multi_statements: bool = False):
+                 multi_statements: bool = False, user: Optional[str] = None, host: str = "localhost",
+                 create_database: bool = True, connection_id: Optional[int] = None):
         """``load_dir``: LOAD DATA reads only files inside it (MySQL's secure_file_priv); ``progress``:
         a progress bar for long loads (None: when stderr is a terminal or in a notebook);
         ``statement_timeout``: milliseconds a call of ``execute`` may run its queries (0/None: no limit);
-        ``multi_statements``: ``execute`` runs several ``;``-separated statements (else it refuses them)."""
+        ``multi_statements``: ``execute`` runs several ``;``-separated statements (else it refuses them).
+        ``user``: the MySQL account of a wire client (None: the embedding program, which may do
+        anything); ``host``: where the client connects from (SHOW PROCESSLIST, ``USER()``).
+        ``create_database``: create ``database`` when missing (the embedded default) or leave it.
+        ``connection_id``: one reserved from the cluster's registry (default: the next)."""
         self.runner = runner
         self.autocommit = True
         self.lock_wait_timeout = DEFAULT_LOCK_WAIT_TIMEOUT     # seconds (SET lock_wait_timeout)
         self._txn: Optional[Transaction] = None
         self.last_insert_id = 0        # LAST_INSERT_ID(): the first AUTO_INCREMENT value last generated
         if database is not None and not self.catalog.has_database(database):
+            if not create_database:
+                from engine.errors import unknown_name_error
+                raise unknown_name_error("database", database, self.catalog.databases())
             self.catalog.create_database(database)
         self.database = database
         self.statistics = _statistics_of(runner)
         self.plan_cache = _plan_cache_of(runner)
-        self.variables: dict[str, object] = {}
+        install_system_schema(self.runner.catalog, runner)
+        # system variables (engine.sql.variables); those with an effect read the session's own state
+        self.variables = Variables(live={
+            "autocommit": lambda: int(self.autocommit),
+            "statement_timeout": lambda: self.statement_timeout or 0,
+            "max_execution_time": lambda: self.statement_timeout or 0,
+            "lock_wait_timeout": lambda: self.lock_wait_timeout,
+            "innodb_lock_wait_timeout": lambda: self.lock_wait_timeout,
+            "last_insert_id": lambda: self.last_insert_id,
+        })
+        if load_dir is not None:
+            self.variables.set("secure_file_priv", str(load_dir), force=True)
         self.load_dir = load_dir
         self.progress = progress
         self.warnings: list[tuple[str, int, str]] = []    # SHOW WARNINGS: the last statement's
         self.closed = False
         self.statement_timeout = timeout_ms(statement_timeout)
         self.multi_statements = multi_statements
+        self.user, self.host = user, host
+        self.activity = Activity()
+        self.questions = 0                       # statements run (SHOW STATUS' Questions)
+        self._cancel_requested = False           # KILL QUERY: read by the running statement's Deadline
+        self._killed = False                     # KILL CONNECTION: closed once its statement ends
+        self.on_kill: list = []                  # callables run by KILL CONNECTION (the wire server's)
+        self._authorized: set = set()            # (plan cache key, accounts version) already checked
+        self.sessions = registry_of(runner)
+        self.connection_id = self.sessions.add(self, connection_id)
 
     @property
     def catalog(self):
@@ -191,13 +225,13 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
     # -- entry points -----------------------------------------------------------------------------
     def execute(self, sql: str, params: Optional[Sequence | Mapping] = None) -> Result:
         self._check_open()
-        with self._deadline():
+        with self._deadline(sql):
             return self._guarded(lambda: self._execute(sql, params))
 
     def execute_many(self, sql: str, seq_of_params) -> Result:
         """Run ``sql`` once per parameter set. INSERT ... VALUES becomes one columnar append."""
         self._check_open()
-        with self._deadline():
+        with self._deadline(sql):
             return self._guarded(lambda: self._execute_many(sql, list(seq_of_params)))
 
     def load_table(self, name: str, data) -> int:
@@ -219,24 +253,73 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
 
         return self._guarded(load).rowcount
 
+    def execute_local(self, sql: str, received: str) -> Result:
+        """``LOAD DATA LOCAL INFILE`` from a MySQL wire client: ``sql`` names the client's file, whose
+        contents the server received into ``received`` (outside any load_dir: the client sent it)."""
+        self._check_open()
+        statements = parse(sql)
+        if len(statements) != 1 or not _is_load_data(statements[0].node) or not statements[0].node.local:
+            raise BindError("execute_local runs one LOAD DATA LOCAL INFILE statement")
+        node = dataclasses.replace(statements[0].node, path=received)
+        with self._deadline(sql):
+            def load() -> Result:
+                self.authorize(node)
+                self.plan_cache.invalidate()
+                with self._writing(node, statements[0]):
+                    result = self._load_data(node, confined=False)
+                self.warnings = result.warnings
+                return result
+            return self._guarded(load)
+
     def close(self) -> None:
         """Close the session; an open transaction is rolled back."""
         if not self.closed:
-            self.rollback()
-        self.closed = True
+            try:
+                self.rollback()
+            finally:
+                self.closed = True
+                self.sessions.remove(self)
+
+    def kill(self, query_only: bool = False) -> None:
+        """KILL QUERY (``query_only``): stop the running statement, if any, at its next batch; KILL
+        CONNECTION: that too, then close the session and run the ``on_kill`` callbacks. Safe to call
+        from any thread (the statement's own thread rolls its transaction back as it fails)."""
+        if self.activity.command == "Query":
+            self._cancel_requested = True
+        if query_only:
+            return
+        self._killed = True
+        if self.activity.command != "Query":
+            self.close()              # idle; otherwise the statement's thread closes it as it ends
+        for callback in list(self.on_kill):
+            callback()
+
+    def user_at_host(self) -> str:
+        return f"{self.user or 'canopy'}@{self.host}"
+
+    def check_kill(self, target: "Session") -> None:
+        """MySQL's rule: a user may kill their own connections; killing another's takes an account
+        that administers users (the embedding program may kill any)."""
+        if self.user is None or target.user == self.user or self.is_administrator():
+            return
+        raise AccessDeniedError(f"you are not the owner of thread {target.connection_id}", scope="thread")
 
     # -- internals --------------------------------------------------------------------------------
     def _check_open(self) -> None:
-        if self.closed:
+        if self.closed or self._killed:
             from engine.errors import InterfaceError
             raise InterfaceError("the session is closed")
 
     @contextlib.contextmanager
-    def _deadline(self):
-        """statement_timeout over this call's queries: the runners stop their tasks at the next batch
-        past it and raise; a write's rows are applied only after its query ended, so none is partial."""
-        timeout = self.statement_timeout
-        token = statement_deadline.set(Deadline.after(timeout) if timeout else None)
+    def _deadline(self, sql: str):
+        """statement_timeout and KILL QUERY over this call's queries: the runners stop their tasks at
+        the next batch past the deadline or after the kill, and raise; a write's rows are applied only
+        after its query ended, so none is partial. The call shows in SHOW PROCESSLIST meanwhile."""
+        self._cancel_requested = False
+        self.activity = Activity("Query", sql if isinstance(sql, str) else None)
+        self.questions += 1
+        token = statement_deadline.set(Deadline.after(self.statement_timeout,
+                                                      cancelled=lambda: self._cancel_requested))
         # a progress bar for the plans this call runs, once they have run a second (engine.exec.progress)
         progress = TqdmQueryProgress() if progress_wanted(self.progress) else None
         progress_token = query_progress.set(progress)
@@ -247,6 +330,10 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             if progress is not None:
                 progress.close()
             statement_deadline.reset(token)
+            self.activity = Activity()
+            self._cancel_requested = False
+            if self._killed:
+                self.close()
 
     @staticmethod
     def _guarded(action) -> Result:
@@ -311,7 +398,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
                 statements = []       # a literal the grammar needs as text: run as written
             node = statements[0].node if statements else None
             if len(statements) != 1 or not isinstance(node, (exp.Select, exp.SetOperation)) \
-                    or "information_schema" in marked.lower() \
+                    or "information_schema" in marked.lower() or reads_session_state(node) \
                     or (original is not None and not _same_tree(node, values, original)):
                 cache.put(key, UNCACHEABLE)
                 return None
@@ -325,10 +412,21 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             cache.put(key, entry if entry is not None else UNCACHEABLE)
         else:
             cache.hits += 1
+            if self.user is not None:      # a plan another session cached: this user's rights first
+                self._authorize_cached(key, marked)
             planned = entry.bind(values)
         result = run_query(planned, self.runner)
         self.warnings = result.warnings
         return result
+
+    def _authorize_cached(self, key: tuple, marked: str) -> None:
+        """Privileges for a cached plan, checked on the statement once per cache key and accounts
+        version (a GRANT or REVOKE since makes the next use check again)."""
+        stamp = (key, self.accounts.version)
+        if stamp not in self._authorized:
+            for statement in parse(marked):
+                self.authorize(statement.node)
+            self._authorized.add(stamp)
 
     def _execute_many(self, sql: str, param_sets: list) -> Result:
         if not param_sets:
@@ -364,9 +462,9 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
                            else node)
         if isinstance(node, exp.Show) and str(node.this).upper() == "WARNINGS":
             return self._stmt_Show(node, statement)      # reads the warnings; must not reset them
-        if getattr(self.runner, "pipelines", None) is not None and "information_schema" in statement.text.lower():
-            from engine.pipelines.system_tables import refresh
-            refresh(self.runner, self.runner.pipelines)   # the pipelines' state as of this statement
+        if isinstance(node, exp.Expression) and not isinstance(node, exp.Set):
+            node = statement.node = substitute(node, self)    # @@variables, DATABASE(), USER() ...
+        self.authorize(node)
         if not isinstance(node, (exp.Select, exp.SetOperation, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set)):
             self.plan_cache.invalidate()       # DDL, ANALYZE, writes: plans and estimates may be stale
         try:

@@ -312,6 +312,12 @@ class Binder:
             view = self.catalog.find_view(db, name)
             if view is not None:
                 return self._bind_view(view, alias, scope)
+            system = self.catalog.system_table(db, name)
+            if system is not None:          # information_schema: its rows as of this statement
+                fields = tuple(Field(self.ids.new(f"{alias}.{c.name}"), c.name, c.type, c.nullable)
+                               for c in system.columns)
+                scope.add(Relation(alias, list(fields)))
+                return Values(fields, tuple(tuple(row) for row in system.rows()))
             table = self.catalog.table(db, name)
             fields = tuple(Field(self.ids.new(f"{alias}.{c.name}"), c.name, c.type, c.nullable)
                            for c in table.columns)

@@ -100,6 +100,33 @@ def mark_placeholders(sql: str, params: Optional[Sequence | Mapping]) -> tuple[s
     return "".join(out), values
 
 
+def qmark_to_pyformat(sql: str) -> str:
+    """A prepared statement's ``?`` markers as ``%s`` (MySQL's binary protocol numbers them by
+    position), every other ``%`` doubled, so :func:`mark_placeholders` binds the values as literals.
+
+    >>> qmark_to_pyformat("SELECT a FROM t WHERE b = ? AND c LIKE 'x%?' -- ?")
+    "SELECT a FROM t WHERE b = %s AND c LIKE 'x%%?' -- ?"
+    """
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in ("'", '"', "`"):
+            end = _end_of_quoted(sql, i)
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+            continue
+        if c == "-" and sql.startswith("--", i) or c == "#" or c == "/" and sql.startswith("/*", i):
+            end = (sql.find("*/", i + 2) + 2 if c == "/" else sql.find("\n", i))
+            end = n if end < (2 if c == "/" else 0) else end
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+            continue
+        out.append("%s" if c == "?" else "%%" if c == "%" else c)
+        i += 1
+    return "".join(out)
+
+
 # Literals after these tokens stay in the text: they are part of a type or a clause's syntax
 # (DATE '1998-12-01', INTERVAL 90 DAY, LIMIT 10, GROUP BY 1, 2), not values a placeholder may stand for.
 _KEEP_AFTER = frozenset({TokenType.DATE, TokenType.DATETIME, TokenType.TIMESTAMP, TokenType.TIME,

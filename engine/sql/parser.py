@@ -25,6 +25,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from engine.errors import ParseError, UnsupportedError
+from engine.sql.accounts import is_account_statement, parse_account_statement
 
 DIALECT = "mysql"
 
@@ -133,6 +134,8 @@ def parse(sql: str) -> list[Statement]:
         elif words[0] == "PROFILE" and len(tokens) > 1:     # SingleStore's PROFILE <query>: EXPLAIN ANALYZE
             query = _checked(lambda: _parse_tokens(tokens[1:], sql))
             statements.append(Statement(exp.Describe(this=query, style="ANALYZE"), text))
+        elif is_account_statement([t.text.upper() for t in tokens[:2]]):
+            statements.append(Statement(parse_account_statement(tokens), text))
         elif words[0] == "OPTIMIZE":
             statements.append(Statement(parse_optimize_table(tokens), text))
         elif words[0] in ("CREATE", "START", "STOP", "DROP", "SHOW", "ALTER") and _is_pipeline(tokens):

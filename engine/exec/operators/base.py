@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import pyarrow as pa
 
-from engine.errors import ExecutionError
+from engine.errors import ExecutionError, QueryCancelledError, QueryTimeoutError
 from engine.plan.logical import Field
 
 
@@ -52,12 +52,12 @@ class Deadline:
 
     def check(self) -> None:
         if self.cancelled is not None and self.cancelled():
-            raise ExecutionError(f"query cancelled{self.where}")
+            raise QueryCancelledError(f"query cancelled{self.where}")
         if time.monotonic() >= self.at:
             raise self.error()
 
     def error(self) -> ExecutionError:
-        return ExecutionError(f"query exceeded statement_timeout of {self.timeout_ms} ms{self.where}")
+        return QueryTimeoutError(f"query exceeded statement_timeout of {self.timeout_ms} ms{self.where}")
 
     def guard(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         self.check()

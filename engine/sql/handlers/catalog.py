@@ -19,11 +19,19 @@ from engine.sql.query import run_query
 
 
 class CatalogStatements:
-    def _table(self, node: exp.Table):
+    def _table(self, node: exp.Table, system_ok: bool = False):
+        """The table ``node`` names; ``system_ok``: an information_schema table may be the answer (to
+        describe it: it has no storage to write or optimize)."""
         database = ddl.database_of(node, self.database)
         if self.catalog.has_database(database) and self.catalog.find_view(database, node.name) is not None:
             raise UnsupportedError(f"{node.name} is a view: views cannot be written to, described as tables "
                                    f"or optimized in Canopy (read them with SELECT)")
+        system = self.catalog.system_table(database, node.name)
+        if system is not None:
+            if not system_ok:
+                raise UnsupportedError(f"information_schema.{system.name} is a system view: it can only be "
+                                       f"read (SELECT, DESCRIBE)")
+            return system.definition()
         return self.catalog.table(database, node.name)
 
     def _stmt_Create(self, node: exp.Create, statement: Statement) -> Result:
@@ -179,23 +187,22 @@ class CatalogStatements:
         if what == "DATABASES":
             return ddl.text_result(["Database"], [(d,) for d in self.catalog.databases() if like(d)])
         if what == "TABLES":
-            database = node.args.get("db").name if node.args.get("db") is not None else self.database
-            if database is None:
-                raise BindError("no database selected; run USE <database> first")
-            names = sorted([t.name for t in self.catalog.tables(database)] +
-                           [v.name for v in self.catalog.views(database)], key=str.lower)
-            if node.args.get("full"):       # SHOW FULL TABLES: MySQL's Table_type column
-                views = {v.name for v in self.catalog.views(database)}
-                return ddl.text_result([f"Tables_in_{database}", "Table_type"],
-                                       [(n, "VIEW" if n in views else "BASE TABLE") for n in names if like(n)])
-            return ddl.text_result([f"Tables_in_{database}"], [(n,) for n in names if like(n)])
+            return self._show_tables(node, like)
         if what == "COLUMNS":
             return self._describe(node.args["target"])
+        if what in ("INDEX", "INDEXES", "KEYS"):
+            return self._show_index(node)
         if what == "CREATE TABLE":
             table = self._table(node.args["target"])
             return ddl.text_result(["Table", "Create Table"], [(table.name, ddl.show_create_table(table))])
         if what == "WARNINGS":
             return ddl.text_result(["Level", "Code", "Message"], [(lvl, str(code), msg) for lvl, code, msg in self.warnings])
+        if what == "VARIABLES":
+            return self._show_variables(node)
+        if what == "STATUS":
+            return self._show_status(node)
+        if what == "PROCESSLIST":
+            return self._show_processlist(node)
         raise UnsupportedError(f"SHOW {what}")
 
     def _describe(self, target: exp.Table) -> Result:
@@ -206,7 +213,37 @@ class CatalogStatements:
             return ddl.text_result(["Field", "Type", "Null", "Key", "Default", "Extra"],
                                    [(n, str(f.type).lower(), "YES" if f.nullable else "NO", "", None, "")
                                     for n, f in zip(planned.names, planned.fields)])
-        return ddl.describe_table(self._table(target))
+        return ddl.describe_table(self._table(target, system_ok=True))
+
+    def _show_tables(self, node: exp.Show, like) -> Result:
+        """SHOW [FULL] TABLES [FROM db] [LIKE 'p']: FULL adds Table_type (BASE TABLE, VIEW, SYSTEM VIEW)."""
+        from engine.system_schema import listed_tables
+        database = node.args.get("db").name if node.args.get("db") is not None else self.database
+        if database is None:
+            raise BindError("no database selected; run USE <database> first")
+        if not self.catalog.has_database(database):
+            raise unknown_name_error("database", database, self.catalog.databases())
+        database = next(d for d in self.catalog.databases() if d.lower() == database.lower())
+        rows = sorted({(name, kind) for d, name, kind, _, _ in listed_tables(self.catalog)
+                       if d.lower() == database.lower() and like(name)}, key=lambda r: r[0].lower())
+        if node.args.get("full"):
+            return ddl.text_result([f"Tables_in_{database}", "Table_type"], rows)
+        return ddl.text_result([f"Tables_in_{database}"], [(name,) for name, _ in rows])
+
+    def _show_index(self, node: exp.Show) -> Result:
+        """SHOW INDEX FROM t [FROM db]: one row per key column (MySQL's columns)."""
+        from engine.system_schema import table_indexes
+        target = node.args["target"]
+        database = node.args.get("db").name if node.args.get("db") is not None else None
+        table = self.catalog.table(database or ddl.database_of(target, self.database), target.name) \
+            if not isinstance(target, exp.Table) else self._table(target)
+        rows = [(table.name, str(int(not unique)), key, str(seq), column, "A", None, None, None,
+                 "YES" if table.column(column).nullable else "", index_type, "", "", "YES")
+                for key, unique, columns, index_type in table_indexes(table)
+                for seq, column in enumerate(columns, start=1)]
+        return ddl.text_result(["Table", "Non_unique", "Key_name", "Seq_in_index", "Column_name", "Collation",
+                                "Cardinality", "Sub_part", "Packed", "Null", "Index_type", "Comment",
+                                "Index_comment", "Visible"], rows)
 
     def _stmt_Analyze(self, node: exp.Analyze, statement) -> Result:
         """ANALYZE TABLE t[, t2]: collect every column's statistics now (MySQL's four result columns)."""

@@ -1,9 +1,11 @@
-"""Session-state statements: SET and the transaction statements (BEGIN / START TRANSACTION, COMMIT,
-ROLLBACK).
+"""Session-state statements: SET, the transaction statements (BEGIN / START TRANSACTION, COMMIT,
+ROLLBACK), KILL, and SHOW VARIABLES / STATUS / PROCESSLIST.
 
 A mixin of :class:`engine.session.Session`. Every SET variable listed in ``_SETTERS`` has its real
 effect; any other is refused with NotSupportedError naming it (a client that sets ``sql_mode`` or
-``time_zone`` must not believe Canopy now behaves that way).
+``time_zone`` must not believe Canopy now behaves that way), a name MySQL does not know with its
+"unknown system variable" error, a read-only one with "read only". ``SET @name`` sets a user variable.
+Reads (``@@name``, ``SHOW VARIABLES``) come from :mod:`engine.sql.variables`.
 """
 from __future__ import annotations
 
@@ -12,8 +14,13 @@ from typing import Callable, Optional
 
 from sqlglot import exp
 
-from engine.errors import BindError, UnsupportedError
+import time
+
+from engine.errors import BindError, UnsupportedError, VariableError
 from engine.result import Result
+from engine.sessions import processlist_rows
+from engine.sql import ddl
+from engine.sql.variables import SYSTEM_VARIABLES, Variables, like_filter
 
 # Character sets whose text Canopy returns as it is (UTF-8); NULL for character_set_results means
 # "send results as stored", which is UTF-8 too.
@@ -62,7 +69,17 @@ class SessionStatements:
             if charset not in _UTF8 or (collate is not None and collate.name.lower() not in _COLLATIONS):
                 raise UnsupportedError(f"SET {kind} {item.this.sql() if item.this else ''}: Canopy sends and "
                                        f"reads text as UTF-8 only (utf8mb4)")
-            return lambda: self.variables.__setitem__("character_set_client", charset)
+            collation = collate.name.lower() if collate is not None else \
+                ("utf8mb4_general_ci" if charset == "utf8mb4" else "utf8mb3_general_ci")
+            names = ("character_set_client", "character_set_connection", "character_set_results") \
+                if kind == "NAMES" else ("character_set_client", "character_set_results")
+
+            def set_names():
+                for name in names:
+                    self.variables[name] = charset
+                if kind == "NAMES":
+                    self.variables["collation_connection"] = collation
+            return set_names
         if kind == "TRANSACTION":
             text = " ".join(str(e.this if isinstance(e, exp.Var) else e).upper() for e in item.expressions)
             if text not in (f"ISOLATION LEVEL {_ISOLATION}", "READ WRITE"):
@@ -76,20 +93,72 @@ class SessionStatements:
         if not isinstance(assignment, exp.EQ):
             raise UnsupportedError(f"SET {item.sql(dialect='mysql')}")
         target, value = assignment.this, assignment.expression
-        if isinstance(target, exp.Parameter):
-            raise UnsupportedError(f"user variables (SET @{target.name})")
+        if isinstance(target, exp.Parameter):            # SET @name = constant: a user variable
+            user_value = None if isinstance(value, exp.Null) else _constant(value, f"@{target.name}")
+            return lambda: self.variables.user.__setitem__(target.name.lower(), user_value)
         if isinstance(target, exp.SessionParameter) and str(target.args.get("kind") or "session").lower() \
                 not in ("session", "local"):
             raise UnsupportedError(f"SET @@{target.args.get('kind')}.{target.name} (server-wide variables)")
         name = target.name.lower()
         setter = _SETTERS.get(name)
         if setter is None:
+            declared = SYSTEM_VARIABLES.get(name)
+            if declared is None:
+                raise VariableError(f"unknown system variable {name!r}")
+            if declared.mode == "read_only":
+                raise VariableError(f"variable {name!r} is a read only variable", read_only=True)
             raise UnsupportedError(f"SET {name}: Canopy does not implement this variable")
         if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT":
             value = None
         else:
             value = _constant(value, name)
         return setter(self, name, value)
+
+
+    # -- KILL and SHOW -------------------------------------------------------------------------------
+    def _stmt_Kill(self, node: exp.Kill, statement) -> Result:
+        """KILL [CONNECTION | QUERY] id (MySQL: a bare KILL is KILL CONNECTION)."""
+        kind = (node.text("kind") or "CONNECTION").upper()
+        try:
+            target_id = int(node.this.name)
+        except ValueError:
+            raise UnsupportedError(f"KILL {node.this.sql()}: give a connection id") from None
+        target = self.sessions.get(target_id)
+        self.check_kill(target)
+        target.kill(query_only=kind == "QUERY")
+        return Result(None, rowcount=0)
+
+    # -- SHOW ---------------------------------------------------------------------------------------
+    def _show_variables(self, node: exp.Show) -> Result:
+        _refuse_where(node, "VARIABLES")
+        like = like_filter(node.text("like") or None)
+        rows = self.variables.rows() if not node.args.get("global_") else _global_rows()
+        return ddl.text_result(["Variable_name", "Value"], [r for r in rows if like(r[0])])
+
+    def _show_status(self, node: exp.Show) -> Result:
+        _refuse_where(node, "STATUS")
+        like = like_filter(node.text("like") or None)
+        rows = [(name, str(value)) for name, value in self._status()]
+        return ddl.text_result(["Variable_name", "Value"], [r for r in rows if like(r[0])])
+
+    def _status(self) -> list[tuple[str, object]]:
+        sessions = self.sessions.sessions()
+        started = getattr(self.runner, "started_at", None)
+        cache = self.plan_cache
+        return sorted([
+            ("Threads_connected", len(sessions)),
+            ("Threads_running", sum(1 for s in sessions if s.activity.command == "Query")),
+            ("Uptime", int(time.monotonic() - started) if started else 0),
+            ("Questions", self.questions),
+            ("Connections", max((s.connection_id for s in sessions), default=0)),
+            ("Qcache_hits", cache.hits),
+            ("Qcache_inserts", cache.misses),
+        ])
+
+    def _show_processlist(self, node: exp.Show) -> Result:
+        rows = processlist_rows(self.sessions, full=bool(node.args.get("full")))
+        return ddl.text_result(["Id", "User", "Host", "db", "Command", "Time", "State", "Info"],
+                               [tuple(None if v is None else str(v) for v in row) for row in rows])
 
 
 def _constant(value: exp.Expression, name: str):
@@ -166,3 +235,13 @@ _SETTERS = {
     "transaction_isolation": _set_isolation,
     "tx_isolation": _set_isolation,
 }
+
+
+def _refuse_where(node: exp.Show, what: str) -> None:
+    if node.args.get("where") is not None:
+        raise UnsupportedError(f"SHOW {what} WHERE; use SHOW {what} LIKE 'pattern' or "
+                               f"information_schema")
+
+
+def _global_rows() -> list[tuple[str, str]]:
+    return Variables().rows()

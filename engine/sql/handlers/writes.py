@@ -5,6 +5,8 @@ to the runner, which makes all of it visible at once or none of it.
 """
 from __future__ import annotations
 
+import os
+
 from typing import Optional
 
 import pyarrow as pa
@@ -120,7 +122,9 @@ class WriteStatements:
 
         return update
 
-    def _load_data(self, statement) -> Result:
+    def _load_data(self, statement, confined: bool = True) -> Result:
+        """``confined``: the file is the user's path, read only inside ``load_dir``; False for the copy
+        of a client's file that the MySQL wire server received (LOAD DATA LOCAL INFILE)."""
         from engine.load.loader import run_load
         database = statement.database or self.database
         if database is None:
@@ -132,7 +136,9 @@ class WriteStatements:
                                    f"... SELECT from a staging table)")
         if table.auto_increment is not None:
             raise UnsupportedError(f"LOAD DATA into a table with an AUTO_INCREMENT column ({table.auto_increment})")
-        outcome = run_load(statement, table, self.runner, load_dir=self.load_dir, progress=self.progress)
+        # the received copy lies alone in a private directory: that directory is its load directory
+        load_dir = self.load_dir if confined else os.path.dirname(statement.path)
+        outcome = run_load(statement, table, self.runner, load_dir=load_dir, progress=self.progress)
         return Result(None, rowcount=outcome.rows, message=outcome.message, warnings=outcome.warnings.rows)
 
     def _stmt_TruncateTable(self, node: exp.TruncateTable, statement) -> Result:

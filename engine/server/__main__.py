@@ -1,0 +1,3 @@
+from engine.server.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""Account statements and privilege checks of a session (CREATE / ALTER / DROP USER, GRANT, REVOKE,
+SHOW GRANTS). A mixin of :class:`engine.session.Session`: it uses ``runner``, ``user``, ``host`` and
+``database``. Accounts live in :mod:`engine.accounts`; a session without a user (the embedding
+program) is not checked.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from sqlglot import exp
+
+from engine.accounts import accounts_of, denied
+from engine.errors import AccessDeniedError
+from engine.result import Result
+from engine.sql import ddl
+from engine.sql.accounts import AlterUser, CreateUser, DropUser, Grant, ShowGrants
+
+INFORMATION_SCHEMA = "information_schema"
+# the privilege each statement needs on the databases it names (reads need SELECT on theirs)
+WRITE_PRIVILEGE = {exp.Insert: "INSERT", exp.Update: "UPDATE", exp.Delete: "DELETE",
+                   exp.TruncateTable: "DELETE", exp.Create: "CREATE", exp.Drop: "DROP",
+                   exp.Alter: "ALTER", exp.Analyze: "SELECT"}
+ACCOUNT_STATEMENTS = (CreateUser, AlterUser, DropUser, Grant)
+
+
+class AccountStatements:
+    @property
+    def accounts(self):
+        return accounts_of(self.runner)
+
+    def is_administrator(self) -> bool:
+        if self.user is None:
+            return True
+        account = self.accounts.get(self.user)
+        return account is not None and account.administrator
+
+    # -- privilege checks ------------------------------------------------------------------------------
+    def authorize(self, node) -> None:
+        """Raise AccessDeniedError unless this session's user may run ``node`` (MySQL's codes follow
+        the error's scope: 1044 for a database, 1142 for a table, 1227 for administration)."""
+        if self.user is None:
+            return
+        account = self.accounts.get(self.user)
+        if account is None:               # dropped while connected: MySQL keeps the session, not its rights
+            raise AccessDeniedError(f"user '{self.user}' no longer exists", scope="global")
+        if isinstance(node, ACCOUNT_STATEMENTS):
+            if not account.administrator:
+                raise AccessDeniedError("access denied; you need (at least one of) the CREATE USER "
+                                        "privilege(s) for this operation", scope="global")
+            return
+        if type(node).__name__ == "LoadDataStatement":
+            self._require(account, "INSERT", node.database or self.database, node.table)
+            return
+        if not isinstance(node, exp.Expression) or isinstance(node, (exp.Set, exp.Kill, exp.Show,
+                                                                     exp.Transaction, exp.Commit, exp.Rollback)):
+            if type(node).__name__ in ("CreatePipeline", "AlterPipeline", "DropPipeline", "StartPipeline",
+                                       "StopPipeline", "OptimizeTable"):
+                self._require(account, "ALTER", getattr(node, "database", None) or self.database, None)
+            return
+        if isinstance(node, exp.Use):
+            if node.this.name.lower() != INFORMATION_SCHEMA and not account.any_on(node.this.name):
+                raise denied(self.user, "%", "", node.this.name)
+            return
+        write = next((p for cls, p in WRITE_PRIVILEGE.items() if isinstance(node, cls)), None)
+        target = _target_table(node) if write else None
+        if isinstance(node, (exp.Create, exp.Drop)) and (node.args.get("kind") or "").upper() in ("DATABASE", "SCHEMA"):
+            self._require(account, write, node.this.name if node.this is not None else None, None)
+            return
+        for table in node.find_all(exp.Table):
+            if not table.name:
+                continue
+            database = table.text("db") or self.database
+            privilege = write if table is target else "SELECT"
+            self._require(account, privilege, database, table.name)
+
+    def _require(self, account, privilege: str, database: Optional[str], table: Optional[str]) -> None:
+        if database is not None and database.lower() == INFORMATION_SCHEMA and privilege == "SELECT":
+            return
+        if not account.allows(privilege, database):
+            if table is None:
+                raise denied(self.user, "%", privilege, database)
+            raise denied(self.user, "%", privilege, database, table)
+
+    # -- statements --------------------------------------------------------------------------------------
+    def _stmt_CreateUser(self, node: CreateUser, statement) -> Result:
+        created = self.accounts.create(node.name, node.password, node.plugin, node.if_not_exists)
+        return Result(None, rowcount=int(created))
+
+    def _stmt_AlterUser(self, node: AlterUser, statement) -> Result:
+        self.accounts.set_password(node.name, node.password)
+        return Result(None, rowcount=0)
+
+    def _stmt_DropUser(self, node: DropUser, statement) -> Result:
+        store = self.accounts
+        if not node.if_exists:
+            for name in node.names:          # all checked first: DROP USER a, missing drops nothing
+                if store.get(name) is None:
+                    store.drop(name)         # raises, naming it
+        dropped = sum(store.drop(name, if_exists=True) for name in node.names)
+        return Result(None, rowcount=dropped)
+
+    def _stmt_Grant(self, node: Grant, statement) -> Result:
+        store = self.accounts
+        for name in node.names:
+            if store.get(name) is None:
+                store.set_password(name, "")     # raises: unknown user
+        for name in node.names:
+            (store.revoke if node.revoke else store.grant)(name, list(node.privileges), node.database)
+        return Result(None, rowcount=0)
+
+    def _stmt_ShowGrants(self, node: ShowGrants, statement) -> Result:
+        name = node.name or self.user
+        if name is None:
+            rows = [("GRANT ALL PRIVILEGES ON *.* TO the embedding program",)]
+        else:
+            if name != self.user and not self.is_administrator():
+                raise AccessDeniedError("access denied; you need the CREATE USER privilege to see others' "
+                                        "grants", scope="global")
+            account = self.accounts.get(name)
+            if account is None:
+                from engine.errors import BindError
+                raise BindError(f"there is no such grant defined for user '{name}'")
+            rows = [(f"GRANT {', '.join(p if p != 'ALL' else 'ALL PRIVILEGES' for p in privileges)} ON "
+                     f"{'*' if scope == '*' else '`' + scope + '`'}.* TO `{name}`@`%`",)
+                    for scope, privileges in sorted(account.grants.items())] or \
+                [(f"GRANT USAGE ON *.* TO `{name}`@`%`",)]
+        return ddl.text_result([f"Grants for {name or 'canopy'}@%"], rows)
+
+
+def _target_table(node: exp.Expression) -> Optional[exp.Table]:
+    """The table a write statement changes (its other tables are read)."""
+    target = node.this
+    if isinstance(target, exp.Schema):
+        target = target.this
+    return target if isinstance(target, exp.Table) else None
