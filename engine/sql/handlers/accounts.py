@@ -54,7 +54,7 @@ class AccountStatements:
         if not isinstance(node, exp.Expression) or isinstance(node, (exp.Set, exp.Kill, exp.Show,
                                                                      exp.Transaction, exp.Commit, exp.Rollback)):
             if type(node).__name__ in ("CreatePipeline", "AlterPipeline", "DropPipeline", "StartPipeline",
-                                       "StopPipeline", "OptimizeTable"):
+                                       "StopPipeline", "OptimizeTable", "RenameTables"):
                 self._require(account, "ALTER", getattr(node, "database", None) or self.database, None)
             return
         if isinstance(node, exp.Use):
