@@ -18,6 +18,7 @@ good as its weakest.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from typing import Optional, Protocol
 
@@ -204,6 +205,9 @@ class Estimator:
             if not plan.keys:
                 self._note("rows")         # one row, whatever the input
                 return 1.0
+            if plan.grouping_sets:      # ROLLUP / CUBE / GROUPING SETS: one grouping per set
+                ndv = [self._expression_ndv(e, plan.input) for _, e in plan.keys]
+                return sum(min(rows, math.prod(ndv[i] for i in s)) if s else 1.0 for s in plan.grouping_sets)
             groups = 1.0
             for f, e in plan.keys:
                 groups *= self._expression_ndv(e, plan.input)

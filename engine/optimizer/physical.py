@@ -324,9 +324,17 @@ class PhysicalPlanner:
                                     node.grouping_id)
         if dist.kind == "replicated":
             op, dist = self.to_single(op, dist), SINGLE
-        partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
-        return GroupingSetsExec(self.to_single(partial, dist), "final", node.keys, node.aggregates,
-                                node.grouping_sets, node.grouping_id)
+        rows = self.est.rows(node.input)
+        finest = min(rows, self.est.rows(replace(node, grouping_sets=(), grouping_id=None)))
+        tasks = self.tasks if dist.partitioned else 1
+        states = min(rows, tasks * finest)
+        partial = self._priced(HashAggregateExec(op, "partial", node.keys, node.aggregates),
+                               cost.hash_aggregate(rows, states), states)
+        rolled_up = GroupingSetsExec(self.to_single(partial, dist), "final", node.keys, node.aggregates,
+                                     node.grouping_sets, node.grouping_id)
+        # the states merged once by the finest grouping, then once more per set
+        return self._priced(rolled_up, cost.final_aggregate(states, finest)
+                            + len(node.grouping_sets) * cost.final_aggregate(finest, finest))
 
     def _grouped(self, node: Aggregate, op, dist, key_ids, out_keys):
         """GROUP BY over partitioned input, the cheapest of: rows shuffled by the keys and aggregated

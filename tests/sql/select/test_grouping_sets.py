@@ -107,3 +107,17 @@ def test_grouping_of_plain_group_by_is_zero(both):
 def test_grouping_with_windows_matches_duckdb(both, sql):
     con, duck = both
     assert_same_rows(con.execute(sql).fetchall(), duck.execute(sql).fetchall())
+
+
+def test_estimate_counts_the_rows_of_every_set():
+    """EXPLAIN estimates a ROLLUP at the groups of each set added up: (b, c) + (b) + ()."""
+    import engine
+    con = engine.connect()
+    con.execute("CREATE TABLE e (id BIGINT, b VARCHAR(4), c INT, v BIGINT, SHARD KEY (id))")
+    con.executemany("INSERT INTO e VALUES (%s, %s, %s, %s)", [(i, f"b{i % 6}", i % 3, i) for i in range(3000)])
+    con.execute("ANALYZE TABLE e")
+    plain = "\n".join(r[0] for r in con.execute("EXPLAIN SELECT b, c, SUM(v) FROM e GROUP BY b, c"))
+    rollup = "\n".join(r[0] for r in con.execute("EXPLAIN SELECT b, c, SUM(v) FROM e GROUP BY ROLLUP(b, c)"))
+    con.close()
+    groups = int(plain.splitlines()[0].split("est. ")[1].split()[0].replace(",", ""))
+    assert f"(est. {groups + 6 + 1} rows" in rollup.splitlines()[1], rollup
