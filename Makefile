@@ -82,7 +82,7 @@ system-packages:
 # mysqlclient (the MySQL C client's Python driver) builds against libmariadb-dev: installed when that
 # builds, otherwise its tests skip.
 mysqlclient: venv system-packages
-	@$(PY) -c "import MySQLdb" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check "mysqlclient>=2.2" \
+	@mkdir -p build; $(PY) -c "import MySQLdb" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check "mysqlclient>=2.2" \
 	  > build/mysqlclient.log 2>&1 || echo "canopy: mysqlclient did not build (build/mysqlclient.log); its tests skip"
 
 # The default suite on the embedded runner, then the SQL, DB-API and TPC-H suites again with every

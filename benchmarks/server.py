@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     queries = [(n, q) for n, q in tpch.queries() if wanted is None or n in wanted]
     figures: dict = {"sf": args.sf}
 
-    local = engine.connect()
+    local = engine.connect(load_dir=str(data_dir))
     tpch.create_schema(local)
     tpch.load(local, data_dir)
     with ServerProcess("--load-dir", str(data_dir)) as server:
