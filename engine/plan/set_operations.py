@@ -7,7 +7,7 @@ operations' "NULLs compare equal". Then
 
 * ``INTERSECT`` keeps the groups with ``l > 0 AND r > 0``; ``INTERSECT ALL`` repeats them ``LEAST(l, r)``
   times;
-* ``EXCEPT`` keeps ``l > 0 AND r = 0``; ``EXCEPT ALL`` repeats each ``l - r`` times (none when ``<= 0``).
+* ``EXCEPT`` keeps ``l > 0 AND NOT r > 0``; ``EXCEPT ALL`` repeats each ``l - r`` times (none when ``<= 0``).
 
 Reusing the aggregate means the distributed plan is the aggregate's: partial counts on every partition,
 repartitioned by all the columns, final counts; no new exchange logic.
@@ -67,7 +67,9 @@ def lower_set_operation(kind: str, keep_all: bool, left: LogicalPlan, right: Log
     elif keep_all:
         plan = Repeat(Filter(plan, Call("gt", (l, r), T.BOOLEAN)), Call("subtract", (l, r), T.BIGINT))
     else:
-        plan = Filter(plan, Call("and", (_gt_zero(l), Call("eq", (r, _ZERO), T.BOOLEAN)), T.BOOLEAN))
+        # NOT (r > 0) rather than r = 0: the same for a count, and estimated as a range (an equality
+        # with a column of unknown distinct values was estimated at one row)
+        plan = Filter(plan, Call("and", (_gt_zero(l), Call("not", (_gt_zero(r),), T.BOOLEAN)), T.BOOLEAN))
     return Project(plan, tuple((o, k.ref()) for o, (k, _) in zip(out_fields, keys)))
 
 
