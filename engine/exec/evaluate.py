@@ -742,3 +742,7 @@ def _current_date(expr):
 @function("now")
 def _now(expr):
     return pa.scalar(datetime.datetime.now().replace(microsecond=0), pa.timestamp("us"))
+
+
+# MySQL's string and date function library lives in its own modules; importing them registers it.
+from engine.exec import string_functions  # noqa: E402,F401

@@ -26,6 +26,7 @@ from engine.catalog import Catalog
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
 from engine.plan.bind_aggregates import EXTENDED, bind_extended
+from engine.plan.bind_functions import FunctionBinding
 from engine.plan.bind_grouping import GroupingKeys, bind_group_keys, grouping_call
 from engine.plan import decorrelate
 from engine.plan.decorrelate import SubqueryCollector, SubqueryUse
@@ -97,7 +98,7 @@ class SelectParts:
     correlated: list[Expr]
 
 
-class Binder:
+class Binder(FunctionBinding):
     def __init__(self, catalog: Catalog, database: Optional[str], ids: Optional[IdGenerator] = None):
         self.catalog = catalog
         self.database = database
