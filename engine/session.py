@@ -468,7 +468,8 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         if not isinstance(node, (exp.Select, exp.SetOperation, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set)):
             self.plan_cache.invalidate()       # DDL, ANALYZE, writes: plans and estimates may be stale
         try:
-            if self._txn is not None and not isinstance(node, _KEEPS_TRANSACTION) and not _is_load_data(node):
+            if self._txn is not None and not isinstance(node, _KEEPS_TRANSACTION) and not _is_load_data(node) \
+                    and type(node).__name__ != "SavepointStatement":
                 self.commit()        # DDL, ANALYZE, OPTIMIZE, pipelines: an implicit COMMIT first (MySQL)
             with self._writing(node, statement):
                 if _is_load_data(node):

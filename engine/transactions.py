@@ -34,7 +34,7 @@ from typing import Callable, Optional
 import pyarrow as pa
 
 from engine.catalog import Catalog, TableDef, new_table_id
-from engine.errors import LockWaitTimeoutError
+from engine.errors import BindError, LockWaitTimeoutError
 
 DEFAULT_LOCK_WAIT_TIMEOUT = 60.0      # seconds, SingleStore's lock_wait_timeout default
 
@@ -114,6 +114,7 @@ class Transaction:
         self._locks = table_locks_of(runner)
         self._held: list[int] = []
         self.written: dict[tuple[str, str], tuple[TableDef, TableDef]] = {}   # key -> (table, shadow)
+        self.savepoints: list[tuple[str, dict]] = []      # (name, {key: the shadow's rows then})
         self.catalog = TransactionCatalog(runner.catalog, {k: s for k, (_, s) in self.written.items()})
 
     def _refresh_catalog(self) -> None:
@@ -143,6 +144,40 @@ class Transaction:
         self.written[key] = (table, shadow)
         self._refresh_catalog()
         return shadow
+
+    def savepoint(self, name: str, read_all: Callable[[TableDef], pa.Table]) -> None:
+        """SAVEPOINT name: a copy of every shadow's rows (a savepoint of the same name is replaced)."""
+        self.release(name, missing_ok=True)
+        self.savepoints.append((name, {key: read_all(shadow) for key, (_, shadow) in self.written.items()}))
+
+    def rollback_to(self, name: str) -> None:
+        """ROLLBACK TO SAVEPOINT name: every shadow back to its rows then; tables first written since
+        are the committed ones again (their locks stay held, as MySQL keeps row locks); later
+        savepoints are forgotten, this one kept."""
+        index = self._find(name)
+        rows = self.savepoints[index][1]
+        del self.savepoints[index + 1:]
+        for key, (_, shadow) in list(self.written.items()):
+            if key in rows:
+                self.runner.replace_table(shadow, rows[key])
+            else:
+                del self.written[key]
+                self.runner.drop_table(shadow)
+        self._refresh_catalog()
+
+    def release(self, name: str, missing_ok: bool = False) -> None:
+        """RELEASE SAVEPOINT name: forget it and every later one."""
+        try:
+            del self.savepoints[self._find(name):]
+        except BindError:
+            if not missing_ok:
+                raise
+
+    def _find(self, name: str) -> int:
+        for i in range(len(self.savepoints) - 1, -1, -1):
+            if self.savepoints[i][0].lower() == name.lower():
+                return i
+        raise BindError(f"SAVEPOINT {name} does not exist")
 
     def commit(self, read_all: Callable[[TableDef], pa.Table]) -> list[TableDef]:
         """Make every staged write visible in one runner transaction; the tables changed."""

@@ -149,6 +149,8 @@ def parse(sql: str) -> list[Statement]:
                 raise UnsupportedError("REPLACE takes INTO table VALUES / SELECT, without IGNORE or ON DUPLICATE KEY")
             node.set("alternative", "REPLACE")
             statements.append(Statement(node, text))
+        elif words[0] == "SAVEPOINT" or words == ["RELEASE", "SAVEPOINT"]:
+            statements.append(Statement(parse_savepoint(tokens), text))
         elif words[0] == "RENAME":
             statements.append(Statement(parse_rename_tables(tokens), text))
         elif words[0] == "CREATE":
@@ -190,6 +192,23 @@ def parse_optimize_table(tokens: list[Token]) -> OptimizeTable:
     if any(len(n) not in (1, 2) for n in names):
         raise ParseError("OPTIMIZE TABLE takes a list of table names", tokens[0].line, tokens[0].col)
     return OptimizeTable(tuple((n[0], n[1]) if len(n) == 2 else (None, n[0]) for n in names))
+
+
+@dataclass(frozen=True)
+class SavepointStatement:
+    """``SAVEPOINT name`` (action "SAVEPOINT") or ``RELEASE SAVEPOINT name`` (action "RELEASE")."""
+
+    action: str
+    name: str
+
+
+def parse_savepoint(tokens: list[Token]) -> SavepointStatement:
+    action = tokens[0].text.upper()
+    rest = tokens[1:] if action == "SAVEPOINT" else tokens[2:]
+    if len(rest) != 1:
+        raise ParseError(f"{'SAVEPOINT' if action == 'SAVEPOINT' else 'RELEASE SAVEPOINT'} takes one name",
+                         tokens[0].line, tokens[0].col)
+    return SavepointStatement(action, rest[0].text)
 
 
 @dataclass(frozen=True)

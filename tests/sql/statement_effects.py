@@ -85,4 +85,8 @@ CASES: dict[str, list] = {
                      (QUERY, "SELECT id, v FROM t2 ORDER BY id", [(1, "a"), (2, "b")]),
                      (QUERY, "SELECT x FROM t", []), "ALTER TABLE t2 RENAME TO t3",
                      (QUERY, "SELECT COUNT(*) FROM t3", [(2,)])],
+    "savepoints": [T, T_ROWS, "BEGIN", "DELETE FROM t WHERE id = 1", "SAVEPOINT a",
+                   "INSERT INTO t VALUES (3, 'c')", "SAVEPOINT b", "UPDATE t SET v = 'z'", "ROLLBACK TO SAVEPOINT b",
+                   (QUERY, ALL, [(2, "b"), (3, "c")]), "ROLLBACK TO a", ("ROLLBACK TO SAVEPOINT b", ERROR),
+                   "RELEASE SAVEPOINT a", "COMMIT", (QUERY, ALL, [(2, "b")])],
 }

@@ -167,7 +167,6 @@ def test_concurrent_writer_proceeds_after_commit(con, table):
     ("SET GLOBAL autocommit = 0", "SET GLOBAL"),
     ("SET NAMES latin1", "SET NAMES"),
     ("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SERIALIZABLE"),
-    ("ROLLBACK TO SAVEPOINT s", "SAVEPOINT"),
     ("START TRANSACTION READ ONLY", "READ ONLY"),
     ("COMMIT AND CHAIN", "CHAIN"),
 ])
@@ -240,3 +239,35 @@ def test_select_for_update_holds_the_write_lock(con, table):
     con.execute("COMMIT")
     writer.execute(f"DELETE FROM {table} WHERE a = 1")
     assert rows(con, table) == BASE[1:]
+
+
+def test_savepoints(con, table):
+    con.execute("BEGIN")
+    con.execute(f"DELETE FROM {table} WHERE a = 1")
+    con.execute("SAVEPOINT one")
+    con.execute(f"INSERT INTO {table} VALUES (4, 'w')")
+    con.execute("SAVEPOINT two")
+    con.execute(f"UPDATE {table} SET b = 'changed'")
+    con.execute("ROLLBACK TO SAVEPOINT two")
+    assert rows(con, table) == [(2, "y"), (3, "z"), (4, "w")]
+    con.execute("ROLLBACK TO one")                  # SAVEPOINT is optional; 'two' is forgotten
+    assert rows(con, table) == [(2, "y"), (3, "z")]
+    with pytest.raises(engine.Error, match="SAVEPOINT two does not exist"):
+        con.execute("ROLLBACK TO SAVEPOINT two")
+    con.execute("RELEASE SAVEPOINT one")
+    with pytest.raises(engine.Error, match="SAVEPOINT one does not exist"):
+        con.execute("ROLLBACK TO SAVEPOINT one")
+    assert rows(other(con), table) == BASE           # nothing visible before COMMIT
+    con.execute("COMMIT")
+    assert rows(con, table) == [(2, "y"), (3, "z")]
+
+
+def test_rollback_to_a_savepoint_before_a_tables_first_write(con, table):
+    con.execute("BEGIN")
+    con.execute("SAVEPOINT start")
+    con.execute(f"DELETE FROM {table}")
+    con.execute("ROLLBACK TO SAVEPOINT start")
+    assert rows(con, table) == BASE
+    con.execute(f"INSERT INTO {table} VALUES (5, 'v')")
+    con.execute("COMMIT")
+    assert rows(con, table) == BASE + [(5, "v")]

@@ -45,9 +45,27 @@ class SessionStatements:
         return Result(None, rowcount=0)
 
     def _stmt_Rollback(self, node: exp.Rollback, statement) -> Result:
-        if node.args.get("savepoint") is not None:
-            raise UnsupportedError("ROLLBACK TO SAVEPOINT (savepoints)")
+        savepoint = node.args.get("savepoint")
+        if savepoint is not None:
+            if self._txn is None:
+                raise BindError(f"SAVEPOINT {savepoint.name} does not exist")
+            self._txn.rollback_to(savepoint.name)
+            return Result(None, rowcount=0)
         self.rollback()
+        return Result(None, rowcount=0)
+
+    def _stmt_SavepointStatement(self, node, statement) -> Result:
+        """SAVEPOINT name / RELEASE SAVEPOINT name (engine.transactions.Transaction.savepoint). With
+        autocommit on and no transaction open, SAVEPOINT has nothing to mark (MySQL accepts it too)."""
+        if node.action == "SAVEPOINT":
+            if self._txn is None and not self.autocommit:
+                self.begin()
+            if self._txn is not None:
+                self._txn.savepoint(node.name, self._read_all)
+        elif self._txn is None:
+            raise BindError(f"SAVEPOINT {node.name} does not exist")
+        else:
+            self._txn.release(node.name)
         return Result(None, rowcount=0)
 
     # -- SET -----------------------------------------------------------------------------------------
