@@ -31,7 +31,11 @@ QUERY = ("SELECT name, SUM(v) FROM facts JOIN names ON facts.k = names.k WHERE i
 def test_the_graph_has_a_box_per_stage_and_an_edge_per_exchange(con):
     picture = con.explain(QUERY)
     text = str(picture)
-    assert text == "\n".join(row[0] for row in con.execute("EXPLAIN " + QUERY).fetchall())
+    # the same plan as EXPLAIN's rows (operators and where they run; estimates and costs may move
+    # between two plannings as statistics land)
+    def operators(lines):
+        return [line.split("  (")[0] for line in lines]
+    assert operators(text.splitlines()) == operators(row[0] for row in con.execute("EXPLAIN " + QUERY).fetchall())
     stages = re.findall(r'label="(on every leaf|once on a leaf|on the aggregator)"', picture.dot)
     exchanges = re.findall(r'-> n\d+ \[label="(Exchange [^"\\]*)', picture.dot)
     assert len(exchanges) == text.count("Exchange ")

@@ -190,6 +190,18 @@ def test_bloom_has_no_false_negatives(seed, nkeys, kind, encoding):
         assert (ours & ~exact).sum() <= 0.05 * len(ours) + 5   # few false positives
 
 
+@needs_compiled
+@pytest.mark.parametrize("step", [1, 1024, 2**20, 2**40])
+def test_bloom_false_positives_stay_low_for_keys_with_trailing_zero_bits(step):
+    # keys that are multiples of 2^k (surrogate keys with a stride, rounded timestamps, INT64_MIN) once
+    # shared the few mask bits their hash's low bits chose: every such row passed a one-key filter
+    keys = pa.array(np.arange(1, 11, dtype=np.int64) * step)
+    probes = pa.array(np.concatenate([np.arange(1000, 21000, dtype=np.int64) * step,
+                                      np.full(100, np.iinfo(np.int64).min)]))
+    passed = compiled.JoinBloom(keys).might_contain(probes).fill_null(False).to_numpy(zero_copy_only=False)
+    assert passed.sum() <= 0.02 * len(probes)
+
+
 def test_bloom_from_table_skips_multi_column_and_decimal_keys():
     impl = compiled or reference
     assert impl.JoinTable([pa.array([1]), pa.array([2])]).bloom() is None
