@@ -25,7 +25,9 @@ import dataclasses
 
 from engine.optimizer.context import OptimizerContext
 from engine.types import BOOLEAN
-from engine.plan.expressions import Call, ColumnRef, Expr, and_all, conjuncts, replace_columns
+from engine.errors import BadDataError
+from engine.exec.evaluate import fold_constant
+from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam, and_all, conjuncts, replace_columns
 from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Repeat, Scan,
                                  Sort, Union, Values, Window)
 
@@ -35,8 +37,26 @@ def pushdown_filters(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
 
 
 def _wrap(node: LogicalPlan, predicates: list[Expr]) -> LogicalPlan:
-    predicate = and_all(predicates)
+    if any(_constant(p) in (None, False) for p in predicates):
+        return Values(node.fields, ())          # the input is not computed at all
+    predicate = and_all([p for p in predicates if _constant(p) is not True])
     return Filter(node, predicate) if predicate is not None else node
+
+
+_NOT_CONSTANT = object()
+
+
+def _constant(p: Expr):
+    """The value of a predicate without columns (folded), else ``_NOT_CONSTANT``. A filter pushed
+    through a projection of constants becomes one, e.g. a CTE's UNION ALL branch tagged
+    ``'s' AS sale_type`` read as ``sale_type = 'w'``: false there, so that branch is not computed
+    (TPC-DS q04 computed every branch for each of the CTE's six references)."""
+    if p.column_ids() or not _deterministic(p) or any(isinstance(x, ScalarParam) for x in p.walk()):
+        return _NOT_CONSTANT
+    try:
+        return p.value if isinstance(p, Literal) else fold_constant(p).value
+    except BadDataError:             # an error the query must still raise where it is evaluated
+        return _NOT_CONSTANT
 
 
 def _deterministic(e: Expr) -> bool:
