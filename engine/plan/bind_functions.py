@@ -5,7 +5,7 @@ types. A mixin of :class:`engine.plan.binder.Binder` (it uses ``bind_expr``, ``_
 from __future__ import annotations
 
 from engine import types as T
-from engine.errors import UnsupportedError
+from engine.errors import BindError, UnsupportedError
 from engine.plan.expressions import Call, Literal
 
 
@@ -56,6 +56,8 @@ class FunctionBinding:
         extra = [k for k in ("position", "occurrence", "modifiers") if node.args.get(k) is not None]
         if extra:
             raise UnsupportedError("REGEXP_REPLACE with position / occurrence / match type arguments")
+        if node.args.get("replacement") is None:
+            raise BindError("REGEXP_REPLACE takes 3 arguments")
         args = (self._string_arg(node.this, ctx), self._string_arg(node.expression, ctx),
                 self._string_arg(node.args["replacement"], ctx))
         return self._fold(Call("regexp_replace", args, T.TEXT))

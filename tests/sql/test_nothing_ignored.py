@@ -97,6 +97,7 @@ def _check(con, sql: str, class_name: str = "") -> None:
         assert not leaked, f"{sql}: the refusal names sqlglot's class, not the SQL: {message}"
         quoted = re.sub(r" is not supported.*| with .*", "", message).upper()
         words = {w.upper() for w in re.findall(r"\w+|[^\w\s(),']+|\(\)", sql)} - {"SELECT", "FROM", "T"}
+        words |= {w.split("_")[0] for w in words if "_" in w}          # REGEXP for REGEXP_LIKE
         assert any(w in quoted for w in words), f"{sql}: the refusal names nothing of it: {message}"
     except (engine.ProgrammingError, engine.DataError, engine.OperationalError) as error:
         # Bound (the binder knows the construct) but these operands are wrong for it, or a value is.
