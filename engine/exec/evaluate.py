@@ -746,3 +746,4 @@ def _now(expr):
 
 # MySQL's string and date function library lives in its own modules; importing them registers it.
 from engine.exec import string_functions  # noqa: E402,F401
+from engine.exec import date_functions  # noqa: E402,F401

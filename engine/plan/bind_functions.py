@@ -1,11 +1,14 @@
-"""Binding of MySQL's string function library (engine/exec/string_functions.py): sqlglot's MySQL
-dialect parses each to its own expression class; here they get their argument coercions and result
-types. A mixin of :class:`engine.plan.binder.Binder` (it uses ``bind_expr``, ``_string_arg``,
+"""Binding of MySQL's string and date function library (engine/exec/string_functions.py and
+date_functions.py): sqlglot's MySQL dialect parses each to its own expression class; here they get
+their argument coercions and result types. A mixin of :class:`engine.plan.binder.Binder` (it uses ``bind_expr``, ``_string_arg``,
 ``_int_arg`` and ``_fold``)."""
 from __future__ import annotations
 
+from sqlglot import exp
+
 from engine import types as T
-from engine.errors import BindError, UnsupportedError
+from engine.errors import BindError, TypeMismatchError, UnsupportedError
+from engine.exec.date_functions import format_pieces
 from engine.plan.expressions import Call, Literal
 
 
@@ -69,3 +72,88 @@ class FunctionBinding:
         args = (self._string_arg(node.this, ctx), self._string_arg(node.expression, ctx))
         return self._fold(Call("regexp_substr", args, T.TEXT))
 
+
+    # --- dates (engine/exec/date_functions.py) -----------------------------------------------------
+    def _datetime_arg(self, node, ctx, what: str):
+        if isinstance(node, (exp.TsOrDsToDate, exp.TsOrDsToTimestamp)):
+            node = node.this            # sqlglot wraps the argument of DATE_FORMAT / WEEK / ...
+        d = self.bind_expr(node, ctx)
+        if d.type.kind in ("string", "null"):
+            return self.coerce(d, T.DATETIME)
+        if d.type.kind == "date":
+            return self.coerce(d, T.DATETIME)
+        if d.type.kind != "datetime":
+            raise TypeMismatchError(f"{what} needs a date or datetime, got {d.type}")
+        return d
+
+    def _bind_TimeToStr(self, node, ctx):
+        d = self._datetime_arg(node.this, ctx, "DATE_FORMAT")
+        fmt = self._string_arg(node.args["format"], ctx)
+        if isinstance(fmt, Literal) and fmt.value is not None:
+            format_pieces(fmt.value)            # an unimplemented directive is refused now, by name
+        return self._fold(Call("date_format", (d, fmt), T.TEXT))
+
+    def _bind_Dayname(self, node, ctx):
+        d = self._datetime_arg(node.this, ctx, "DAYNAME")
+        return self._fold(Call("date_format", (d, Literal("%A", T.TEXT)), T.TEXT))
+
+    def _bind_StrToDate(self, node, ctx):
+        return self._str_to_date(node, ctx, T.DATE)
+
+    def _bind_StrToTime(self, node, ctx):
+        return self._str_to_date(node, ctx, T.DATETIME)
+
+    def _str_to_date(self, node, ctx, result_type):
+        args = (self._string_arg(node.this, ctx), self._string_arg(node.args["format"], ctx))
+        return self._fold(Call("str_to_date", args, result_type))
+
+    def _bind_TimestampDiff(self, node, ctx):
+        unit = node.unit.name.upper() if node.unit is not None else "DAY"
+        if unit not in ("MICROSECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"):
+            raise UnsupportedError(f"TIMESTAMPDIFF({unit}, ...)")
+        start = self._datetime_arg(node.expression, ctx, "TIMESTAMPDIFF")
+        end = self._datetime_arg(node.this, ctx, "TIMESTAMPDIFF")
+        return self._fold(Call("timestampdiff", (start, end), T.BIGINT, (unit,)))
+
+    def _bind_TimestampAdd(self, node, ctx):
+        d = self.bind_expr(node.this, ctx)
+        if d.type.kind in ("string", "null"):
+            d = self.coerce(d, T.DATETIME)
+        interval = exp.Interval(this=node.expression, unit=node.args.get("unit") or exp.var("DAY"))
+        return self._interval(d, interval, 1, ctx)
+
+    def _bind_UnixToTime(self, node, ctx):
+        if node.args.get("format") is not None:
+            raise UnsupportedError("FROM_UNIXTIME with a format argument")
+        return self._fold(Call("from_unixtime", (self._int_arg(node.this, ctx),), T.DATETIME))
+
+    def _bind_LastDay(self, node, ctx):
+        if node.args.get("unit") is not None:
+            raise UnsupportedError("LAST_DAY with a unit")
+        d = self._datetime_arg(node.this, ctx, "LAST_DAY")
+        return self._fold(Call("last_day", (d,), T.DATE))
+
+    def _bind_Week(self, node, ctx):
+        mode = node.args.get("mode")
+        if mode is not None and not (isinstance(mode, exp.Literal) and mode.name == "0"):
+            raise UnsupportedError(f"WEEK with mode {mode.sql(dialect='mysql')} (only mode 0)")
+        return self._fold(Call("week0", (self._datetime_arg(node.this, ctx, "WEEK"),), T.BIGINT))
+
+    def _bind_DateTrunc(self, node, ctx):
+        unit = node.args.get("unit")
+        name = (unit.name if unit is not None else "").upper()
+        if name not in ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND"):
+            raise UnsupportedError(f"DATE_TRUNC('{name.lower()}', ...)")
+        d = self._datetime_arg(node.this, ctx, "DATE_TRUNC")
+        return self._fold(Call("date_trunc", (d,), T.DATETIME, (name,)))
+
+    def bind_anonymous_function(self, name, node, ctx):
+        """MySQL functions sqlglot leaves anonymous; None when the name is not one of them."""
+        if name == "UNIX_TIMESTAMP":
+            if len(node.expressions) > 1:
+                raise UnsupportedError("UNIX_TIMESTAMP with more than one argument")
+            d = self._datetime_arg(node.expressions[0], ctx, "UNIX_TIMESTAMP") if node.expressions \
+                else Call("now", (), T.DATETIME)
+            return self._fold(Call("unix_timestamp", (d,), T.BIGINT)) if node.expressions \
+                else Call("unix_timestamp", (d,), T.BIGINT)
+        return None

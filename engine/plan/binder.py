@@ -1229,6 +1229,9 @@ class Binder(FunctionBinding):
 
     def _bind_Anonymous(self, node: exp.Anonymous, ctx) -> Expr:
         name = node.name.upper()
+        bound = self.bind_anonymous_function(name, node, ctx)
+        if bound is not None:
+            return bound
         args = [self.bind_expr(e, ctx) for e in node.expressions]
         if name in ("NOW", "SYSDATE", "LOCALTIMESTAMP"):
             return Call("now", (), T.DATETIME)

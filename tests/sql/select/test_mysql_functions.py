@@ -1,6 +1,7 @@
 """MySQL's everyday string functions (CONCAT_WS, LPAD / RPAD, REPEAT, MD5 / SHA1 / SHA2, HEX, REGEXP,
 REGEXP_REPLACE, REGEXP_SUBSTR) over a few hundred rows of a real table (so the vectorised path runs
 over several batches and partitions), checked against Python's own hashlib / re / str, NULLs included."""
+import datetime
 import hashlib
 import re
 
@@ -148,3 +149,130 @@ def test_null_patterns_and_constants(con):
 def test_refused_by_name(con, sql, name):
     with pytest.raises(NotSupportedError, match=name):
         con.execute(sql).fetchall()
+
+
+# --- dates: checked against Python's datetime --------------------------------------------------------
+@pytest.fixture(scope="module")
+def dates():
+    rng = np.random.default_rng(17)
+    base = datetime.datetime(1990, 1, 1)
+    a = [base + datetime.timedelta(seconds=int(s), microseconds=int(u))
+         for s, u in zip(rng.integers(0, 40 * 365 * 86400, N), rng.integers(0, 10**6, N) * (rng.random(N) < 0.3))]
+    b = [x + datetime.timedelta(days=int(k), seconds=int(s))
+         for x, k, s in zip(a, rng.integers(-800, 800, N), rng.integers(-86400, 86400, N))]
+    a = [None if m else v for v, m in zip(a, rng.random(N) < 0.08)]
+    return {"id": list(range(N)), "a": a, "b": b,
+            "day": [None if v is None else v.date() for v in a]}
+
+
+@pytest.fixture(scope="module")
+def dcon(dates):
+    c = engine.connect()
+    c.execute("CREATE TABLE f (id BIGINT, a DATETIME(6), b DATETIME(6), day DATE, SHARD KEY (id))")
+    c.load_table("f", pa.table({"id": pa.array(dates["id"], pa.int64()), "a": pa.array(dates["a"], pa.timestamp("us")),
+                                "b": pa.array(dates["b"], pa.timestamp("us")), "day": pa.array(dates["day"], pa.date32())}))
+    yield c
+    c.close()
+
+
+def on_a(dates, fn):
+    return [None if v is None else fn(v) for v in dates["a"]]
+
+
+MYSQL_FORMAT = "%Y-%m-%d %H:%i:%s.%f | %y %c %e %k %l %h %p %T | %M %b %W %a %j %U %%"
+PYTHON_FORMAT = "%Y-%m-%d %H:%M:%S.%f | %y {c} {e} {k} {l} %I %p %H:%M:%S | %B %b %A %a %j %U %%"
+
+
+def python_format(v):
+    return v.strftime(PYTHON_FORMAT).format(c=v.month, e=v.day, k=v.hour, l=(v.hour + 11) % 12 + 1)
+
+
+def test_date_format(dcon, dates):
+    assert column(dcon, f"SELECT DATE_FORMAT(a, '{MYSQL_FORMAT}')") == on_a(dates, python_format)
+    assert column(dcon, "SELECT DATE_FORMAT(day, '%d.%m.%Y')") == on_a(dates, lambda v: v.strftime("%d.%m.%Y"))
+
+
+def test_names_week_last_day(dcon, dates):
+    assert column(dcon, "SELECT MONTHNAME(a)") == on_a(dates, lambda v: v.strftime("%B"))
+    assert column(dcon, "SELECT DAYNAME(day)") == on_a(dates, lambda v: v.strftime("%A"))
+    assert column(dcon, "SELECT WEEK(a)") == on_a(dates, lambda v: int(v.strftime("%U")))
+    assert column(dcon, "SELECT DAYOFWEEK(a)") == on_a(dates, lambda v: v.isoweekday() % 7 + 1)
+
+    def last_day(v):
+        following = (v.replace(day=28) + datetime.timedelta(days=4)).replace(day=1)
+        return (following - datetime.timedelta(days=1)).date()
+    assert column(dcon, "SELECT LAST_DAY(a)") == on_a(dates, last_day)
+
+
+def months_between(x, y):
+    """MySQL's whole months from x to y."""
+    months = (y.year - x.year) * 12 + y.month - x.month
+    rest = lambda v: (v.day, v.hour, v.minute, v.second, v.microsecond)   # noqa: E731
+    if months > 0 and rest(y) < rest(x):
+        months -= 1
+    if months < 0 and rest(y) > rest(x):
+        months += 1
+    return months
+
+
+def trunc_div(a, b):
+    return -(-a // b) if a < 0 else a // b
+
+
+@pytest.mark.parametrize("unit", ["MICROSECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"])
+def test_timestampdiff(dcon, dates, unit):
+    us = {"MICROSECOND": 1, "SECOND": 10**6, "MINUTE": 60 * 10**6, "HOUR": 3600 * 10**6, "DAY": 86400 * 10**6,
+          "WEEK": 7 * 86400 * 10**6}
+
+    def diff(x, y):
+        if unit in us:
+            d = y - x
+            return trunc_div((d.days * 86400 + d.seconds) * 10**6 + d.microseconds, us[unit])
+        return trunc_div(months_between(x, y), {"MONTH": 1, "QUARTER": 3, "YEAR": 12}[unit])
+    want = [None if x is None else diff(x, y) for x, y in zip(dates["a"], dates["b"])]
+    assert column(dcon, f"SELECT TIMESTAMPDIFF({unit}, a, b)") == want
+
+
+def test_unix_timestamp_round_trip(dcon, dates):
+    epoch = datetime.datetime(1970, 1, 1)
+    seconds = on_a(dates, lambda v: int((v - epoch).total_seconds() // 1))
+    assert column(dcon, "SELECT UNIX_TIMESTAMP(a)") == seconds
+    assert column(dcon, "SELECT FROM_UNIXTIME(UNIX_TIMESTAMP(a))") == on_a(dates, lambda v: v.replace(microsecond=0))
+    assert dcon.execute("SELECT FROM_UNIXTIME(-1), UNIX_TIMESTAMP(NULL)").fetchall() == [(None, None)]
+
+
+def test_str_to_date(dcon, dates):
+    text = column(dcon, "SELECT DATE_FORMAT(a, '%d/%m/%Y %H:%i:%s')")
+    assert text == on_a(dates, lambda v: v.strftime("%d/%m/%Y %H:%M:%S"))
+    got = column(dcon, "SELECT STR_TO_DATE(DATE_FORMAT(a, '%d/%m/%Y %H:%i:%s'), '%d/%m/%Y %H:%i:%s')")
+    assert got == on_a(dates, lambda v: v.replace(microsecond=0))
+    assert column(dcon, "SELECT STR_TO_DATE(DATE_FORMAT(a, '%M %e, %Y'), '%M %d, %Y')") == on_a(dates, lambda v: v.date())
+    assert dcon.execute("SELECT STR_TO_DATE('31/02/x', '%d/%m/%Y'), STR_TO_DATE(NULL, '%Y')").fetchall() == [(None, None)]
+
+
+@pytest.mark.parametrize("unit", ["year", "quarter", "month", "week", "day", "hour", "minute", "second"])
+def test_date_trunc(dcon, dates, unit):
+    def trunc(v):
+        if unit == "week":
+            return (v - datetime.timedelta(days=v.weekday())).replace(hour=0, minute=0, second=0, microsecond=0)
+        if unit == "quarter":
+            return v.replace(month=(v.month - 1) // 3 * 3 + 1, day=1, hour=0, minute=0, second=0, microsecond=0)
+        keep = ["year", "month", "day", "hour", "minute", "second"].index(unit)
+        fields = {"month": 1, "day": 1, "hour": 0, "minute": 0, "second": 0}
+        return v.replace(microsecond=0, **{k: fields[k] for k in list(fields)[keep:]})
+    assert column(dcon, f"SELECT DATE_TRUNC('{unit}', a)") == on_a(dates, trunc)
+
+
+def test_timestampadd(dcon, dates):
+    assert column(dcon, "SELECT TIMESTAMPADD(DAY, 3, day)") == on_a(dates, lambda v: v.date() + datetime.timedelta(days=3))
+
+
+@pytest.mark.parametrize("sql, name", [
+    ("SELECT DATE_FORMAT(a, '%D') FROM f", "%D"),
+    ("SELECT WEEK(a, 3) FROM f", "WEEK"),
+    ("SELECT FROM_UNIXTIME(0, '%Y') FROM f", "FROM_UNIXTIME"),
+    ("SELECT DATE_FORMAT(a, b) FROM f", "DATE_FORMAT"),
+])
+def test_dates_refused_by_name(dcon, sql, name):
+    with pytest.raises(NotSupportedError, match=name):
+        dcon.execute(sql).fetchall()

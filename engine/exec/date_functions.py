@@ -1,0 +1,195 @@
+"""MySQL's date functions, vectorised: DATE_FORMAT (and MONTHNAME / DAYNAME), STR_TO_DATE,
+TIMESTAMPDIFF, UNIX_TIMESTAMP, FROM_UNIXTIME, LAST_DAY, WEEK (mode 0) and SingleStore's DATE_TRUNC.
+
+DATETIME values are Arrow ``timestamp[us]`` without a zone; the session time zone is UTC (Canopy's
+``system_time_zone``), so UNIX_TIMESTAMP / FROM_UNIXTIME convert without a zone shift.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.errors import UnsupportedError
+from engine.exec.evaluate import Datum, function
+from engine.exec.string_functions import plain
+
+_MONTHS = pa.array(["January", "February", "March", "April", "May", "June", "July", "August", "September",
+                    "October", "November", "December"])
+_DAYS = pa.array(["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"])
+_US_PER = {"MICROSECOND": 1, "SECOND": 10**6, "MINUTE": 60 * 10**6, "HOUR": 3600 * 10**6,
+           "DAY": 86400 * 10**6, "WEEK": 7 * 86400 * 10**6}
+_MONTHS_PER = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
+
+
+def _as_array(d: Datum):
+    """(array, was_scalar): the functions below work on arrays; a constant is a one-element array."""
+    if isinstance(d, pa.Scalar):
+        return pa.array([d.as_py()], d.type), True
+    if isinstance(d, pa.ChunkedArray):
+        return d.combine_chunks(), False
+    return d, False
+
+
+def _back(result: pa.Array, was_scalar: bool) -> Datum:
+    return result[0] if was_scalar else result
+
+
+def _mod(x, k: int):
+    return pc.subtract(x, pc.multiply(pc.divide(x, k), k))
+
+
+def _padded(x, width: int):
+    return pc.utf8_lpad(x.cast(pa.string()), width, "0")
+
+
+def _week0(d):
+    """MySQL's WEEK(d, 0) = strftime's %U: weeks start on Sunday, days before the first Sunday are week 0."""
+    day0 = pc.subtract(pc.day_of_year(d), 1)
+    weekday = pc.day_of_week(d, count_from_zero=True, week_start=7)        # Sunday = 0
+    return pc.divide(pc.add(pc.subtract(day0, weekday), 7), 7)
+
+
+def _hour12(d):
+    return pc.add(_mod(pc.add(pc.hour(d), 11), 12), 1)
+
+
+# strftime directive (sqlglot's translation of MySQL's) -> vectorised piece
+_DIRECTIVES = {
+    "%Y": lambda d: _padded(pc.year(d), 4),
+    "%y": lambda d: _padded(_mod(pc.year(d), 100), 2),
+    "%m": lambda d: _padded(pc.month(d), 2),
+    "%-m": lambda d: pc.month(d).cast(pa.string()),
+    "%d": lambda d: _padded(pc.day(d), 2),
+    "%-d": lambda d: pc.day(d).cast(pa.string()),
+    "%H": lambda d: _padded(pc.hour(d), 2),
+    "%-H": lambda d: pc.hour(d).cast(pa.string()),
+    "%I": lambda d: _padded(_hour12(d), 2),
+    "%-I": lambda d: _hour12(d).cast(pa.string()),
+    "%M": lambda d: _padded(pc.minute(d), 2),
+    "%S": lambda d: _padded(pc.second(d), 2),
+    "%f": lambda d: _padded(pc.add(pc.multiply(pc.millisecond(d), 1000), pc.microsecond(d)), 6),
+    "%B": lambda d: _MONTHS.take(pc.subtract(pc.month(d), 1)),
+    "%b": lambda d: pc.utf8_slice_codeunits(_MONTHS.take(pc.subtract(pc.month(d), 1)), 0, 3),
+    "%A": lambda d: _DAYS.take(pc.day_of_week(d)),
+    "%a": lambda d: pc.utf8_slice_codeunits(_DAYS.take(pc.day_of_week(d)), 0, 3),
+    "%j": lambda d: _padded(pc.day_of_year(d), 3),
+    "%p": lambda d: pc.if_else(pc.less(pc.hour(d), 12), "AM", "PM"),
+    "%U": lambda d: _padded(_week0(d), 2),
+}
+_TOKEN = re.compile(r"%-?[A-Za-z%]|[^%]+|%")
+
+
+def format_pieces(fmt: str) -> list:
+    """The format split into directives and literal text; a directive not implemented is refused
+    under its MySQL spelling."""
+    from sqlglot.dialects.mysql import MySQL
+    pieces = []
+    for token in _TOKEN.findall(fmt):
+        if token == "%%":
+            pieces.append("%")
+        elif token.startswith("%") and token not in _DIRECTIVES:
+            raise UnsupportedError(f"DATE_FORMAT directive {MySQL.INVERSE_TIME_MAPPING.get(token, token)}")
+        else:
+            pieces.append(token)
+    return pieces
+
+
+@function("date_format")
+def _date_format(expr, d, fmt):
+    """DATE_FORMAT(d, format) with MySQL's English month and day names; each directive is one
+    vectorised column, then all are joined."""
+    if not isinstance(fmt, pa.Scalar):
+        raise UnsupportedError("DATE_FORMAT with a non-constant format")
+    if not fmt.is_valid:
+        return pa.scalar(None, pa.string())
+    pieces = format_pieces(fmt.as_py())
+    arr, was_scalar = _as_array(d)
+    columns = [_DIRECTIVES[p](arr) if p in _DIRECTIVES else pa.scalar(p) for p in pieces]
+    if not any(isinstance(c, (pa.Array, pa.ChunkedArray)) for c in columns):
+        columns.append(pc.if_else(arr.is_valid(), "", pa.scalar(None, pa.string())))
+    return _back(pc.binary_join_element_wise(*columns, ""), was_scalar)
+
+
+@function("str_to_date")
+def _str_to_date(expr, s, fmt):
+    """STR_TO_DATE: NULL where the string does not match (MySQL: NULL and a warning)."""
+    if not isinstance(fmt, pa.Scalar):
+        raise UnsupportedError("STR_TO_DATE with a non-constant format")
+    if not fmt.is_valid:
+        return pa.scalar(None, expr.type.to_arrow())
+    f = fmt.as_py()
+    for token in _TOKEN.findall(f):
+        if token.startswith("%") and token not in _PARSEABLE:
+            from sqlglot.dialects.mysql import MySQL
+            raise UnsupportedError(f"STR_TO_DATE directive {MySQL.INVERSE_TIME_MAPPING.get(token, token)}")
+    arr, was_scalar = _as_array(plain(s))
+    parsed = pc.strptime(arr, f.replace("%-", "%"), unit="us", error_is_null=True)
+    return _back(parsed.cast(expr.type.to_arrow()), was_scalar)
+
+
+_PARSEABLE = {"%Y", "%y", "%m", "%-m", "%d", "%-d", "%H", "%-H", "%I", "%-I", "%M", "%S", "%b", "%B", "%p", "%%"}
+
+
+@function("timestampdiff")
+def _timestampdiff(expr, a, b):
+    """TIMESTAMPDIFF(unit, a, b) = b - a in whole units, truncated toward zero; months count only
+    when b's day and time of day have reached a's (MySQL)."""
+    unit = expr.options[0]
+    a_us, b_us = a.cast(pa.timestamp("us")).cast(pa.int64()), b.cast(pa.timestamp("us")).cast(pa.int64())
+    if unit in _US_PER:
+        diff = pc.subtract(b_us, a_us)
+        step = _US_PER[unit]
+        # integer division toward zero, as MySQL truncates
+        return pc.multiply(pc.sign(diff), pc.divide(pc.abs(diff), step))
+    a_t, b_t = a.cast(pa.timestamp("us")), b.cast(pa.timestamp("us"))
+    months = pc.subtract(pc.add(pc.multiply(pc.year(b_t), 12), pc.month(b_t)),
+                         pc.add(pc.multiply(pc.year(a_t), 12), pc.month(a_t)))
+    a_rest = pc.subtract(a_us, pc.floor_temporal(a_t, unit="month").cast(pa.int64()))
+    b_rest = pc.subtract(b_us, pc.floor_temporal(b_t, unit="month").cast(pa.int64()))
+    months = pc.subtract(months, pc.if_else(pc.and_(pc.greater(months, 0), pc.less(b_rest, a_rest)), 1, 0))
+    months = pc.add(months, pc.if_else(pc.and_(pc.less(months, 0), pc.greater(b_rest, a_rest)), 1, 0))
+    step = _MONTHS_PER[unit]
+    return pc.multiply(pc.sign(months), pc.divide(pc.abs(months), step)).cast(pa.int64())
+
+
+@function("unix_timestamp")
+def _unix_timestamp(expr, d):
+    """Seconds since 1970-01-01 00:00:00 UTC (whole seconds: the fraction is dropped)."""
+    us = d.cast(pa.timestamp("us")).cast(pa.int64())
+    return pc.divide(pc.subtract(us, _mod_floor(us, 10**6)), 10**6)
+
+
+def _mod_floor(x, k: int):
+    """x mod k, non-negative also for negative x."""
+    m = _mod(x, k)
+    return pc.if_else(pc.less(m, 0), pc.add(m, k), m)
+
+
+@function("from_unixtime")
+def _from_unixtime(expr, n):
+    """FROM_UNIXTIME(n): the DATETIME n seconds after the epoch; NULL for a negative n (MySQL)."""
+    us = pc.multiply_checked(n.cast(pa.int64()), 10**6)
+    return pc.if_else(pc.less(us, 0), pa.scalar(None, pa.int64()), us).cast(pa.timestamp("us"))
+
+
+@function("last_day")
+def _last_day(expr, d):
+    arr, was_scalar = _as_array(d)
+    days = arr.cast(pa.date32()).cast(pa.int32()).to_numpy(zero_copy_only=False).astype("datetime64[D]")
+    last = (days.astype("datetime64[M]") + np.timedelta64(1, "M")).astype("datetime64[D]") - np.timedelta64(1, "D")
+    result = pa.array(last.astype(np.int64).astype(np.int32), mask=arr.is_null().to_numpy(zero_copy_only=False))
+    return _back(result.cast(pa.date32()), was_scalar)
+
+
+@function("week0")
+def _week(expr, d):
+    return _week0(d).cast(pa.int64())
+
+
+@function("date_trunc")
+def _date_trunc(expr, d):
+    """SingleStore's DATE_TRUNC('unit', d): weeks start on Monday."""
+    return pc.floor_temporal(d.cast(pa.timestamp("us")), unit=expr.options[0].lower())
