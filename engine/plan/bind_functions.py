@@ -1,7 +1,7 @@
 """Binding of MySQL's string and date function library (engine/exec/string_functions.py and
 date_functions.py): sqlglot's MySQL dialect parses each to its own expression class; here they get
-their argument coercions and result types. A mixin of :class:`engine.plan.binder.Binder` (it uses ``bind_expr``, ``_string_arg``,
-``_int_arg`` and ``_fold``)."""
+their argument coercions and result types. A mixin of :class:`engine.plan.binder.Binder` (it uses
+``bind_expr``, ``_string_arg``, ``_int_arg``, ``_interval`` and ``_fold``)."""
 from __future__ import annotations
 
 from sqlglot import exp
@@ -13,6 +13,13 @@ from engine.plan.expressions import Call, Literal
 
 
 class FunctionBinding:
+    def _constant_operand(self, e, node, what: str):
+        """The executors take patterns, formats and lengths as constants: refuse others here, quoting
+        the call as written."""
+        if not isinstance(e, Literal):
+            raise UnsupportedError(f"{node.sql(dialect='mysql')[:80]} with a non-constant {what}")
+        return e
+
     def _bind_ConcatWs(self, node, ctx):
         args = tuple(self._string_arg(e, ctx) for e in node.expressions)
         if len(args) < 2:
@@ -23,7 +30,9 @@ class FunctionBinding:
         fill = node.args.get("fill_pattern")
         if fill is None:
             raise UnsupportedError("LPAD / RPAD without a fill string")
-        args = (self._string_arg(node.this, ctx), self._int_arg(node.expression, ctx), self._string_arg(fill, ctx))
+        length = self._constant_operand(self._int_arg(node.expression, ctx), node, "length")
+        args = (self._string_arg(node.this, ctx), length,
+                self._constant_operand(self._string_arg(fill, ctx), node, "fill string"))
         return self._fold(Call("lpad" if node.args.get("is_left") else "rpad", args, T.TEXT))
 
     def _bind_Repeat(self, node, ctx):
@@ -38,7 +47,10 @@ class FunctionBinding:
 
     def _bind_SHA2(self, node, ctx):
         bits = node.args.get("length")
-        bits = self._int_arg(bits, ctx) if bits is not None else Literal(256, T.BIGINT)
+        if bits is None:
+            bits = Literal(256, T.BIGINT)
+        else:
+            bits = self._constant_operand(self._int_arg(bits, ctx), node, "length")
         return self._fold(Call("sha2", (self._string_arg(node.this, ctx), bits), T.TEXT))
 
     def _bind_Hex(self, node, ctx):
@@ -52,7 +64,8 @@ class FunctionBinding:
     def _bind_RegexpLike(self, node, ctx):
         if node.args.get("flag") is not None:
             raise UnsupportedError("REGEXP_LIKE with a match type argument")
-        args = (self._string_arg(node.this, ctx), self._string_arg(node.expression, ctx))
+        args = (self._string_arg(node.this, ctx),
+                self._constant_operand(self._string_arg(node.expression, ctx), node, "pattern"))
         return self._fold(Call("regexp_like", args, T.BOOLEAN))
 
     def _bind_RegexpReplace(self, node, ctx):
@@ -61,15 +74,17 @@ class FunctionBinding:
             raise UnsupportedError("REGEXP_REPLACE with position / occurrence / match type arguments")
         if node.args.get("replacement") is None:
             raise BindError("REGEXP_REPLACE takes 3 arguments")
-        args = (self._string_arg(node.this, ctx), self._string_arg(node.expression, ctx),
-                self._string_arg(node.args["replacement"], ctx))
+        args = (self._string_arg(node.this, ctx),
+                self._constant_operand(self._string_arg(node.expression, ctx), node, "pattern"),
+                self._constant_operand(self._string_arg(node.args["replacement"], ctx), node, "replacement"))
         return self._fold(Call("regexp_replace", args, T.TEXT))
 
     def _bind_RegexpSubstr(self, node, ctx):
         extra = [k for k in ("position", "occurrence", "parameters", "group") if node.args.get(k) is not None]
         if extra:
             raise UnsupportedError("REGEXP_SUBSTR with position / occurrence / match type arguments")
-        args = (self._string_arg(node.this, ctx), self._string_arg(node.expression, ctx))
+        args = (self._string_arg(node.this, ctx),
+                self._constant_operand(self._string_arg(node.expression, ctx), node, "pattern"))
         return self._fold(Call("regexp_substr", args, T.TEXT))
 
 
@@ -88,8 +103,8 @@ class FunctionBinding:
 
     def _bind_TimeToStr(self, node, ctx):
         d = self._datetime_arg(node.this, ctx, "DATE_FORMAT")
-        fmt = self._string_arg(node.args["format"], ctx)
-        if isinstance(fmt, Literal) and fmt.value is not None:
+        fmt = self._constant_operand(self._string_arg(node.args["format"], ctx), node, "format")
+        if fmt.value is not None:
             format_pieces(fmt.value)            # an unimplemented directive is refused now, by name
         return self._fold(Call("date_format", (d, fmt), T.TEXT))
 
@@ -104,7 +119,8 @@ class FunctionBinding:
         return self._str_to_date(node, ctx, T.DATETIME)
 
     def _str_to_date(self, node, ctx, result_type):
-        args = (self._string_arg(node.this, ctx), self._string_arg(node.args["format"], ctx))
+        args = (self._string_arg(node.this, ctx),
+                self._constant_operand(self._string_arg(node.args["format"], ctx), node, "format"))
         return self._fold(Call("str_to_date", args, result_type))
 
     def _bind_TimestampDiff(self, node, ctx):
