@@ -193,3 +193,9 @@ def _week(expr, d):
 def _date_trunc(expr, d):
     """SingleStore's DATE_TRUNC('unit', d): weeks start on Monday."""
     return pc.floor_temporal(d.cast(pa.timestamp("us")), unit=expr.options[0].lower())
+
+
+@function("date_add_micros")
+def _date_add_micros(expr, d, micros):
+    """DATETIME + INTERVAL n HOUR / MINUTE / SECOND / MICROSECOND (the binder made n microseconds)."""
+    return pc.add_checked(d.cast(pa.timestamp("us")), micros.cast(pa.int64()).cast(pa.duration("us")))

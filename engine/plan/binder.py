@@ -929,6 +929,12 @@ class Binder(FunctionBinding):
             if factor != 1:
                 amount = self._fold(Call("multiply", (amount, Literal(factor, T.BIGINT)), T.BIGINT))
             return self._fold(Call("date_add_months", (d, amount), d.type))
+        if unit in _MICROSECONDS_PER:
+            if amount.type.kind not in ("int", "null"):
+                raise UnsupportedError(f"INTERVAL of a fractional number of {unit.lower()}s")
+            amount = self._fold(Call("multiply", (self.coerce(amount, T.BIGINT),
+                                                  Literal(_MICROSECONDS_PER[unit], T.BIGINT)), T.BIGINT))
+            return self._fold(Call("date_add_micros", (self.coerce(d, T.DATETIME), amount), T.DATETIME))
         raise UnsupportedError(f"INTERVAL unit {unit}")
 
     def _bind_DateAdd(self, node, ctx) -> Expr:
@@ -1330,6 +1336,9 @@ _BINARY_OPS = {
 _COMPARISON_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "null_safe_eq"}
 _QUANTIFIABLE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt"}   # op: its negation
 _COMPARISONS = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+
+# time units of INTERVAL / TIMESTAMPADD: added to a DATETIME (a DATE becomes one, as in MySQL)
+_MICROSECONDS_PER = {"HOUR": 3_600_000_000, "MINUTE": 60_000_000, "SECOND": 1_000_000, "MICROSECOND": 1}
 
 _SIMPLE_FUNCTIONS = {
     exp.Upper: ("upper", "string"), exp.Lower: ("lower", "string"), exp.Reverse: ("reverse", "string"),

@@ -265,6 +265,12 @@ def test_date_trunc(dcon, dates, unit):
 
 def test_timestampadd(dcon, dates):
     assert column(dcon, "SELECT TIMESTAMPADD(DAY, 3, day)") == on_a(dates, lambda v: v.date() + datetime.timedelta(days=3))
+    for unit, delta in (("HOUR", datetime.timedelta(hours=-30)), ("MINUTE", datetime.timedelta(minutes=-30)),
+                        ("SECOND", datetime.timedelta(seconds=-30)), ("MICROSECOND", datetime.timedelta(microseconds=-30))):
+        assert column(dcon, f"SELECT TIMESTAMPADD({unit}, -30, a)") == on_a(dates, lambda v: v + delta)
+        assert column(dcon, f"SELECT a - INTERVAL 30 {unit}") == on_a(dates, lambda v: v + delta)
+        want = on_a(dates, lambda v: datetime.datetime.combine(v.date(), datetime.time()) + delta)
+        assert column(dcon, f"SELECT DATE_ADD(day, INTERVAL -30 {unit})") == want
 
 
 @pytest.mark.parametrize("sql, name", [
