@@ -17,7 +17,7 @@ TPCDS_VENV  := .venv-tpcds
 TPCDS_STAMP := $(TPCDS_VENV)/.canopy-installed
 TPCDS_SF01  := .data/tpcds/sf0.1/.complete
 
-.PHONY: venv kernels system-packages mysqlclient tpcds-venv tpcds-data demo test test-ray test-slow test-mariadb bench bench-tpcds bench-peers clean distclean
+.PHONY: venv kernels lint system-packages mysqlclient tpcds-venv tpcds-data demo test test-ray test-slow test-mariadb bench bench-tpcds bench-peers clean distclean
 
 venv: $(INSTALL_STAMP) $(KERNEL_STAMP)
 
@@ -87,7 +87,10 @@ mysqlclient: venv system-packages
 
 # The default suite on the embedded runner, then the SQL, DB-API and TPC-H suites again with every
 # leaf a Ray actor on a local Ray (same answers expected from both runners), TPC-DS SF 0.1 included.
-test: venv system-packages mysqlclient tpcds-data
+lint: venv
+	$(PY) -m ruff check --quiet engine cluster kernels tests benchmarks setup.py
+
+test: lint venv system-packages mysqlclient tpcds-data
 	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory test-ray
 

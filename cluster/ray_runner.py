@@ -39,7 +39,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import itertools
-import os
 import pickle
 import threading
 import time

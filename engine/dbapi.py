@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from engine import errors
-from engine.errors import Error, InterfaceError, InternalError, NotSupportedError, ProgrammingError
+from engine.errors import Error, InterfaceError, InternalError, ProgrammingError
 
 if TYPE_CHECKING:
     import pandas as pd

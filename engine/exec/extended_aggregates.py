@@ -18,7 +18,6 @@ any statistic of none, is NULL; BIT_AND of no values is all ones (-1 as Canopy's
 """
 from __future__ import annotations
 
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa

@@ -16,7 +16,7 @@ evaluator's ``in_list`` (IN inside OR, CASE, a projection) shares the cache thro
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import pyarrow as pa

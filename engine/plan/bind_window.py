@@ -27,7 +27,7 @@ from sqlglot import exp
 from engine import types as T
 from engine.errors import BindError, UnsupportedError
 from engine.plan.expressions import ColumnRef, Expr, Literal, replace_columns
-from engine.plan.logical import (OFFSET_FUNCTIONS, RANKING_FUNCTIONS, VALUE_FUNCTIONS, WINDOW_AGGREGATES,
+from engine.plan.logical import (WINDOW_AGGREGATES,
                                  Field, FrameBound, LogicalPlan, Project, SortKey, Window, WindowCall,
                                  WindowFrame)
 

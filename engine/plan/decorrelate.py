@@ -38,8 +38,8 @@ from typing import Optional
 from engine import types as T
 from engine.errors import UnsupportedError
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, and_all, conjuncts
-from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, MultiJoin,
-                                 Project, Repeat, Scan, Sort, SortKey, Union, Values, Window, WindowCall)
+from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin,
+                                 Project, Repeat, Sort, SortKey, Union, Window, WindowCall)
 from engine.plan.plan_walk import free_refs, node_exprs, refresh, substitute
 from engine.plan.scope import IdGenerator
 
@@ -289,7 +289,7 @@ def _bound_by_equalities(plan: Filter, outer_ids: set[str], ids: IdGenerator):
     mapping = dict(bound)
     kept = [substitute(c, mapping) for c in rest]
     kept += [Call("is_not_null", (e,), T.BOOLEAN) for e in bound.values()]
-    d_map = {k: Field(ids.new("domain"), f"domain", e.type, False) for k, e in bound.items()}
+    d_map = {k: Field(ids.new("domain"), "domain", e.type, False) for k, e in bound.items()}
     exprs = tuple((f, f.ref()) for f in plan.input.fields) + tuple((d_map[k], e) for k, e in bound.items())
     return Project(Filter(plan.input, and_all(kept)), exprs), d_map
 

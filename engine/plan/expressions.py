@@ -6,7 +6,7 @@ the operators exchange, so a column keeps its identity across joins of a table w
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 from engine.types import BOOLEAN, SqlType

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from engine import types as T
 from engine.catalog import ColumnDef, TableDef
-from engine.errors import BadDataError, BindError, ConstraintError, unknown_name_error
+from engine.errors import BadDataError, BindError, ConstraintError
 from engine.exec.evaluate import evaluate_array
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal
 

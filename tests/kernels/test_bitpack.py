@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kernels
-from kernels import bit_width_of, pack, unpack
+from kernels import bit_width_of
 from kernels.reference import bitpack as reference
 
 try:

@@ -197,7 +197,7 @@ def test_decimal_out_of_precision(tmp_path, precision, value):
     # pyarrow's CSV conversion checks the precision for some values only; the reader checks the rest.
     tbl = table(col("d", decimal_type(precision, 2)))
     message = bad(write(tmp_path, f"1.5\n999.99\n{value}\n"), tbl)
-    assert f"line 3, column 'd'" in message and f"for DECIMAL({precision},2)" in message
+    assert "line 3, column 'd'" in message and f"for DECIMAL({precision},2)" in message
 
 
 def test_empty_numeric_field_is_an_error(tmp_path):

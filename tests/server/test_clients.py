@@ -7,7 +7,7 @@ import decimal
 import pytest
 
 from engine.workloads import tpch
-from tests.server.conftest import ADMIN, PASSWORD, connect, pymysql
+from tests.server.conftest import ADMIN, PASSWORD, connect
 from tests.tpch.compare import assert_same_result, has_order_by
 
 QUERIES = tpch.queries()

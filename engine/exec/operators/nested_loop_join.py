@@ -5,7 +5,6 @@ from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from engine.exec.evaluate import evaluate_predicate
 from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, table_to_batches

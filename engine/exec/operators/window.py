@@ -23,7 +23,7 @@ import kernels
 from engine import types as T
 from engine.exec.evaluate import evaluate_array
 from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, table_to_batches
-from engine.plan.expressions import Call, ColumnRef, Expr
+from engine.plan.expressions import Call, ColumnRef
 from engine.plan.logical import Field, FrameBound, SortKey, WindowCall, WindowFrame, describe_window
 
 _BOUND_KIND = {"unbounded_preceding": 0, "preceding": 1, "following": 1, "current_row": 2,
