@@ -36,7 +36,10 @@ def tpcds_dir_sf01() -> Path:
     return _data_dir(0.1)
 
 
-@pytest.fixture(scope="session")
+# The loaded clusters are per module, not per session: on Ray each holds its leaves' CPUs, and with
+# TPC-H's session cluster beside it a 2-CPU Ray had none left, so every later connect() waited out
+# its start timeout (the DB-API tests after tests/tpcds in `make test-ray`).
+@pytest.fixture(scope="module")
 def tpcds_canopy_sf01(tpcds_dir_sf01):
     con = _canopy_with_tpcds(tpcds_dir_sf01)
     yield con
@@ -48,7 +51,7 @@ def tpcds_dir_sf1() -> Path:
     return _data_dir(1)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def tpcds_canopy_sf1(tpcds_dir_sf1):
     con = _canopy_with_tpcds(tpcds_dir_sf1)
     yield con
