@@ -42,6 +42,26 @@ def _duckdb_with_tpch(data_dir: Path):
     return con
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _ray_for_the_ray_runner():
+    """Under CANOPY_RUNNER=ray every fixture's connect() deploys leaves on one local Ray, started here
+    with 8 logical CPUs. Ray's CPUs are scheduling tokens (0.5 per leaf), not cores: with the 2 of
+    CI's machine, the session's long-lived clusters (TPC-H's, TPC-DS's, a module's own) took them all
+    and the next connect() waited out its start timeout."""
+    if os.environ.get("CANOPY_RUNNER") != "ray":
+        yield
+        return
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        from cluster.ray_start import init_ray
+
+        init_ray(None, num_cpus=8)
+    yield
+    if started:
+        ray.shutdown()
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
