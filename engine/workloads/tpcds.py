@@ -202,21 +202,15 @@ def load(
 
 def queries() -> list[tuple[str, str]]:
     """``[("q01", sql), ..., ("q99", sql)]``: the query texts without their trailing ``;``."""
-    directory = tpcds_dir() / "queries"
-    result = []
-    for number in range(1, 100):
-        name = f"q{number:02d}"
-        sql = (directory / f"{name}.sql").read_text().strip()
-        result.append((name, sql[:-1].rstrip() if sql.endswith(";") else sql))
-    return result
+    return tpch.numbered_queries(tpcds_dir() / "queries", 99)
 
 
 def query(name: str) -> str:
     """One query's text by name (``"q06"``)."""
-    for qname, sql in queries():
-        if qname == name:
-            return sql
-    raise KeyError(f"no TPC-DS query {name!r}; expected q01 .. q99")
+    found = dict(queries()).get(name)
+    if found is None:
+        raise KeyError(f"no TPC-DS query {name!r}; expected q01 .. q99")
+    return found
 
 
 def answer(data_dir: Path, name: str):

@@ -159,23 +159,28 @@ def load(
     return counts
 
 
-def queries() -> list[tuple[str, str]]:
-    """``[("q01", sql), ..., ("q22", sql)]``: the query texts without their trailing ``;``."""
-    directory = shared_dir() / "tpch" / "queries"
+def numbered_queries(directory: Path, count: int) -> list[tuple[str, str]]:
+    """``[("q01", sql), ...]`` from ``directory/qNN.sql`` (TPC-H's and TPC-DS's layout): the texts
+    without their trailing ``;``."""
     result = []
-    for number in range(1, 23):
+    for number in range(1, count + 1):
         name = f"q{number:02d}"
         sql = (directory / f"{name}.sql").read_text().strip()
         result.append((name, sql[:-1].rstrip() if sql.endswith(";") else sql))
     return result
 
 
+def queries() -> list[tuple[str, str]]:
+    """``[("q01", sql), ..., ("q22", sql)]``: the query texts without their trailing ``;``."""
+    return numbered_queries(shared_dir() / "tpch" / "queries", 22)
+
+
 def query(name: str) -> str:
     """One query's text by name (``"q06"``)."""
-    for qname, sql in queries():
-        if qname == name:
-            return sql
-    raise KeyError(f"no TPC-H query {name!r}; expected q01 .. q22")
+    found = dict(queries()).get(name)
+    if found is None:
+        raise KeyError(f"no TPC-H query {name!r}; expected q01 .. q22")
+    return found
 
 
 # --- DuckDB, the reference ------------------------------------------------------------------------
