@@ -1100,6 +1100,11 @@ class _Query:
 
 
 def _kill(actors) -> None:
+    # At interpreter exit Ray may already be shut down; ray.kill would then start a fresh local Ray
+    # (auto-init) while logging and modules are being torn down, which has crashed the process.
+    # A shut-down Ray has taken its actors with it, so there is nothing left to kill.
+    if not ray.is_initialized():
+        return
     for actor in actors:
         try:
             ray.kill(actor, no_restart=True)
