@@ -39,9 +39,10 @@ from typing import Any, Callable, Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import kernels
 from cluster import transport
+from cluster.exchange import route_payloads
 from cluster.leaf import Leaf, LeafStorage
+from cluster.specs import TaskSpec
 from cluster.versions import VersionHistory
 from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.operators.base import Deadline
@@ -52,10 +53,6 @@ from engine.storage.columnstore.commit import CommitLogContents, Committer, _on_
 CANCEL_MEMORY_S = 600.0     # how long a leaf remembers a cancelled query id
 STAGED_IDLE_S = 3600.0      # a load whose chunks stopped arriving this long ago is dropped (its driver died)
 STAGE_CACHE = 128           # decoded stages a leaf keeps
-COALESCE_ROWS = 32768       # rows of repartitioned pieces gathered into one batch per link
-
-# What a consumer task reads: [(stage id, number of payloads)], the payloads following as arguments.
-Layout = Sequence[tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -469,29 +466,21 @@ class LeafActor:
             f"({error}); in-memory storage is not durable: drop and reload the table")
 
     # -- queries ----------------------------------------------------------------------------------
-    def run_task(self, query_id: str, stage_bytes: bytes, task: int, num_partitions: int, params: Sequence,
-                 output: dict, layout: Layout, *payloads) -> tuple:
-        """Run one task of a stage; return ``(meta, payload per destination...)``.
-
-        ``output``: ``kind`` (gather | broadcast | repartition | None for a final stage run here),
-        ``keys``, ``destinations`` and ``partitions_per_leaf`` (a repartitioned row goes to the leaf of
-        its partition, ``partition // partitions_per_leaf``), plus the transport options; ``deadline``:
-        (statement_timeout ms, seconds left) or absent; ``profile``: count each operator's output
-        (EXPLAIN ANALYZE) into the meta's ``operators``; ``epoch``: the snapshot epoch the task's scans
-        read (absent: the stores as they are now) and ``floor``, the oldest one still read
-        (:mod:`cluster.versions`).
-        """
+    def run_task(self, spec: TaskSpec, stage_bytes: bytes, *payloads) -> tuple:
+        """Run one task of a stage; return ``(meta, payload per destination...)``: ``payloads`` are its
+        inputs as ``spec.inputs`` lays them out, its output goes by ``spec.exchange``
+        (:func:`cluster.exchange.route_payloads`)."""
         started = time.perf_counter()
         self.tasks_running += 1
-        timeout_ms, remaining_s = output.get("deadline") or (None, None)
+        timeout_ms, remaining_s = spec.deadline or (None, None)
+        query_id = spec.query_id
         deadline = Deadline.after(timeout_ms, remaining_s, cancelled=lambda: query_id in self._cancelled,
                                   where=f" on leaf {self.leaf.leaf_id}")
         try:
             while time.perf_counter() - started < self.debug_task_delay_s:
                 deadline.check()
                 time.sleep(0.01)
-            return self._run_task(stage_bytes, task, num_partitions, params, output, layout, payloads,
-                                  deadline, started)
+            return self._run_task(spec, stage_bytes, payloads, deadline, started)
         except ExecutionError:
             if deadline.expired() or query_id in self._cancelled:
                 self.tasks_stopped += 1
@@ -511,77 +500,31 @@ class LeafActor:
             self._stages.move_to_end(stage_bytes)
         return stage
 
-    def _run_task(self, stage_bytes, task, num_partitions, params, output, layout, payloads, deadline,
-                  started) -> tuple:
+    def _run_task(self, spec: TaskSpec, stage_bytes, payloads, deadline, started) -> tuple:
         stage = self._decode(stage_bytes)
         inputs: dict[int, list[pa.RecordBatch]] = {}
         position = 0
-        for stage_id, count in layout:
+        for stage_id, count in spec.inputs:
             for payload in payloads[position:position + count]:
                 inputs.setdefault(stage_id, []).extend(transport.decode(payload))
             position += count
-        profile = TaskProfile(stage.stage_id, stage.root) if output.get("profile") else None
-        self.versions.prune(output.get("floor"))
+        profile = TaskProfile(stage.stage_id, stage.root) if spec.profile else None
+        self.versions.prune(spec.floor)
         try:
             deadline.check()
-            batches = self.leaf.task_batches(stage, task, num_partitions, params, inputs, profile, deadline,
-                                             self.versions.view(output.get("epoch")))
-            sent, counters = route(batches, stage.root.schema, output, deadline.check)
+            batches = self.leaf.task_batches(stage, spec.task, spec.num_partitions, spec.params, inputs, profile,
+                                             deadline, self.versions.view(spec.epoch))
+            sent, counters = route_payloads(batches, stage.root.schema, spec.exchange, spec.transport,
+                                            deadline.check)
         except CanopyInternalError as error:
             raise self._lost(error) from None
         seconds, now = time.perf_counter() - started, time.time()
-        meta = {"leaf": self.leaf.leaf_id, "stage": stage.stage_id, "task": task, "kind": output["kind"],
+        meta = {"leaf": self.leaf.leaf_id, "stage": stage.stage_id, "task": spec.task, "kind": spec.exchange.kind,
                 "seconds": seconds, "links": counters, "wall": (now - seconds, now)}
         if profile is not None:             # EXPLAIN ANALYZE: each operator's counters, by path
             meta["operators"] = {path: dataclasses.asdict(c) for path, c in profile.counters.items()}
         self.tasks_done += 1
         return (meta, *sent)
-
-
-def route(batches, schema: pa.Schema, output: dict, check=None) -> tuple[list[bytes], list[dict]]:
-    """Send a task's output batches through a :class:`transport.Sender` by the stage's exchange; return
-    the payloads (one per destination) and the per-link counters."""
-    kind = output["kind"]
-    destinations = output["destinations"]
-    sender = transport.Sender(schema, destinations, compression=output.get("compression", "adaptive"),
-                              compress_after=output.get("compress_after", transport.COMPRESS_AFTER),
-                              throttle_bytes_per_s=output.get("throttle_bytes_per_s"))
-    # A repartition cuts each batch into a piece per partition: pieces for one leaf wait here (in the
-    # sender's schema, so they concatenate) until they make a batch of COALESCE_ROWS, so a link sends
-    # few full frames, not a tiny one per piece.
-    held: list[list[pa.RecordBatch]] = [[] for _ in range(destinations)]
-    held_rows = [0] * destinations
-
-    def flush(destination: int) -> None:
-        pieces = held[destination]
-        if pieces:
-            sender.send(destination, pieces[0] if len(pieces) == 1 else
-                        pa.Table.from_batches(pieces).combine_chunks().to_batches()[0])
-        held[destination], held_rows[destination] = [], 0
-
-    try:
-        for batch in batches:
-            if check is not None:
-                check()
-            if kind == "repartition":
-                ppl = output["partitions_per_leaf"]
-                pieces = kernels.split_batch(batch, list(output["keys"]), destinations * ppl)
-                for partition, piece in enumerate(pieces):
-                    if piece.num_rows:
-                        destination = partition // ppl
-                        held[destination].append(sender.conform(piece))
-                        held_rows[destination] += piece.num_rows
-                        if held_rows[destination] >= COALESCE_ROWS:
-                            flush(destination)
-            else:                           # gather, broadcast, a final stage: one destination
-                sender.send(0, batch)
-        for destination in range(destinations):
-            flush(destination)
-        sent = sender.finish()
-    except BaseException:
-        sender.abort()
-        raise
-    return sent, [vars(c) for c in sender.counters]
 
 
 class AggregatorActor:

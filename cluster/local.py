@@ -17,8 +17,10 @@ from typing import Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import kernels
+from cluster.exchange import concat, route_batches
 from cluster.leaf import Leaf, LeafStorage
+from cluster.placement import Placement
+from cluster.specs import ExchangeSpec
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
 from engine.exec.operators.base import Deadline, statement_deadline
@@ -70,8 +72,7 @@ class LocalRunner(Runner):
         self.aggregator = Leaf(-1, ())
         self._threads = threads or max(2, min(self.num_partitions, os.cpu_count() or 1))
         self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="canopy-leaf")
-        self._write_lock = threading.Lock()
-        self._keyless_cursor: dict[int, int] = {}
+        self.placement = Placement(leaves, partitions_per_leaf)
         self._closed = False
         # The aggregator's catalog; "canopy" is the database a new session starts in.
         self.catalog = Catalog()
@@ -131,17 +132,7 @@ class LocalRunner(Runner):
         return _RoutedLoad(self, table)
 
     def _route(self, table: TableDef, batch: pa.RecordBatch) -> list[tuple[Optional[int], pa.RecordBatch]]:
-        if table.reference:
-            return [(None, batch)]
-        n = self.num_partitions
-        if table.shard_key:
-            pieces = kernels.split_batch(batch, list(table.shard_key), n)
-            return [(p, piece) for p, piece in enumerate(pieces) if piece.num_rows]
-        # keyless: each batch goes whole to the next partition in turn, so rows spread evenly
-        with self._write_lock:
-            partition = self._keyless_cursor.get(table.table_id, 0)
-            self._keyless_cursor[table.table_id] = (partition + 1) % n
-        return [(partition, batch)]
+        return self.placement.route(table, batch)
 
     def _targets(self, table: TableDef, partition: Optional[int]):
         if partition is None:
@@ -336,24 +327,10 @@ class LocalRunner(Runner):
     def _route_output(self, stage: StageSpec, outputs: list[list[pa.RecordBatch]]) -> dict[int, list[pa.RecordBatch]]:
         """Where the output of a stage goes, keyed by the consuming task (a leaf, or task 0)."""
         batches = [b for out in outputs for b in out]
-        if stage.output_kind == "gather":
-            return {0: batches}
-        if stage.output_kind == "broadcast":
-            return {leaf: batches for leaf in range(self.num_leaves)}
-        if stage.output_kind == "repartition":
-            routed: dict[int, list[pa.RecordBatch]] = {leaf: [] for leaf in range(self.num_leaves)}
-            keys = list(stage.output_keys)
-
-            def split(batch):
-                return kernels.split_batch(batch, keys, self.num_partitions)
-            # hashing, scattering and take release the GIL: a large exchange splits on the leaf pool
-            large = len(batches) > 1 and sum(b.num_rows for b in batches) >= INLINE_STAGE_ROWS
-            for pieces in (self._pool.map(split, batches) if large else map(split, batches)):
-                for partition, piece in enumerate(pieces):
-                    if piece.num_rows:
-                        routed[partition // self.partitions_per_leaf].append(piece)
-            return {leaf: _coalesce(pieces) for leaf, pieces in routed.items()}
-        raise CanopyInternalError(f"unknown exchange kind {stage.output_kind!r}")
+        exchange = ExchangeSpec.of(stage, self.num_leaves, self.partitions_per_leaf)
+        # a large exchange splits on the leaf pool (the kernels release the GIL)
+        large = len(batches) > 1 and sum(b.num_rows for b in batches) >= INLINE_STAGE_ROWS
+        return route_batches(batches, exchange, self._pool.map if large else map)
 
     def shutdown(self) -> None:
         self._closed = True
@@ -367,35 +344,6 @@ class LocalRunner(Runner):
                     for store in leaf.storage.all_stores():
                         store.close()
                 self._data.close()
-
-
-# A repartition cuts every input batch into one piece per partition: 100 scan batches of a 226k-row
-# filter become ~800 pieces of ~300 rows, and the consuming operators pay their per-batch cost on each
-# (TPC-H Q15's aggregate over the shuffled rows: 166 ms on the pieces, 50 ms on whole batches). The
-# pieces bound for one leaf are concatenated into batches of about this many rows (one copy).
-_COALESCED_ROWS = 64 * 1024
-
-
-def _coalesce(pieces: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
-    if len(pieces) <= 1 or not pieces[0].num_columns or \
-            sum(p.num_rows for p in pieces) / len(pieces) >= _COALESCED_ROWS / 2:
-        return pieces
-    out, run, rows = [], [], 0
-    for piece in pieces:
-        if run and (rows >= _COALESCED_ROWS or not piece.schema.equals(run[0].schema)):
-            out.append(_concat(run))     # (pieces of differently typed batches are kept apart)
-            run, rows = [], 0
-        run.append(piece)
-        rows += piece.num_rows
-    if run:
-        out.append(_concat(run))
-    return out
-
-
-def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    if len(batches) == 1:
-        return batches[0]
-    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
 def _scanned_tables(op) -> list[tuple[int, bool]]:
@@ -432,7 +380,7 @@ class _RoutedLoad(LoadWriter):
             self._pieces.setdefault(partition, []).append(piece)
             rows = self._piece_rows[partition] = self._piece_rows.get(partition, 0) + piece.num_rows
             if rows >= _LOAD_BATCH_ROWS:
-                self._batches.append((partition, self.runner._pool.submit(_concat, self._pieces.pop(partition))))
+                self._batches.append((partition, self.runner._pool.submit(concat, self._pieces.pop(partition))))
                 del self._piece_rows[partition]
         self.rows += data.num_rows
 

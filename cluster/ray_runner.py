@@ -55,10 +55,12 @@ import ray
 import ray.exceptions as rex
 
 import engine.catalog
-import kernels
 from cluster import transport
-from cluster.actors import AggregatorActor, DurableLeaf, LeafActor, route
+from cluster.actors import AggregatorActor, DurableLeaf, LeafActor
+from cluster.exchange import route_payloads
 from cluster.leaf import Leaf
+from cluster.placement import Placement
+from cluster.specs import ExchangeSpec, TaskSpec, TransportOptions
 from cluster.ray_start import init_ray
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError, ExecutionError
@@ -158,8 +160,6 @@ class RayRunner(Runner):
         self._stages: "collections.OrderedDict[int, tuple]" = collections.OrderedDict()
         self.aggregator = Leaf(-1, ())          # runs the once-only stages that read no table
         self._write_lock = threading.Lock()     # one transaction at a time (and no DDL during one)
-        self._cursor_lock = threading.Lock()
-        self._keyless_cursor: dict[int, int] = {}
         # Row counts and distinct counts answered here: the optimizer asks for them hundreds of times a
         # plan, and every write goes through this driver, which keeps them exact (a reconnecting driver
         # or a leaf restart starts them afresh from the leaves).
@@ -189,6 +189,7 @@ class RayRunner(Runner):
                 if self._data is not None:
                     self._data.close()
                 raise
+        self.placement = Placement(self.num_leaves, self.partitions_per_leaf)
         self._leaf_by_actor = {leaf._actor_id.hex(): i for i, leaf in enumerate(self.leaves)}
         if not detached:        # a runner dropped without shutdown() must not hold the cluster's CPUs
             self._finalizer = weakref.finalize(self, _kill, [*self.leaves, self._registry])
@@ -279,9 +280,7 @@ class RayRunner(Runner):
 
     # -- tables -----------------------------------------------------------------------------------
     def _keys(self, table: TableDef, leaf: int) -> list[Optional[int]]:
-        if table.reference:
-            return [None]
-        return list(range(leaf * self.partitions_per_leaf, (leaf + 1) * self.partitions_per_leaf))
+        return self.placement.keys(table, leaf)
 
     def _forget(self, table_id: Optional[int] = None) -> None:
         """Drop cached counts: of one table (it changed), or all (a leaf may have lost rows)."""
@@ -338,27 +337,7 @@ class RayRunner(Runner):
 
     def _place(self, table: TableDef, data: pa.Table) -> dict[int, dict[Optional[int], list]]:
         """{leaf: {partition (None: the reference copy): [batches]}}, routed here on the driver."""
-        placed: dict[int, dict[Optional[int], list]] = {}
-        for batch in data.to_batches():
-            if not batch.num_rows:
-                continue
-            if table.reference:
-                for i in range(self.num_leaves):
-                    placed.setdefault(i, {}).setdefault(None, []).append(batch)
-                continue
-            n = self.num_partitions
-            if table.shard_key:
-                pieces = enumerate(kernels.split_batch(batch, list(table.shard_key), n))
-            else:                 # keyless: each batch goes whole to the next partition in turn
-                with self._cursor_lock:
-                    partition = self._keyless_cursor.get(table.table_id, 0)
-                    self._keyless_cursor[table.table_id] = (partition + 1) % n
-                pieces = [(partition, batch)]
-            for partition, piece in pieces:
-                if piece.num_rows:
-                    leaf = partition // self.partitions_per_leaf
-                    placed.setdefault(leaf, {}).setdefault(partition, []).append(piece)
-        return placed
+        return self.placement.by_leaf(table, data)
 
     def _write(self, writes: Sequence[tuple[TableDef, dict, bool]], on_commit=None, delete=None,
                staged: Optional["_RayLoad"] = None) -> int:
@@ -706,15 +685,18 @@ class RayRunner(Runner):
                 refs.extend(chosen)
             return layout, refs
 
+        transport_options = TransportOptions(**self.transport_options)
         for spec in self._submission_order(stages):
             kind = spec.output_kind
-            destinations = self.num_leaves if kind == "repartition" else 1
-            output = {"kind": kind, "keys": spec.output_keys, "destinations": destinations,
-                      "partitions_per_leaf": self.partitions_per_leaf, "profile": query.profile is not None,
-                      "epoch": query.epoch, "floor": self._floor(), **self.transport_options}
-            if deadline is not None and deadline.timeout_ms is not None:
+            exchange = ExchangeSpec.of(spec, self.num_leaves, self.partitions_per_leaf)
+            destinations = exchange.destinations
+            timed = deadline is not None and deadline.timeout_ms is not None
+            if timed:
                 deadline.check()
-                output["deadline"] = (deadline.timeout_ms, deadline.remaining())
+            task_spec = TaskSpec(query.query_id, spec.stage_id, 0, self.num_partitions, params, exchange,
+                                 transport=transport_options, profile=query.profile is not None,
+                                 epoch=query.epoch, floor=self._floor(),
+                                 deadline=(deadline.timeout_ms, deadline.remaining()) if timed else None)
             if not spec.parallel and not spec.scans_tables:
                 # once-only on the aggregator (this driver): its inputs come here
                 layout, refs = inputs_of(spec, 0)
@@ -729,7 +711,7 @@ class RayRunner(Runner):
                 if kind is None:
                     table = _table(list(batches), spec.root.schema)
                 else:
-                    sent, links = route(batches, spec.root.schema, output)
+                    sent, links = route_payloads(batches, spec.root.schema, exchange, transport_options)
                 progress = query_progress.get()
                 if progress is not None:
                     progress.task_done(spec.stage_id, table.num_rows if kind is None
@@ -753,7 +735,7 @@ class RayRunner(Runner):
                 out = query.reuse.get((spec.stage_id, task)) if not any(r in query.rerun for r in refs) else None
                 if out is None:
                     out = leaf.run_task.options(num_returns=1 + destinations).remote(
-                        query.query_id, stage_ref, task, self.num_partitions, params, output, layout, *refs)
+                        dataclasses.replace(task_spec, task=task, inputs=tuple(layout)), stage_ref, *refs)
                     query.submitted.append((leaf, out))
                     query.rerun.update(out)
                 query.tasks[(spec.stage_id, task)] = out

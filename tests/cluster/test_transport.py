@@ -104,19 +104,19 @@ def test_a_failing_sender_surfaces_in_finish_and_abort_returns():
 
 
 def test_repartition_gathers_pieces_per_link_into_few_frames():
-    """route() holds a repartition's pieces per destination leaf until they make a full batch: one frame
+    """route_payloads() holds a repartition's pieces per destination leaf until they make a full batch: one frame
     per link here (every row arrives, at the leaf of its partition), even from batches whose string
     column is dictionary-encoded in one and plain in the other."""
     import kernels
-    from cluster.actors import route
+    from cluster.exchange import route_payloads
+    from cluster.specs import ExchangeSpec, TransportOptions
 
     plain = pa.record_batch({"k": pa.array(range(3000), pa.int64()), "s": pa.array([f"s{i % 5}" for i in range(3000)])})
     encoded = pa.record_batch({"k": pa.array(range(3000, 5000), pa.int64()),
                                "s": pa.array([f"s{i % 5}" for i in range(2000)]).dictionary_encode()})
     batches = [plain.slice(0, 1000), encoded, plain.slice(1000)]
-    output = {"kind": "repartition", "keys": ["k"], "destinations": 2, "partitions_per_leaf": 2,
-              "compression": "never"}
-    payloads, links = route(iter(batches), plain.schema, output)
+    exchange = ExchangeSpec("repartition", ("k",), num_leaves=2, partitions_per_leaf=2)
+    payloads, links = route_payloads(iter(batches), plain.schema, exchange, TransportOptions("never"))
     assert [link["batches"] for link in links] == [1, 1]
     received = [pa.Table.from_batches(transport.decode(p)) for p in payloads]
     everything = pa.Table.from_batches([b.cast(plain.schema) if b.schema != plain.schema else b for b in batches])

@@ -1,0 +1,69 @@
+"""Where rows live: the one placement rule both runners use for writes and for repartitioned exchanges.
+
+A cluster has ``num_leaves`` leaves of ``partitions_per_leaf`` partitions each; partition ``p`` lives on
+leaf ``p // partitions_per_leaf``. A sharded table's row goes to the partition of the hash of its shard
+key (``kernels.split_batch``, the same kernel a repartition exchange uses, so a join on the shard key
+needs no exchange); a keyless table's batches go whole to the partitions in turn, so rows spread evenly;
+a reference table is copied to every leaf (its copy's key is ``None``).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Optional
+
+import pyarrow as pa
+
+import kernels
+from engine.catalog import TableDef
+
+# (partition, or None for a reference table's copy on every leaf; the rows that go there)
+Piece = tuple[Optional[int], pa.RecordBatch]
+
+
+@dataclass
+class Placement:
+    """The cluster's shape and the keyless tables' round-robin cursors (the only state: thread-safe)."""
+    num_leaves: int
+    partitions_per_leaf: int
+    _cursor: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def num_partitions(self) -> int:
+        return self.num_leaves * self.partitions_per_leaf
+
+    def leaf_of(self, partition: int) -> int:
+        return partition // self.partitions_per_leaf
+
+    def keys(self, table: TableDef, leaf: int) -> list[Optional[int]]:
+        """The store keys of ``table`` on ``leaf``: its partitions, or ``[None]`` (a reference copy)."""
+        if table.reference:
+            return [None]
+        return list(range(leaf * self.partitions_per_leaf, (leaf + 1) * self.partitions_per_leaf))
+
+    def route(self, table: TableDef, batch: pa.RecordBatch) -> list[Piece]:
+        """The non-empty pieces of ``batch`` with the partition each goes to (None: every leaf's copy)."""
+        if table.reference:
+            return [(None, batch)]
+        n = self.num_partitions
+        if table.shard_key:
+            pieces = kernels.split_batch(batch, list(table.shard_key), n)
+            return [(p, piece) for p, piece in enumerate(pieces) if piece.num_rows]
+        with self._lock:
+            partition = self._cursor.get(table.table_id, 0)
+            self._cursor[table.table_id] = (partition + 1) % n
+        return [(partition, batch)]
+
+    def by_leaf(self, table: TableDef, data: pa.Table) -> dict[int, dict[Optional[int], list[pa.RecordBatch]]]:
+        """``{leaf: {partition (None: the reference copy): [batches]}}`` of ``data``'s non-empty batches
+        (a reference table's batches go to every leaf)."""
+        placed: dict[int, dict[Optional[int], list]] = {}
+        for batch in data.to_batches():
+            if not batch.num_rows:
+                continue
+            for partition, piece in self.route(table, batch):
+                leaves = range(self.num_leaves) if partition is None else [self.leaf_of(partition)]
+                for leaf in leaves:
+                    placed.setdefault(leaf, {}).setdefault(partition, []).append(piece)
+        return placed

@@ -1,0 +1,58 @@
+"""cluster.exchange and cluster.placement without a runner: every row reaches the leaf of its partition
+(the placement rule of sharded tables), and a repartition's small pieces arrive as few batches."""
+from types import SimpleNamespace
+
+import pyarrow as pa
+
+import kernels
+from cluster.exchange import COALESCE_ROWS, Coalescer, route_batches
+from cluster.placement import Placement
+from cluster.specs import ExchangeSpec
+
+
+def _batches(n: int, size: int) -> list[pa.RecordBatch]:
+    return [pa.record_batch({"k": pa.array(range(i * size, (i + 1) * size), pa.int64())}) for i in range(n)]
+
+
+def test_repartition_routes_each_row_to_the_leaf_of_its_partition_in_few_batches():
+    batches = _batches(40, 1000)
+    routed = route_batches(batches, ExchangeSpec("repartition", ("k",), num_leaves=3, partitions_per_leaf=2))
+    whole = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+    expected = kernels.split_batch(whole, ["k"], 6)
+    for leaf in range(3):
+        want = sorted(k for piece in expected[leaf * 2:leaf * 2 + 2] for k in piece.column(0).to_pylist())
+        assert sorted(k for b in routed[leaf] for k in b.column(0).to_pylist()) == want
+        assert len(routed[leaf]) == 1          # 240 pieces of ~170 rows: one batch per leaf
+    assert sum(b.num_rows for bs in routed.values() for b in bs) == 40_000
+
+
+def test_gather_and_broadcast_keep_the_batches():
+    batches = _batches(3, 10)
+    assert route_batches(batches, ExchangeSpec("gather")) == {0: batches}
+    assert route_batches(batches, ExchangeSpec("broadcast", num_leaves=2)) == {0: batches, 1: batches}
+
+
+def test_coalescer_cuts_at_its_size_and_passes_big_pieces_without_a_copy():
+    out: list[tuple[int, pa.RecordBatch]] = []
+    coalescer = Coalescer(2, lambda d, b: out.append((d, b)), rows=100)
+    big = _batches(1, 60)[0]
+    coalescer.add(1, big)
+    assert out == [(1, big)]                   # nothing waited: it goes on as it is
+    for piece in _batches(7, 30):
+        coalescer.add(0, piece)
+    coalescer.finish()
+    assert [(d, b.num_rows) for d, b in out[1:]] == [(0, 120), (0, 90)]
+    assert COALESCE_ROWS >= 32 * 1024
+
+
+def test_placement_spreads_keyless_tables_and_shards_by_key():
+    placement = Placement(num_leaves=2, partitions_per_leaf=2)
+    keyless = SimpleNamespace(reference=False, shard_key=(), table_id=901)   # what placement reads of a TableDef
+    data = pa.Table.from_batches(_batches(4, 5))
+    by_leaf = placement.by_leaf(keyless, data)
+    assert {leaf: sorted(parts) for leaf, parts in by_leaf.items()} == {0: [0, 1], 1: [2, 3]}
+    sharded = SimpleNamespace(reference=False, shard_key=("k",), table_id=902)
+    pieces = placement.route(sharded, data.to_batches()[0])
+    expected = kernels.split_batch(data.to_batches()[0], ["k"], 4)
+    assert [(p, b.num_rows) for p, b in pieces] == [(p, b.num_rows) for p, b in enumerate(expected) if b.num_rows]
+    assert placement.keys(sharded, 1) == [2, 3]
