@@ -20,7 +20,9 @@ import pyarrow.compute as pc
 from cluster.exchange import concat, route_batches
 from cluster.leaf import Leaf, LeafStorage
 from cluster.placement import Placement
-from cluster.specs import ExchangeSpec
+from cluster.scheduler import (Output, Where, consumed, scanned_tables, submission_order, task_inputs, tasks_of,
+                               where)
+from cluster.specs import ExchangeSpec, PartitionRef
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
 from engine.exec.operators.base import Deadline, statement_deadline
@@ -222,8 +224,7 @@ class LocalRunner(Runner):
         counters and every exchange's rows and bytes (EXPLAIN ANALYZE)."""
         if self._closed:
             raise CanopyInternalError("the runner has been shut down")
-        # routed[stage_id][task] = the batches that task of the consuming stage reads
-        routed: dict[int, dict[int, list[pa.RecordBatch]]] = {}
+        outputs: dict[int, Output] = {}        # each stage's routed output (cluster.scheduler)
         # statement_timeout, and Ctrl-C: every task checks the deadline per batch, so an interrupt in
         # this thread stops the tasks running on the pool within one batch instead of after them
         interrupted = threading.Event()
@@ -232,34 +233,35 @@ class LocalRunner(Runner):
         if progress is not None:
             progress.start(sum(self.num_leaves if s.parallel else 1 for s in stages), len(stages))
         snapshots = self._pin(stages)
-        for spec in stages:
+        for spec in submission_order(stages):
             if deadline is not None:
                 deadline.check()
             # What a remote leaf would receive; in process the spec itself serves (operators are
             # immutable). Tests set CANOPY_CHECK_STAGE_CODEC=1 so every plan proves it can travel.
             stage = decode_stage(encode_stage(spec)) if _CHECK_STAGE_CODEC else spec
-            tasks = range(self.num_leaves) if stage.parallel else [0]
-            inputs_for = lambda t: {sid: parts.get(t, []) for sid, parts in routed.items()}  # noqa: E731
+            reads = consumed(stage.root)
+            inputs = {t: task_inputs(reads, t, outputs) for t in tasks_of(stage, self.num_leaves)}
             try:
-                outputs = self._run_tasks(stage, tasks, params, inputs_for, profile, deadline, snapshots,
-                                          interrupted, progress)
+                results = self._run_tasks(stage, inputs, params, profile, deadline, snapshots, interrupted, progress)
             except KeyboardInterrupt:
                 interrupted.set()
                 raise
             if stage.output_kind is None:
                 schema = stage.root.schema
-                result = [b for out in outputs for b in out]
+                result = [b for out in results for b in out]
                 return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
-            routed[stage.stage_id] = self._route_output(stage, outputs)
+            routed = self._route_output(stage, results)
+            outputs[stage.stage_id] = Output(stage.output_kind, tuple(
+                (PartitionRef.of_batches(d, routed[d]),) for d in range(len(routed))))
             if profile is not None:
-                profile.add_exchange(stage.stage_id, routed[stage.stage_id])
+                profile.add_exchange(stage.stage_id, routed)
         raise CanopyInternalError("a plan without a final stage")
 
     def _pin(self, stages: Sequence[StageSpec]) -> dict[int, dict]:
         """leaf id -> {(table id, partition): snapshot} of every store the stages scan, taken while no
         statement is making its rows visible: the query sees each statement in every partition or in
         none (a half-applied INSERT ... SELECT, LOAD DATA or DELETE is never read)."""
-        tables = {table_id for stage in stages for table_id, _ in _scanned_tables(stage.root)}
+        tables = {table_id for stage in stages for table_id, _ in scanned_tables(stage.root)}
         if not tables:
             return {}
         with self._committer.published:
@@ -267,21 +269,25 @@ class LocalRunner(Runner):
                                    for table_id in tables for partition, store in leaf.storage.stores_of(table_id)}
                     for leaf in self.leaves}
 
-    def _run_tasks(self, stage: StageSpec, tasks, params, inputs_for, profile=None,
-                   deadline=None, snapshots=None, interrupted=None, progress=None) -> list[list[pa.RecordBatch]]:
-        """One task per leaf for a parallel stage; one task for a once-only stage (on the aggregator,
-        or on leaf 0's copy when it reads reference tables)."""
+    def _run_tasks(self, stage: StageSpec, inputs: dict, params, profile=None, deadline=None, snapshots=None,
+                   interrupted=None, progress=None) -> list[list[pa.RecordBatch]]:
+        """Run the tasks ``inputs`` names (task -> its inputs, as ``scheduler.task_inputs`` gives them)
+        where ``scheduler.where`` places them: one per leaf, or once on the aggregator or leaf 0."""
+        tasks = list(inputs)
         task_profiles = {t: TaskProfile(stage.stage_id, stage.root) for t in tasks} if profile is not None else {}
+        placed = where(stage)
 
         def task(t: int) -> list[pa.RecordBatch]:
-            leaf = self.leaves[t] if stage.parallel else self.leaves[0] if stage.scans_tables else self.aggregator
-            out = leaf.run_task(stage, t, self.num_partitions, params, inputs_for(t), task_profiles.get(t),
+            leaf = self.leaves[t] if placed is Where.LEAVES else self.leaves[0] if placed is Where.LEAF0 \
+                else self.aggregator
+            exchange_inputs = {sid: [b for ref in refs for b in ref.data] for sid, refs in inputs[t]}
+            out = leaf.run_task(stage, t, self.num_partitions, params, exchange_inputs, task_profiles.get(t),
                                 deadline, (snapshots or {}).get(leaf.leaf_id))
             if progress is not None:
                 progress.task_done(stage.stage_id, sum(b.num_rows for b in out))
             return out
 
-        if len(tasks) == 1 or self._stage_input_rows(stage, inputs_for, tasks) < INLINE_STAGE_ROWS:
+        if len(tasks) == 1 or self._stage_input_rows(stage, inputs) < INLINE_STAGE_ROWS:
             outputs = [task(t) for t in tasks]
         else:
             outputs = self._run_parallel(task, tasks, interrupted, progress)
@@ -289,12 +295,12 @@ class LocalRunner(Runner):
             profile.add_task(task_profile)
         return outputs
 
-    def _stage_input_rows(self, stage: StageSpec, inputs_for, tasks) -> int:
-        """An upper bound of the rows a stage reads: every exchange output routed to its tasks so far
-        (also those of stages it does not consume) plus the stored rows of the tables it scans (a
-        metadata count; zone maps may skip most of them). It errs towards running in parallel."""
-        rows = sum(b.num_rows for t in tasks for batches in inputs_for(t).values() for b in batches)
-        for table_id, replicated in _scanned_tables(stage.root):
+    def _stage_input_rows(self, stage: StageSpec, inputs: dict) -> int:
+        """An upper bound of the rows a stage reads: the exchange outputs routed to its tasks (known
+        up front by their refs) plus the stored rows of the tables it scans (a metadata count; zone
+        maps may skip most of them). It errs towards running in parallel."""
+        rows = sum(ref.rows for task in inputs.values() for _, refs in task for ref in refs)
+        for table_id, replicated in scanned_tables(stage.root):
             for leaf in self.leaves[:1] if replicated else self.leaves:
                 rows += sum(store.row_count() for _, store in leaf.storage.stores_of(table_id))
             if rows >= INLINE_STAGE_ROWS:
@@ -344,14 +350,6 @@ class LocalRunner(Runner):
                     for store in leaf.storage.all_stores():
                         store.close()
                 self._data.close()
-
-
-def _scanned_tables(op) -> list[tuple[int, bool]]:
-    """(table id, replicated) of every scan in an operator tree."""
-    from engine.exec.operators.scan import ScanExec
-    if isinstance(op, ScanExec):
-        return [(op.table_id, op.replicated)]
-    return [t for child in op.children for t in _scanned_tables(child)]
 
 
 # A load's routed pieces are small (a parsed block of a few thousand rows cut into one piece per

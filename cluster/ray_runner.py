@@ -60,12 +60,12 @@ from cluster.actors import AggregatorActor, DurableLeaf, LeafActor
 from cluster.exchange import route_payloads
 from cluster.leaf import Leaf
 from cluster.placement import Placement
-from cluster.specs import ExchangeSpec, TaskSpec, TransportOptions
+from cluster.scheduler import Output, Where, consumed, submission_order, task_inputs, tasks_of, where
+from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec, TransportOptions
 from cluster.ray_start import init_ray
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError, ExecutionError
-from engine.exec.operators.base import Deadline, PhysicalOperator, conform, statement_deadline
-from engine.exec.operators.exchange import ExchangeSourceExec
+from engine.exec.operators.base import Deadline, conform, statement_deadline
 from engine.exec.profile import TaskProfile
 from engine.exec.progress import query_progress
 from engine.exec.stages import StageSpec, encode_stage
@@ -598,21 +598,12 @@ class RayRunner(Runner):
                 return
             waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.25)[1]
 
-    def _submission_order(self, stages: Sequence[StageSpec]) -> list[StageSpec]:
-        """Stages by their depth (longest chain of exchanges below them), keeping the plan's order among
-        equals. A leaf runs its tasks in the order they were submitted, so a stage that reads only
-        tables (a broadcast's build side) must not queue behind one waiting for another stage's output."""
-        depth: dict[int, int] = {}
-        for spec in stages:                     # producers come before their consumers
-            depth[spec.stage_id] = 1 + max((depth[i] for i in self._consumed(spec)), default=-1)
-        return sorted(stages, key=lambda spec: depth[spec.stage_id])
-
     def _stage_payload(self, spec: StageSpec):
         """The encoded stage a task receives: bytes inline in the task (small) or one object in the
         store (large); cached per StageSpec object, which a plan-cache hit hands over again."""
         return self._stage_entry(spec)[1]
 
-    def _consumed(self, spec: StageSpec) -> list[int]:
+    def _consumed(self, spec: StageSpec) -> tuple[int, ...]:
         return self._stage_entry(spec)[2]
 
     def _stage_entry(self, spec: StageSpec) -> tuple:
@@ -622,7 +613,7 @@ class RayRunner(Runner):
             return entry
         encoded = encode_stage(spec)
         payload = encoded if len(encoded) <= INLINE_STAGE_BYTES else ray.put(encoded)
-        entry = self._stages[id(spec)] = (spec, payload, _consumed(spec.root))
+        entry = self._stages[id(spec)] = (spec, payload, consumed(spec.root))
         while len(self._stages) > STAGE_CACHE:
             self._stages.popitem(last=False)
         return entry
@@ -670,23 +661,17 @@ class RayRunner(Runner):
 
     def _run(self, query: "_Query", stages: Sequence[StageSpec], params: tuple) -> pa.Table:
         deadline = query.deadline
-        # outputs[stage_id] = (exchange kind, payload refs per destination)
-        outputs: dict[int, tuple[str, list[list]]] = {}
+        outputs: dict[int, Output] = {}        # each stage's payload refs per destination (cluster.scheduler)
 
         def inputs_of(spec: StageSpec, task: int) -> tuple[list, list]:
             layout, refs = [], []
-            for stage_id in self._consumed(spec):
-                kind, per_destination = outputs[stage_id]
-                if kind == "broadcast":
-                    chosen = per_destination[0]
-                else:
-                    chosen = per_destination[task] if task < len(per_destination) else []
+            for stage_id, chosen in task_inputs(self._consumed(spec), task, outputs):
                 layout.append((stage_id, len(chosen)))
-                refs.extend(chosen)
+                refs.extend(ref.data for ref in chosen)
             return layout, refs
 
         transport_options = TransportOptions(**self.transport_options)
-        for spec in self._submission_order(stages):
+        for spec in submission_order(stages, self._consumed):
             kind = spec.output_kind
             exchange = ExchangeSpec.of(spec, self.num_leaves, self.partitions_per_leaf)
             destinations = exchange.destinations
@@ -697,7 +682,7 @@ class RayRunner(Runner):
                                  transport=transport_options, profile=query.profile is not None,
                                  epoch=query.epoch, floor=self._floor(),
                                  deadline=(deadline.timeout_ms, deadline.remaining()) if timed else None)
-            if not spec.parallel and not spec.scans_tables:
+            if where(spec) is Where.AGGREGATOR:
                 # once-only on the aggregator (this driver): its inputs come here
                 layout, refs = inputs_of(spec, 0)
                 inputs: dict[int, list[pa.RecordBatch]] = {}
@@ -723,14 +708,14 @@ class RayRunner(Runner):
                                                 self.num_leaves if kind == "broadcast" else 1)
                 if kind is None:
                     return table
-                outputs[spec.stage_id] = (kind, [[ray.put(payload)] for payload in sent])
+                outputs[spec.stage_id] = Output(kind, tuple((PartitionRef(d, ray.put(payload)),)
+                                                            for d, payload in enumerate(sent)))
                 continue
 
             stage_ref = self._stage_payload(spec)
-            tasks = range(self.num_leaves) if spec.parallel else [0]
             per_destination: list[list] = [[] for _ in range(destinations)]
-            for task in tasks:
-                leaf = self.leaves[task if spec.parallel else 0]
+            for task in tasks_of(spec, self.num_leaves):
+                leaf = self.leaves[task]          # a once-only stage here reads reference tables: leaf 0
                 layout, refs = inputs_of(spec, task)
                 out = query.reuse.get((spec.stage_id, task)) if not any(r in query.rerun for r in refs) else None
                 if out is None:
@@ -746,7 +731,8 @@ class RayRunner(Runner):
                 batches = [b for payload in self._fetch(query, per_destination[0], final=True)
                            for b in transport.decode(payload)]
                 return _table(batches, spec.root.schema)
-            outputs[spec.stage_id] = (kind, per_destination)
+            outputs[spec.stage_id] = Output(kind, tuple(tuple(PartitionRef(d, ref) for ref in refs)
+                                                        for d, refs in enumerate(per_destination)))
         raise CanopyInternalError("a plan without a final stage")
 
     def cancel(self, query_id: str, submitted: list) -> None:
@@ -1099,28 +1085,6 @@ def _find_actor(name: str, namespace: str):
         return ray.get_actor(name, namespace=namespace)
     except ValueError:
         return None
-
-
-def _consumed(op) -> list[int]:
-    """The exchange ids a stage reads (its ExchangeSourceExec leaves), found the way ``split_stages``
-    walks operators: through every operator-valued dataclass field."""
-    found: set[int] = set()
-
-    def walk(node) -> None:
-        if isinstance(node, ExchangeSourceExec):
-            found.add(node.exchange_id)
-            return
-        for f in dataclasses.fields(node):
-            value = getattr(node, f.name)
-            if isinstance(value, PhysicalOperator):
-                walk(value)
-            elif isinstance(value, tuple):
-                for v in value:
-                    if isinstance(v, PhysicalOperator):
-                        walk(v)
-
-    walk(op)
-    return sorted(found)
 
 
 def _table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
