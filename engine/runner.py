@@ -6,6 +6,7 @@ what crosses the boundary is Arrow data, TableDefs and encoded StageSpecs, never
 """
 from __future__ import annotations
 
+import importlib
 import os
 from abc import ABC, abstractmethod
 from typing import Callable, Optional, Sequence, TypeVar
@@ -167,26 +168,47 @@ class LoadWriter:
         self.rows = 0
 
 
+# The runner registry: kind -> where its Runner class lives ("module:Class"), resolved on first use.
+# ``engine`` defines the interface and ``cluster`` implements it, so ``engine`` names the
+# implementations here instead of importing them (as SQLAlchemy's dialect registry names its dialects);
+# ``register_runner`` adds a kind (a test double, another deployment). Each kind's extra's pip name is
+# in the error a missing dependency raises.
+_RUNNERS: dict[str, str] = {"local": "cluster.local:LocalRunner", "ray": "cluster.ray_runner:RayRunner"}
+_EXTRAS = {"ray": "canopy[ray]"}
+
+
+def register_runner(kind: str, location: "str | Callable[..., Runner]") -> None:
+    """Make ``start_runner(kind)`` start the runner at ``location``: ``"module:Class"`` (imported when
+    first used) or a callable taking ``leaves=``, ``partitions_per_leaf=`` and the options."""
+    _RUNNERS[kind] = location
+
+
+def _runner_class(kind: str) -> Callable[..., Runner]:
+    location = _RUNNERS.get(kind)
+    if location is None:
+        kinds = " and ".join(repr(k) for k in _RUNNERS)
+        raise UnsupportedError(f"cluster={kind!r}: the runners are {kinds}")
+    if callable(location):
+        return location
+    module, _, name = location.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        extra = _EXTRAS.get(kind, "canopy")
+        raise UnsupportedError(f"cluster={kind!r} needs {exc.name or 'a missing package'}: "
+                               f"pip install '{extra}' ({exc})") from exc
+
+
 def start_runner(kind: Optional[str] = None, *, leaves: int = 2, partitions_per_leaf: int = 4,
                  **options) -> Runner:
     """Start a cluster of ``leaves`` leaves with ``partitions_per_leaf`` partitions each.
 
     ``kind``: ``"local"`` (leaves in this process) or ``"ray"`` (leaf actors on a Ray cluster; options
-    such as ``address=``, ``name=``, ``leaf_cpus=`` go to :class:`cluster.ray_runner.RayRunner`); None
-    reads ``$CANOPY_RUNNER`` (default ``local``), so one test suite runs under either.
+    such as ``address=``, ``name=``, ``leaf_cpus=`` go to :class:`cluster.ray_runner.RayRunner`), or a
+    kind added with :func:`register_runner`; None reads ``$CANOPY_RUNNER`` (default ``local``), so one
+    test suite runs under either.
     """
     if leaves < 1 or partitions_per_leaf < 1:
         raise ValueError("leaves and partitions_per_leaf must be at least 1")
     kind = kind or os.environ.get("CANOPY_RUNNER") or "local"
-    if kind == "local":
-        from cluster.local import LocalRunner     # cluster imports engine, not the other way round
-        return LocalRunner(leaves=leaves, partitions_per_leaf=partitions_per_leaf, **options)
-    if kind == "ray":
-        try:
-            from cluster.ray_runner import RayRunner
-        except ImportError as exc:
-            raise UnsupportedError(f"cluster='ray' needs Ray: pip install 'canopy[ray]' ({exc})") from exc
-        return RayRunner(leaves=leaves, partitions_per_leaf=partitions_per_leaf, **options)
-    raise UnsupportedError(f"cluster={kind!r}: the runners are 'local' and 'ray'")
-
-
+    return _runner_class(kind)(leaves=leaves, partitions_per_leaf=partitions_per_leaf, **options)
