@@ -38,7 +38,7 @@ from engine.exec.operators.base import Deadline, statement_deadline
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
 from engine.result import Result
 from engine.sessions import Activity, registry_of
-from engine.sql import ddl
+from engine.sql import ddl, keys
 from engine.sql.handlers.accounts import AccountStatements
 from engine.sql.handlers.alter import AlterStatements
 from engine.sql.handlers.catalog import CatalogStatements
@@ -54,7 +54,8 @@ from engine.sql.refusals import refuse_ignored
 from engine.sql.variables import Variables, reads_session_state, substitute
 from engine.statistics import RunnerStatistics
 from engine.system_schema import install as install_system_schema
-from engine.transactions import DEFAULT_LOCK_WAIT_TIMEOUT, Transaction, TransactionCatalog, table_locks_of
+from engine.transactions import (APPEND, DEFAULT_LOCK_WAIT_TIMEOUT, EXCLUSIVE, MODIFY, Transaction,
+                                 TransactionCatalog, table_locks_of)
 
 
 class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineStatements, SessionStatements,
@@ -75,6 +76,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         self.autocommit = True
         self.lock_wait_timeout = DEFAULT_LOCK_WAIT_TIMEOUT     # seconds (SET lock_wait_timeout)
         self._txn: Optional[Transaction] = None
+        self._statement_locks: Optional[list] = None    # table ids an autocommit statement locked
         self.last_insert_id = 0        # LAST_INSERT_ID(): the first AUTO_INCREMENT value last generated
         if database is not None and not self.catalog.has_database(database):
             if not create_database:
@@ -179,14 +181,23 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             yield
             return
         locks = table_locks_of(self.runner)
-        taken = []
+        taken = self._statement_locks = []
         try:
             for table in tables:
-                if locks.acquire(table, self, self.lock_wait_timeout):
+                if locks.acquire(table, self, self.lock_wait_timeout, _lock_mode(node, table)):
                     taken.append(table.table_id)
             yield
         finally:
+            self._statement_locks = None
             locks.release(taken, self)
+
+    def _whole_table(self, table) -> None:
+        """Called by a write before it rewrites ``table`` from rows it read (a WHERE with a subquery):
+        its statement's lock becomes exclusive, so no INSERT commits between the read and the rewrite.
+        A no-op for a transaction's shadow (its table is locked exclusively) and an exclusive lock."""
+        if self._txn is None and self._statement_locks is not None:
+            if table_locks_of(self.runner).acquire(table, self, self.lock_wait_timeout, EXCLUSIVE):
+                self._statement_locks.append(table.table_id)
 
     def _write_targets(self, node) -> list:
         """The committed tables a statement writes (its write locks); unknown names are left to the
@@ -551,6 +562,18 @@ def _plan_cache_of(runner) -> PlanCache:
 _KEEPS_TRANSACTION = (exp.Select, exp.Union, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set, exp.Use,
                       exp.Insert, exp.Update, exp.Delete, exp.Transaction, exp.Commit, exp.Rollback,
                       exp.Intersect, exp.Except)
+
+
+def _lock_mode(node, table) -> str:
+    """The mode of ``table``'s write lock an autocommit statement takes (engine.transactions)."""
+    if isinstance(node, exp.Insert) and not table.unique_keys:
+        return APPEND           # no key to check: its rows only add to the table
+    if isinstance(node, exp.Update):
+        assigned = [item.this.name for item in node.expressions if isinstance(item.this, exp.Column)]
+        return EXCLUSIVE if keys.updates_key(table, assigned) else MODIFY
+    if isinstance(node, exp.Delete) and node.args.get("where") is not None:
+        return MODIFY
+    return EXCLUSIVE
 
 
 def _is_load_data(node) -> bool:

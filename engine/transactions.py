@@ -16,7 +16,9 @@ Model (SingleStore's): READ COMMITTED with table-level write locks.
 * **Readers** of other sessions never see a shadow; each statement reads the latest committed
   snapshot (READ COMMITTED; tables the transaction has not written are read the same way).
 * **Concurrent writers** of one table serialize on its write lock, held by a transaction from its
-  first write of the table to COMMIT / ROLLBACK and by an autocommit statement for the statement. A
+  first write of the table to COMMIT / ROLLBACK and by an autocommit statement for the statement
+  (autocommit INSERTs and an in-place UPDATE / DELETE share it: see the modes below; the lock is
+  granted first come, first served, :mod:`engine.fair_locks`). A
   writer that waits longer than ``lock_wait_timeout`` seconds (SingleStore's variable, default 60)
   gets :class:`engine.errors.LockWaitTimeoutError` and its statement does nothing; its transaction
   stays open (MySQL's default). Two transactions that wait for each other's tables both time out.
@@ -27,51 +29,49 @@ the everyday transactions of an application, not for bulk loads (those are atomi
 from __future__ import annotations
 
 import dataclasses
-import threading
-import time
 from typing import Callable, Optional
 
 import pyarrow as pa
 
 from engine.catalog import Catalog, TableDef, new_table_id
 from engine.errors import BindError, LockWaitTimeoutError
+from engine.fair_locks import FairLocks, LockTimeout
 
 DEFAULT_LOCK_WAIT_TIMEOUT = 60.0      # seconds, SingleStore's lock_wait_timeout default
 
 
+# Modes of a table's write lock. An autocommit INSERT into a table without a unique key only appends
+# (APPEND: many at once); an UPDATE or DELETE that storage applies in place marks rows deleted and
+# appends their new versions in one commit, evaluated under the commit lock, so it runs beside the
+# appenders but not beside another one (MODIFY); everything else -- a transaction's first write, which
+# copies the table, a rewrite of the whole table, a unique-key check, DDL -- holds it alone (EXCLUSIVE).
+APPEND, MODIFY, EXCLUSIVE = "append", "modify", "exclusive"
+_CONFLICTS = {APPEND: {EXCLUSIVE}, MODIFY: {MODIFY, EXCLUSIVE}, EXCLUSIVE: {APPEND, MODIFY, EXCLUSIVE}}
+_STRENGTH = {APPEND: 0, MODIFY: 1, EXCLUSIVE: 2}
+
+
 class TableLocks:
-    """Write locks on tables, by table id, shared by every session of one runner. An owner (a session)
-    may take a lock it holds again."""
+    """Write locks on tables, by table id, shared by every session of one runner, granted first come,
+    first served (:class:`engine.fair_locks.FairLocks`): a writer waits for the holders and the
+    conflicting writers that asked before it, never for later ones. An owner (a session) may take a
+    lock it holds again; asking for a stronger mode than it holds upgrades it."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._owners: dict[int, object] = {}
+        self._locks = FairLocks(_CONFLICTS, _STRENGTH)
 
-    def acquire(self, table: TableDef, owner: object, timeout: float) -> bool:
+    def acquire(self, table: TableDef, owner: object, timeout: float, mode: str = EXCLUSIVE) -> bool:
         """Take ``table``'s write lock for ``owner``; True if newly taken, False if ``owner`` held it.
         Raises LockWaitTimeoutError after ``timeout`` seconds of waiting."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                holder = self._owners.get(table.table_id)
-                if holder is owner:
-                    return False
-                if holder is None:
-                    self._owners[table.table_id] = owner
-                    return True
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise LockWaitTimeoutError(
-                        f"Lock wait timeout exceeded; try restarting transaction (table {table.qualified_name} "
-                        f"is being written by another transaction)")
-                self._cond.wait(left)
+        try:
+            return self._locks.acquire(table.table_id, owner, mode, timeout)
+        except LockTimeout:
+            raise LockWaitTimeoutError(
+                f"Lock wait timeout exceeded; try restarting transaction (table {table.qualified_name} "
+                f"is being written by another transaction)") from None
 
     def release(self, table_ids, owner: object) -> None:
-        with self._cond:
-            for table_id in table_ids:
-                if self._owners.get(table_id) is owner:
-                    del self._owners[table_id]
-            self._cond.notify_all()
+        for table_id in table_ids:
+            self._locks.release(table_id, owner)
 
 
 def table_locks_of(runner) -> TableLocks:

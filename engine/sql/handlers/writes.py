@@ -165,6 +165,7 @@ class WriteStatements:
             if deleted is not None:
                 return Result(None, rowcount=deleted)
         matched = _is_true(where.this)
+        self._whole_table(table)        # read, then rewritten: no INSERT may commit in between
         kept = self._select_rows(table, node.this, [exp.column(c.name) for c in table.columns], exp.not_(matched))
         before = self.runner.row_count(table)
         self.runner.replace_table(table, kept)
@@ -185,16 +186,19 @@ class WriteStatements:
             self._check_updated_keys(table, node.this, assignments, matched)
         projection = [exp.If(this=matched.copy(), true=assignments[c.name.lower()].copy(), false=exp.column(c.name))
                       if c.name.lower() in assignments else exp.column(c.name) for c in table.columns]
-        if where is not None:       # in place: delete the matched rows, insert their new versions
-            select = exp.Select(expressions=[assignments[c.name.lower()].copy() if c.name.lower() in assignments
-                                             else exp.column(c.name) for c in table.columns])
-            change = dml.row_change(self.catalog, self.database, table,
-                                    select.from_(node.this.copy()).where(where.this.copy()))
-            count = None if change is None else self.runner.delete_rows(table, change[0], change[1])
-            if count is not None:
-                if count:
-                    self.statistics.forget(table)
-                return Result(None, rowcount=count)
+        # in place: delete the matched rows and insert their new versions in one commit, which
+        # concurrent INSERTs need not wait for (engine.transactions: MODIFY)
+        select = exp.Select(expressions=[assignments[c.name.lower()].copy() if c.name.lower() in assignments
+                                         else exp.column(c.name) for c in table.columns]).from_(node.this.copy())
+        if where is not None:
+            select = select.where(where.this.copy())
+        change = dml.row_change(self.catalog, self.database, table, select)
+        count = None if change is None else self.runner.delete_rows(table, change[0], change[1])
+        if count is not None:
+            if count:
+                self.statistics.forget(table)
+            return Result(None, rowcount=count)
+        self._whole_table(table)        # read, then rewritten: no INSERT may commit in between
         count = self._select_rows(table, node.this, [exp.Count(this=exp.Star())], matched).column(0)[0].as_py()
         rows = self._select_rows(table, node.this, projection, None)
         self.runner.replace_table(table, rows)

@@ -17,7 +17,8 @@ as the commit point.
 
 Concurrency: INSERTs hold the commit lock shared, so concurrent statements prepare, sync and commit
 together; deletes, rewrites, flushes and merges hold it exclusively (they swap a partition's WAL or segments,
-which must not happen under a statement that is between prepare and apply).
+which must not happen under a statement that is between prepare and apply). The lock is granted first
+come, first served, so neither kind starves the other.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from typing import Callable, Optional
 import pyarrow as pa
 
 from engine.errors import StorageCorruptionError
+from engine.fair_locks import FairLocks
 from engine.storage.columnstore.files import SyncedAppendFile, write_atomic
 from engine.storage.columnstore.wal import LogScan, encode_record, scan_log
 
@@ -41,43 +43,36 @@ _MAGICS = (COMMIT_MAGIC, FLOOR_MAGIC, _OLD_COMMIT_MAGIC, _OLD_FLOOR_MAGIC)
 
 
 class SharedExclusiveLock:
-    """Many shared holders or one exclusive holder; a waiting exclusive request blocks new shared ones
-    (so a flush is not starved by a stream of inserts)."""
+    """Many shared holders or one exclusive holder, granted first come, first served
+    (:class:`engine.fair_locks.FairLocks`): a waiting exclusive request blocks later shared ones (so a
+    flush or an UPDATE is not starved by a stream of inserts), and a shared request waits only for the
+    exclusive ones ahead of it (so an INSERT waits for at most the statements queued before it, not
+    for every UPDATE that keeps arriving). Not reentrant; every acquisition is its own owner, so a
+    hold may end on another thread than the one that took it (a Ray leaf's prepare and apply)."""
+
+    _MODES = {"shared": {"exclusive"}, "exclusive": {"shared", "exclusive"}}
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._shared = 0
-        self._exclusive = False
-        self._waiting_exclusive = 0
+        self._locks = FairLocks(self._MODES, {"shared": 0, "exclusive": 1})
 
     @contextmanager
     def shared(self):
-        with self._cond:
-            while self._exclusive or self._waiting_exclusive:
-                self._cond.wait()
-            self._shared += 1
-        try:
+        with self._holding("shared"):
             yield
-        finally:
-            with self._cond:
-                self._shared -= 1
-                if not self._shared:
-                    self._cond.notify_all()
 
     @contextmanager
     def exclusive(self):
-        with self._cond:
-            self._waiting_exclusive += 1
-            while self._exclusive or self._shared:
-                self._cond.wait()
-            self._waiting_exclusive -= 1
-            self._exclusive = True
+        with self._holding("exclusive"):
+            yield
+
+    @contextmanager
+    def _holding(self, mode: str):
+        token = object()
+        self._locks.acquire(None, token, mode)
         try:
             yield
         finally:
-            with self._cond:
-                self._exclusive = False
-                self._cond.notify_all()
+            self._locks.release(None, token)
 
 
 def encode_participants(participants) -> bytes:
