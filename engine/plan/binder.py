@@ -35,7 +35,7 @@ from engine.plan import bind_window
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, ScalarParam, and_all
 from engine.plan.expressions import equi_pair as _equi_pair
 from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
-                                 Query, Scan, Sort, SortKey, Union, Values)
+                                 Query, Scan, Sort, SortKey, Union, Values, filter_all)
 from engine.plan.joins import bind_join_chain, bind_parenthesised
 from engine.plan.scope import IdGenerator, Relation, Scope
 from engine.plan.set_operations import lower_set_operation
@@ -241,7 +241,7 @@ class Binder(FunctionBinding):
         parts = self.bind_select_core(sel, outer, ctes)
         plan = parts.plan
         if parts.correlated:        # a subquery's: engine.plan.decorrelate pushes the filter down
-            plan = Filter(plan, and_all(parts.correlated))
+            plan = filter_all(plan, parts.correlated)
         return self.finish_select(sel, plan, parts.scope)
 
     def bind_select_core(self, sel: exp.Select, outer: Optional[Scope], ctes: dict) -> SelectParts:
@@ -260,14 +260,13 @@ class Binder(FunctionBinding):
                                      values, marked)
         if len(items) == 1:
             plan = items[0]
-            if conditions:
-                plan = Filter(plan, and_all(conditions))
+            plan = filter_all(plan, conditions)
         else:
             plan = MultiJoin(tuple(items), tuple(conditions))
         for right, kind, lkeys, rkeys, residual in post_semis:
             plan = Join(plan, right, kind, lkeys, rkeys, residual)
         if values.uses:
-            plan = Filter(decorrelate.attach(plan, values.uses, self.ids), and_all(marked))
+            plan = filter_all(decorrelate.attach(plan, values.uses, self.ids), marked)
         return SelectParts(plan, scope, correlated)
 
     # FROM ---------------------------------------------------------------------------------------
@@ -1004,8 +1003,11 @@ class Binder(FunctionBinding):
         negated = negated or bool(node.args.get("negate"))      # sqlglot >= 28 folds NOT into LIKE
         a = self.bind_expr(node.this, ctx)
         pattern = self.bind_expr(node.expression, ctx)
+        # MySQL matches the text of a number (or date) on either side: 5 LIKE 5, n LIKE '1%'
         if a.type.kind != "string":
             a = self.coerce(a, T.TEXT)
+        if pattern.type.kind != "string":
+            pattern = self.coerce(pattern, T.TEXT)
         options = (escape,) if escape else ()
         return self._fold(Call("not_like" if negated else "like", (a, pattern), T.BOOLEAN, options))
 
@@ -1019,8 +1021,10 @@ class Binder(FunctionBinding):
 
     def _bind_ILike(self, node, ctx) -> Expr:
         a = self.bind_expr(node.this, ctx)
+        a = a if a.type.kind == "string" else self.coerce(a, T.TEXT)
         lowered = Call("lower", (a,), T.TEXT)
         pattern = self.bind_expr(node.expression, ctx)
+        pattern = pattern if pattern.type.kind == "string" else self.coerce(pattern, T.TEXT)
         op = "not_like" if node.args.get("negate") else "like"
         return self._fold(Call(op, (lowered, self._fold(Call("lower", (pattern,), T.TEXT))), T.BOOLEAN))
 

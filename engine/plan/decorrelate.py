@@ -38,8 +38,8 @@ from typing import Optional
 from engine import types as T
 from engine.errors import UnsupportedError
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, and_all, conjuncts
-from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin,
-                                 Project, Repeat, Sort, SortKey, Union, Window, WindowCall)
+from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
+                                 Repeat, Sort, SortKey, Union, Window, WindowCall, filter_all)
 from engine.plan.plan_walk import free_refs, node_exprs, refresh, substitute
 from engine.plan.scope import IdGenerator
 
@@ -95,7 +95,7 @@ def domain_source(outer: LogicalPlan, column_ids: set[str]) -> LogicalPlan:
         for i in outer.inputs_:
             if column_ids <= i.field_ids():
                 own = [c for c in outer.conditions if c.column_ids() <= i.field_ids()]
-                return domain_source(Filter(i, and_all(own)) if own else i, column_ids)
+                return domain_source(filter_all(i, own), column_ids)
     if isinstance(outer, Join) and outer.kind != "full" and column_ids <= outer.left.field_ids():
         return domain_source(outer.left, column_ids)
     if isinstance(outer, Project) and all(isinstance(e, ColumnRef) and e.id == f.id for f, e in outer.exprs):
@@ -267,7 +267,7 @@ def _push_limit(plan: LogicalPlan, domain: Domain, ids: IdGenerator):
     kept = [Call("gt", (number.ref(), Literal(offset, T.BIGINT)), T.BOOLEAN)]
     if count is not None:
         kept.append(Call("le", (number.ref(), Literal(offset + count, T.BIGINT)), T.BOOLEAN))
-    return Project(Filter(numbered, and_all(kept)), tuple((f, f.ref()) for f in child.fields)), d_map
+    return Project(filter_all(numbered, kept), tuple((f, f.ref()) for f in child.fields)), d_map
 
 
 def _bound_by_equalities(plan: Filter, outer_ids: set[str], ids: IdGenerator):
@@ -291,7 +291,7 @@ def _bound_by_equalities(plan: Filter, outer_ids: set[str], ids: IdGenerator):
     kept += [Call("is_not_null", (e,), T.BOOLEAN) for e in bound.values()]
     d_map = {k: Field(ids.new("domain"), "domain", e.type, False) for k, e in bound.items()}
     exprs = tuple((f, f.ref()) for f in plan.input.fields) + tuple((d_map[k], e) for k, e in bound.items())
-    return Project(Filter(plan.input, and_all(kept)), exprs), d_map
+    return Project(filter_all(plan.input, kept), exprs), d_map
 
 
 def _outer_equality(c: Expr, outer_ids: set[str], own: set[str]):

@@ -18,7 +18,7 @@ from sqlglot import exp
 from engine import types as T
 from engine.errors import BindError, UnsupportedError
 from engine.plan.expressions import Call, Expr, and_all, equi_pair
-from engine.plan.logical import Field, Filter, Join, LogicalPlan, MultiJoin, Project
+from engine.plan.logical import Field, Join, LogicalPlan, MultiJoin, Project, filter_all
 from engine.plan.scope import Relation, Scope
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def outer_join(binder: "Binder", left: LogicalPlan, right: LogicalPlan, kind: st
         else:
             residual.append(condition)
     if right_filters:
-        right = Filter(right, and_all(right_filters))
+        right = filter_all(right, right_filters)
     return Join(left, right, kind, tuple(lkeys), tuple(rkeys), and_all(residual))
 
 
@@ -156,6 +156,6 @@ def _merge_using(binder: "Binder", pairs: list[tuple[Field, Field]], side: str, 
 
 def _close(items: list[LogicalPlan], conditions: list[Expr]) -> LogicalPlan:
     if len(items) == 1:
-        return Filter(items[0], and_all(conditions)) if conditions else items[0]
+        return filter_all(items[0], conditions)
     return MultiJoin(tuple(items), tuple(conditions))
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from engine.catalog import TableDef
-from engine.plan.expressions import AggCall, ColumnRef, Expr
+from engine.plan.expressions import AggCall, ColumnRef, Expr, and_all
 from engine.types import SqlType
 
 
@@ -99,6 +99,13 @@ class Filter(LogicalPlan):
 
     def describe(self) -> str:
         return f"Filter {self.predicate}"
+
+
+def filter_all(plan: LogicalPlan, conditions) -> LogicalPlan:
+    """``plan`` filtered by the conjunction of ``conditions``; ``plan`` itself when there are none
+    left (every one folded to TRUE, as ``WHERE 1 = 1`` does): a Filter always has a predicate."""
+    predicate = and_all(list(conditions))
+    return plan if predicate is None else Filter(plan, predicate)
 
 
 @dataclass(frozen=True)

@@ -276,7 +276,25 @@ def _comparable(left: pa.Table, left_names, right: pa.Table, right_names):
             continue
         common = _common_type(ta, tb)
         lk[i], rk[i] = a.cast(common), b.cast(common)
+    for i, (a, b) in enumerate(zip(lk, rk)):
+        if _floating(a.type) or _floating(b.type):
+            lk[i], rk[i] = _float_words(a), _float_words(b)
     return lk, rk
+
+
+def _floating(t) -> bool:
+    return pa.types.is_floating(t.value_type if pa.types.is_dictionary(t) else t)
+
+
+def _float_words(column: pa.ChunkedArray) -> pa.Array:
+    """A DOUBLE key (a DOUBLE column, or MySQL's comparison of a number with a string, both cast to
+    DOUBLE) as the int64 words the join kernels compare: the bits of the value, with -0.0 made 0.0
+    and every NaN one NaN, so equal values have equal words. Nulls stay null (they never match)."""
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    values = pc.add(column.cast(pa.float64()), 0.0)            # -0.0 + 0.0 is +0.0
+    values = pc.if_else(pc.is_nan(values), float("nan"), values).combine_chunks()
+    return values.view(pa.int64())
 
 
 def _string_like(t) -> bool:

@@ -14,7 +14,7 @@ transitive-predicates rule adds ``a.x = c.z`` beside ``a.x = b.y AND b.y = c.z``
 
 >>> from engine.optimizer.cardinality import Estimator
 >>> from engine.plan.expressions import Call
->>> from engine.plan.logical import Field, Values
+>>> from engine.plan.logical import Field, Values, filter_all
 >>> from engine import types as T
 >>> def rel(name, n): return Values((Field(name, name, T.BIGINT),), tuple((i,) for i in range(n)))
 >>> a, b, c = rel("a", 1000), rel("b", 10), rel("c", 100)
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from engine.optimizer.context import OptimizerContext
 from engine.plan.expressions import Call, ColumnRef, Expr, and_all, conjuncts
-from engine.plan.logical import Filter, Join, LogicalPlan, MultiJoin, Scan
+from engine.plan.logical import Filter, Join, LogicalPlan, MultiJoin, Scan, filter_all
 
 
 def order_joins(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
@@ -96,7 +96,7 @@ def _order(node: MultiJoin, ctx: OptimizerContext) -> LogicalPlan:
         ids = child.field_ids()
         local = [c for c in conditions if c.column_ids() and c.column_ids() <= ids]
         conditions = [c for c in conditions if c not in local]
-        trees.append(Filter(child, and_all(local)) if local else child)
+        trees.append(filter_all(child, local))
     trees, pending, conditions = _dynamic(trees, pending, conditions, est)
     return _greedy(trees, pending, conditions, est)
 
@@ -259,7 +259,7 @@ def _greedy(trees: list[LogicalPlan], pending: list[Join], conditions: list[Expr
         trees = [t for k, t in enumerate(trees) if k not in (a, b)] + [joined]
     result = trees[0]
     if conditions:
-        result = Filter(result, and_all(conditions))
+        result = filter_all(result, conditions)
     for join in pending:
         result = Join(result, join.right, join.kind, join.left_keys, join.right_keys, join.residual)
     return result
