@@ -15,6 +15,7 @@ The result is a :class:`~engine.plan.logical.Query`; no sqlglot object goes furt
 from __future__ import annotations
 
 import decimal
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -1228,7 +1229,9 @@ class Binder(FunctionBinding):
         digits = self.bind_expr(node.args["decimals"], ctx) if node.args.get("decimals") is not None else None
         if digits is not None and not isinstance(digits, Literal):
             raise UnsupportedError("ROUND with a non-constant number of digits")
-        nd = int(digits.value) if digits is not None else 0
+        if digits is not None and digits.value is None:
+            return Literal(None, a.type if a.type.kind in ("int", "float", "decimal") else T.DOUBLE)
+        nd = _round_digits(digits, node) if digits is not None else 0
         if a.type.kind == "decimal":
             scale = max(0, min(nd, a.type.scale))
             t = T.decimal_type(min(38, a.type.precision - a.type.scale + scale + 1), scale)
@@ -1434,3 +1437,26 @@ def _fits_exactly(literal: Literal, target: T.SqlType) -> bool:
             return False
         return abs(d) < decimal.Decimal(10) ** (target.precision - target.scale)
     return False
+
+
+_NUMBER_PREFIX = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _round_digits(digits: Literal, node) -> int:
+    """ROUND's constant number of digits as MySQL reads it: a number rounded to an integer (1.7 is 2),
+    a string's leading number ('1' is 1, 'abc' is 0)."""
+    value = digits.value
+    if isinstance(value, bool) or digits.type.kind in ("int", "bool"):
+        return int(value)
+    if isinstance(value, str):
+        match = _NUMBER_PREFIX.match(value)
+        value = match.group(0).strip() if match else "0"
+    elif digits.type.kind not in ("decimal", "float"):
+        raise TypeMismatchError(f"ROUND needs a number of digits, got {digits.type} in {node_name(node)}")
+    try:
+        number = decimal.Decimal(value) if isinstance(value, str) else decimal.Decimal(repr(value)) \
+            if isinstance(value, float) else decimal.Decimal(value)
+        # past 400 digits either way nothing changes any more (a DOUBLE has 308 at most)
+        return max(-400, min(400, int(number.to_integral_value(rounding=decimal.ROUND_HALF_UP))))
+    except (decimal.InvalidOperation, ValueError, OverflowError):
+        raise BadDataError(f"ROUND's number of digits {value!r} is not a number") from None

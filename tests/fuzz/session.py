@@ -21,9 +21,8 @@ from engine.errors import Error, InternalError
 from tests.fuzz.mutations import Schema, mutate
 
 # TPC-H SF 0.01 cut down (keys kept consistent): ~1,500 orders, ~6,000 lineitems, 800 partsupps
-TPCH_CUTS = ["DELETE FROM lineitem WHERE l_orderkey > 6000", "DELETE FROM orders WHERE o_orderkey > 6000",
-             "DELETE FROM customer WHERE c_custkey > 300", "DELETE FROM part WHERE p_partkey > 200",
-             "DELETE FROM partsupp WHERE ps_partkey > 200"]
+TPCH_CUTS = {"lineitem": "l_orderkey <= 6000", "orders": "o_orderkey <= 6000", "customer": "c_custkey <= 300",
+             "part": "p_partkey <= 200", "partsupp": "ps_partkey <= 200"}
 
 
 @dataclasses.dataclass
@@ -50,10 +49,10 @@ class Outcome:
                f"{len(self.failures)} failures"
 
 
-def schema_of(con, database: str = "canopy") -> Schema:
+def schema_of(session) -> Schema:
     """Table -> column name -> "number" / "text" / "date", for every table of ``database``."""
     schema = {}
-    for table in con.session.runner.catalog.tables(database):
+    for table in session.runner.catalog.tables(session.database):
         kinds = schema[table.name.lower()] = {}
         for column in table.columns:
             kind = column.type.kind
@@ -62,11 +61,11 @@ def schema_of(con, database: str = "canopy") -> Schema:
     return schema
 
 
-def run(con, queries: list[tuple[str, str]], seconds: float, seed: int, *, max_mutations: int = 3) -> Outcome:
-    """Mutate ``queries`` ((name, sql) pairs) at random with ``seed`` and run them on ``con`` until
-    ``seconds`` have passed."""
+def run(session, queries: list[tuple[str, str]], seconds: float, seed: int, *, max_mutations: int = 3) -> Outcome:
+    """Mutate ``queries`` ((name, sql) pairs) at random with ``seed`` and run them in ``session`` (an
+    engine.session.Session) until ``seconds`` have passed."""
     rng = random.Random(seed)
-    schema = schema_of(con)
+    schema = schema_of(session)
     trees = [(name, parse_one(sql, read="mysql")) for name, sql in queries]
     outcome = Outcome()
     deadline = time.monotonic() + seconds
@@ -76,7 +75,7 @@ def run(con, queries: list[tuple[str, str]], seconds: float, seed: int, *, max_m
         sql = mutated.sql(dialect="mysql")
         outcome.statements += 1
         try:
-            con.execute(sql).fetchall()
+            session.execute(sql)
             outcome.answered += 1
         except Error as error:
             if isinstance(error, InternalError):
@@ -88,8 +87,24 @@ def run(con, queries: list[tuple[str, str]], seconds: float, seed: int, *, max_m
     return outcome
 
 
-def tpch_connection(statement_timeout_ms: int = 1000):
-    """TPC-H SF 0.01 (generated once, cached), loaded and cut down (TPCH_CUTS)."""
+def tpch_session(con, statement_timeout_ms: int = 1000):
+    """A session on ``con``'s cluster, which holds TPC-H in database ``canopy``, over a cut-down copy
+    of it (TPCH_CUTS) in database ``fuzz_tpch``, with ``statement_timeout``. ``con`` is left as it was."""
+    from engine.session import Session
+    from engine.workloads import tpch
+
+    session = Session(con.session.runner, database="fuzz_tpch")
+    for statement in tpch.schema_statements():
+        session.execute(statement)
+    for table in session.runner.catalog.tables("fuzz_tpch"):
+        where = f" WHERE {TPCH_CUTS[table.name]}" if table.name in TPCH_CUTS else ""
+        session.execute(f"INSERT INTO fuzz_tpch.{table.name} SELECT * FROM canopy.{table.name}{where}")
+    session.execute(f"SET statement_timeout = {statement_timeout_ms}")
+    return session
+
+
+def tpch_connection():
+    """A connection holding TPC-H SF 0.01 (generated once, cached) in database ``canopy``."""
     import engine
     from engine.workloads import tpch
 
@@ -97,23 +112,28 @@ def tpch_connection(statement_timeout_ms: int = 1000):
     con = engine.connect(load_dir=str(data_dir))
     tpch.create_schema(con)
     tpch.load(con, data_dir)
-    for cut in TPCH_CUTS:
-        con.execute(cut)
-    con.execute(f"SET statement_timeout = {statement_timeout_ms}")
     return con
 
 
-def tpcds_connection(data_dir, statement_timeout_ms: int = 1000):
-    """TPC-DS loaded (at SF 0.01 the largest tables are time_dim and date_dim, 86k and 73k rows;
-    store_sales has 29k)."""
+def tpcds_connection(data_dir):
+    """A connection holding TPC-DS (at SF 0.01 the largest tables are time_dim and date_dim, 86k and
+    73k rows; store_sales has 29k) in database ``canopy``."""
     import engine
     from engine.workloads import tpcds
 
     con = engine.connect(load_dir=str(data_dir))
     tpcds.create_schema(con)
     tpcds.load(con, data_dir)
-    con.execute(f"SET statement_timeout = {statement_timeout_ms}")
     return con
+
+
+def timed_session(con, statement_timeout_ms: int = 1000):
+    """A session of its own on ``con``'s cluster, in database ``canopy``, with ``statement_timeout``."""
+    from engine.session import Session
+
+    session = Session(con.session.runner)
+    session.execute(f"SET statement_timeout = {statement_timeout_ms}")
+    return session
 
 
 if __name__ == "__main__":
@@ -127,11 +147,11 @@ if __name__ == "__main__":
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     if len(sys.argv) > 3 and sys.argv[3] == "tpcds":
         connection = tpcds_connection(tpcds.generate(0.01, tpcds.default_cache_dir()))
-        workload = tpcds.queries()
+        session, workload = timed_session(connection), tpcds.queries()
     else:
         connection = tpch_connection()
-        workload = tpch.queries()
-    result = run(connection, workload, seconds, seed)
+        session, workload = tpch_session(connection), tpch.queries()
+    result = run(session, workload, seconds, seed)
     print(result.summary())
     for failure in result.failures:
         print(failure)

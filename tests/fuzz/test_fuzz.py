@@ -16,10 +16,11 @@ from tests.fuzz import session
 
 
 @pytest.fixture(scope="module")
-def tpch_small():
-    con = session.tpch_connection(statement_timeout_ms=1000)
-    yield con
-    con.close()
+def tpch_small(tpch_canopy_sf001):
+    fuzzing = session.tpch_session(tpch_canopy_sf001, statement_timeout_ms=1000)
+    yield fuzzing
+    fuzzing.close()
+    tpch_canopy_sf001.execute("DROP DATABASE fuzz_tpch")
 
 
 def _check(outcome: session.Outcome, minimum: int) -> None:
@@ -54,10 +55,10 @@ def test_mutated_tpcds_queries_for_a_minute():
             reason = str(exc)
     if data_dir is None:
         pytest.skip(f"no TPC-DS data: {reason}")
-    con = session.tpcds_connection(data_dir, statement_timeout_ms=1000)
+    con = session.tpcds_connection(data_dir)
     try:
         seed = random.randrange(1 << 30)
         print(f"seed {seed}")
-        _check(session.run(con, tpcds.queries(), seconds=60, seed=seed), minimum=30)
+        _check(session.run(session.timed_session(con), tpcds.queries(), seconds=60, seed=seed), minimum=30)
     finally:
         con.close()
