@@ -69,6 +69,7 @@ from engine.exec.operators.base import Deadline, conform, statement_deadline
 from engine.exec.profile import TaskProfile
 from engine.exec.progress import query_progress
 from engine.exec.stages import StageSpec, encode_stage
+from engine.fair_locks import FairMutex
 from engine.runner import LoadWriter, Runner
 from engine.storage.columnstore.datadir import DataDirectory
 
@@ -159,7 +160,7 @@ class RayRunner(Runner):
         # the object-store put are per plan, not per query (the spec keeps its id from being reused)
         self._stages: "collections.OrderedDict[int, tuple]" = collections.OrderedDict()
         self.aggregator = Leaf(-1, ())          # runs the once-only stages that read no table
-        self._write_lock = threading.Lock()     # one transaction at a time (and no DDL during one)
+        self._write_lock = FairMutex()     # one transaction at a time (and no DDL during one), in turn
         # Row counts and distinct counts answered here: the optimizer asks for them hundreds of times a
         # plan, and every write goes through this driver, which keeps them exact (a reconnecting driver
         # or a leaf restart starts them afresh from the leaves).

@@ -95,3 +95,22 @@ class FairLocks:
     def holders(self, key: Hashable) -> dict[object, str]:
         with self._cond:
             return dict(self._held.get(key, {}))
+
+
+class FairMutex:
+    """A mutex granted first come, first served (``with mutex:``), for a lock every writer of a runner
+    takes in turn: a thread that releases it and asks again goes behind the threads already waiting.
+    Not reentrant."""
+
+    def __init__(self) -> None:
+        self._locks = FairLocks({"x": {"x"}}, {"x": 0})
+        self._held = threading.local()
+
+    def __enter__(self) -> "FairMutex":
+        token = object()
+        self._locks.acquire(None, token, "x")
+        self._held.__dict__.setdefault("tokens", []).append(token)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._locks.release(None, self._held.tokens.pop())

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from engine.fair_locks import FairLocks, LockTimeout
+from engine.fair_locks import FairLocks, FairMutex, LockTimeout
 from engine.transactions import _CONFLICTS, _STRENGTH, APPEND, EXCLUSIVE, MODIFY
 
 
@@ -88,3 +88,28 @@ def test_a_timed_out_request_leaves_the_line():
     with pytest.raises(LockTimeout):
         locks.acquire("t", "ddl", EXCLUSIVE, timeout=0.05)
     assert locks.acquire("t", "insert", APPEND, timeout=0)       # not queued behind the DDL that gave up
+
+
+def test_fair_mutex_goes_round_the_waiting_threads():
+    """A thread that releases the mutex and asks again waits behind the others (a threading.Lock
+    lets it take it straight back)."""
+    mutex = FairMutex()
+    order: list = []
+    started = threading.Barrier(3)
+
+    def worker(name):
+        started.wait()
+        for _ in range(5):
+            with mutex:
+                order.append(name)
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in "ab"]
+    with mutex:
+        for thread in threads:
+            thread.start()
+        started.wait()
+        time.sleep(0.1)                 # both queued
+    for thread in threads:
+        thread.join(10)
+    assert order in (list("ababababab"), list("bababababa"))
