@@ -85,6 +85,7 @@ def _check(data_dir, done: dict) -> None:
 
 
 def _assert_both_progress(done: dict) -> None:
+    print(f"updates per thread {done['updates']}, inserts per thread {done['inserts']}, rows updated {done['updated']}")
     assert all(done["updates"]) and all(done["inserts"]), done
     # an INSERT of one row costs a fraction of an UPDATE of thousands: when a waiting INSERT is not
     # overtaken by later UPDATEs, the inserters complete more statements than the updaters
