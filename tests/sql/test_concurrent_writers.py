@@ -67,6 +67,7 @@ def _run(data_dir, seconds: float, updaters: int = 4, inserters: int = 3) -> dic
         for thread in threads:
             thread.join(seconds + 120)
         assert not errors, errors
+        done["runner"] = con.session.runner
     finally:
         con.close()
     return done
@@ -84,22 +85,27 @@ def _check(data_dir, done: dict) -> None:
                                           100 * FIRST_ROWS + 7 * inserted, done["updated"], inserted)
 
 
-def _assert_both_progress(done: dict) -> None:
+def _assert_both_progress(done: dict, runner) -> None:
     print(f"updates per thread {done['updates']}, inserts per thread {done['inserts']}, rows updated {done['updated']}")
     assert all(done["updates"]) and all(done["inserts"]), done
-    # an INSERT of one row costs a fraction of an UPDATE of thousands: when a waiting INSERT is not
-    # overtaken by later UPDATEs, the inserters complete more statements than the updaters
-    assert sum(done["inserts"]) >= sum(done["updates"]), done
+    if type(runner).__name__ == "RayRunner":
+        # the Ray runner commits one write at a time (its driver's write lock): the writers take
+        # turns, so 3 inserters do about 3 statements for the updaters' 4
+        assert 2 * sum(done["inserts"]) >= sum(done["updates"]), done
+    else:
+        # an INSERT of one row costs a fraction of an UPDATE of thousands and runs beside it: when
+        # a waiting INSERT is not overtaken by later UPDATEs, the inserters complete more statements
+        assert sum(done["inserts"]) >= sum(done["updates"]), done
 
 
 def test_updates_and_inserts_both_progress(tmp_path):
     done = _run(tmp_path / "data", seconds=3)
-    _assert_both_progress(done)
+    _assert_both_progress(done, done.pop("runner"))
     _check(tmp_path / "data", done)
 
 
 @pytest.mark.slow
 def test_updates_and_inserts_both_progress_for_30s(tmp_path):
     done = _run(tmp_path / "data", seconds=30)
-    _assert_both_progress(done)
+    _assert_both_progress(done, done.pop("runner"))
     _check(tmp_path / "data", done)
