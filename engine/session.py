@@ -47,7 +47,7 @@ from engine.sql.handlers.session_state import SessionStatements, timeout_ms
 from engine.sql.handlers.writes import WriteStatements
 from engine.sql.parameters import bind_placeholders, mark_placeholders, parameterize_literals
 from engine.sql.parser import Statement, parse
-from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values
+from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values, plans_equal
 from engine.sql.plan_picture import PlanPicture
 from engine.sql.query import execution_summary, explain_parts, explain_text, plan_query, run_query
 from engine.sql.refusals import refuse_ignored
@@ -362,9 +362,24 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
     def _execute(self, sql: str, params) -> Result:
         if not isinstance(sql, str):
             raise BindError(f"the statement must be a string, not {type(sql).__name__}")
+        cacheable = self.plan_cache.enabled and not (self._txn is not None and self._txn.written) \
+            and "last_insert_id" not in sql.lower()
+        text_key = None          # set when this text's own cache entry is to be made on this run
+        if cacheable and params is None:
+            # The statement's own text first: a hit runs its bound plan without parsing or planning.
+            # An entry is made the second time a text is seen (a text run once costs nothing more).
+            cache = self.plan_cache
+            text_key = (sql, self.database, self.runner.num_partitions, "text")
+            entry = cache.entries.get(text_key)
+            if entry is not None and entry is not UNCACHEABLE:
+                cache.hits += 1
+                if self.user is not None:      # a plan another session cached: this user's rights first
+                    self._authorize_cached(text_key, sql)
+                return self._run_planned(entry)
+            if entry is UNCACHEABLE or cache.first_sighting(text_key):
+                text_key = None
         marked, values = mark_placeholders(sql, params)
-        if self.plan_cache.enabled and not (self._txn is not None and self._txn.written) \
-                and "last_insert_id" not in sql.lower():
+        if cacheable:
             # A query with literals and no parameters is cached by its shape too: its literals become
             # the parameters (verified in _cached_query); otherwise it runs as written.
             lifted = parameterize_literals(sql) if params is None else None
@@ -374,9 +389,15 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
                 cache_key += ("lifted literals",)
             if cache_key is not None:
                 cached = self._cached_query(cache_key, *(lifted or (marked, values)),
-                                            original=sql if lifted else None)
+                                            original=sql if lifted else None, text_key=text_key)
                 if cached is not None:
                     return cached
+            if text_key is not None and text_key not in self.plan_cache.entries:
+                planned = self._plan_text(sql)
+                self.plan_cache.put(text_key, UNCACHEABLE if planned is None else planned)
+                if planned is not None:
+                    self.plan_cache.misses += 1
+                    return self._run_planned(planned)
         result = Result(None, rowcount=0)
         statements = parse(marked)
         if len(statements) > 1 and not self.multi_statements:
@@ -388,11 +409,12 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             result = self._run(statement)
         return result
 
-    def _cached_query(self, key: tuple, marked: str, values: list,
-                      original: Optional[str] = None) -> Optional[Result]:
+    def _cached_query(self, key: tuple, marked: str, values: list, original: Optional[str] = None,
+                      text_key: Optional[tuple] = None) -> Optional[Result]:
         """Run a one-query statement from the plan cache, filling it on a miss; None when the
         statement is not a cacheable query (the caller runs it the ordinary way). ``original``: the
-        text ``marked`` was lifted from (its literals are ``values``)."""
+        text ``marked`` was lifted from (its literals are ``values``); ``text_key``: where to keep
+        the bound plan for that exact text, seen before (its later runs skip lifting and binding)."""
         cache = self.plan_cache
         entry = cache.entries.get(key)
         if entry is UNCACHEABLE:
@@ -410,6 +432,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             node = statements[0].node if statements else None
             if len(statements) != 1 or not isinstance(node, (exp.Select, exp.SetOperation)) \
                     or "information_schema" in marked.lower() or reads_session_state(node) \
+                    or node.args.get("locks") \
                     or (original is not None and not _same_tree(node, values, original)):
                 cache.put(key, UNCACHEABLE)
                 return None
@@ -426,9 +449,35 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             if self.user is not None:      # a plan another session cached: this user's rights first
                 self._authorize_cached(key, marked)
             planned = entry.bind(values)
+        if text_key is not None and cache.entries.get(key) is not UNCACHEABLE:
+            cache.put(text_key, planned)
+        return self._run_planned(planned)
+
+    def _run_planned(self, planned) -> Result:
         result = run_query(planned, self.runner)
         self.warnings = result.warnings
         return result
+
+    def _plan_text(self, sql: str):
+        """The plan of a text run a second time, kept under the text itself when no literal template
+        served it (``SELECT 1``: its literal is its column's name too; a query without literals), or
+        None when it must be planned on every run: not one query, a read of session state or of
+        information_schema, a locking read, or a plan that differs from a second planning of the same
+        tree (something in it depends on the moment of planning). The statement is checked as
+        ``_run`` checks it."""
+        try:
+            statements = parse(sql)
+        except Error:
+            return None          # the ordinary path reports it
+        node = statements[0].node if len(statements) == 1 else None
+        if not isinstance(node, (exp.Select, exp.SetOperation)) or "information_schema" in sql.lower() \
+                or reads_session_state(node) or node.args.get("locks"):
+            return None
+        refuse_ignored(node)
+        self.authorize(node)
+        planned = self._plan(node.copy())
+        again = self._plan(node)
+        return planned if plans_equal(planned, again) else None
 
     def _authorize_cached(self, key: tuple, marked: str) -> None:
         """Privileges for a cached plan, checked on the statement once per cache key and accounts

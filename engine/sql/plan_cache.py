@@ -151,6 +151,13 @@ def make_template(first, second, values: list, others: list) -> Optional[PlanTem
     return PlanTemplate(first, tuple(slots))
 
 
+def plans_equal(first, second) -> bool:
+    """Whether two plannings of one statement gave the same plan (a text cache entry's check)."""
+    differences: list = []
+    return _diff((first.init_plans, first.stages), (second.init_plans, second.stages), (), differences) \
+        and not differences and first.names == second.names and first.fields == second.fields
+
+
 def _as_decimal(value: int, exponent: int) -> decimal.Decimal:
     try:
         return decimal.Decimal(value).quantize(decimal.Decimal((0, (1,), exponent)))

@@ -110,3 +110,51 @@ def test_parameter_doctests():
 
     from engine.sql import parameters
     assert doctest.testmod(parameters).failed == 0
+
+
+def test_repeated_text_runs_from_its_own_entry(session):
+    """``SELECT 1`` cannot be a literal template (its literal names its column): its exact text is
+    cached from its second run, and later runs neither parse nor plan."""
+    cache = session.plan_cache
+    for _ in range(4):
+        result = session.execute("SELECT 1")
+        assert result.table.column(0).to_pylist() == [1] and [c.name for c in result.columns] == ["1"]
+    assert ("SELECT 1", "canopy", session.runner.num_partitions, "text") in cache.entries
+    import engine.session as session_module
+    real_parse = session_module.parse
+    session_module.parse = None           # a hit must not reach the parser
+    try:
+        hits = cache.hits
+        assert session.execute("SELECT 1").table.column(0).to_pylist() == [1]
+        assert cache.hits == hits + 1
+    finally:
+        session_module.parse = real_parse
+
+
+def test_text_entries_follow_writes_and_session_state(session):
+    sql = "SELECT COUNT(*), MAX(id) FROM sbtest1"
+    for _ in range(3):
+        assert session.execute(sql).table.to_pylist()[0] == {"COUNT(*)": 2000, "MAX(id)": 1999}
+    session.execute("INSERT INTO sbtest1 VALUES (5000, 5000, 'x')")
+    for _ in range(3):
+        assert session.execute(sql).table.to_pylist()[0] == {"COUNT(*)": 2001, "MAX(id)": 5000}
+    for value in ("a", "b", "c"):                  # a variable is read on every run, never cached
+        session.execute(f"SET @v = '{value}'")
+        assert session.execute("SELECT @v").table.column(0).to_pylist() == [value]
+        assert session.execute("SELECT @v").table.column(0).to_pylist() == [value]
+    session.execute("CREATE DATABASE other")
+    session.execute("CREATE TABLE other.sbtest1 (id BIGINT NOT NULL)")
+    session.execute("USE other")                  # the same text in another database: its own entry
+    for _ in range(2):
+        assert session.execute("SELECT COUNT(*) FROM sbtest1").table.column(0).to_pylist() == [0]
+    session.execute("USE canopy")
+    assert session.execute("SELECT COUNT(*) FROM sbtest1").table.column(0).to_pylist() == [2001]
+
+
+def test_locking_reads_are_not_cached(session):
+    session.set_autocommit(False)
+    for _ in range(3):
+        session.execute("SELECT id FROM sbtest1 WHERE id = 3 FOR UPDATE")
+    from engine.sql.plan_cache import UNCACHEABLE
+    assert all(entry is UNCACHEABLE for key, entry in session.plan_cache.entries.items() if "FOR UPDATE" in key[0])
+    session.rollback()
