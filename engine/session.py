@@ -49,7 +49,7 @@ from engine.sql.parameters import bind_placeholders, mark_placeholders, paramete
 from engine.sql.parser import Statement, parse
 from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values, plans_equal
 from engine.sql.plan_picture import PlanPicture
-from engine.sql.query import execution_summary, explain_parts, explain_text, plan_query, run_query
+from engine.sql.query import execution_summary, explain_parts, explain_text, plan_query, reads_tables, run_query
 from engine.sql.refusals import refuse_ignored
 from engine.sql.variables import Variables, reads_session_state, substitute
 from engine.statistics import RunnerStatistics
@@ -362,12 +362,12 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
     def _execute(self, sql: str, params) -> Result:
         if not isinstance(sql, str):
             raise BindError(f"the statement must be a string, not {type(sql).__name__}")
-        cacheable = self.plan_cache.enabled and not (self._txn is not None and self._txn.written) \
-            and "last_insert_id" not in sql.lower()
+        cacheable = self._cacheable(sql)
         text_key = None          # set when this text's own cache entry is to be made on this run
         if cacheable and params is None:
             # The statement's own text first: a hit runs its bound plan without parsing or planning.
-            # An entry is made the second time a text is seen (a text run once costs nothing more).
+            # An entry is made once a text is seen again (a text run once costs nothing more): from
+            # its literal template when one serves it, else by _plan_text.
             cache = self.plan_cache
             text_key = (sql, self.database, self.runner.num_partitions, "text")
             entry = cache.entries.get(text_key)
@@ -453,14 +453,31 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             cache.put(text_key, planned)
         return self._run_planned(planned)
 
+    def _cacheable(self, sql: str) -> bool:
+        return self.plan_cache.enabled and not (self._txn is not None and self._txn.written) \
+            and "last_insert_id" not in sql.lower()
+
+    def execute_if_instant(self, sql: str) -> Optional[Result]:
+        """``execute(sql)`` when it runs from a cached plan that reads no table (``SELECT 1``, a
+        client's ping query): done in microseconds, so the wire server runs it on its event loop
+        instead of handing it to a worker thread; None (nothing run) otherwise."""
+        self._check_open()
+        if not isinstance(sql, str) or not self._cacheable(sql):
+            return None
+        entry = self.plan_cache.entries.get((sql, self.database, self.runner.num_partitions, "text"))
+        if entry is None or entry is UNCACHEABLE or entry.init_plans \
+                or any(reads_tables(stage.root) for stage in entry.stages):
+            return None
+        return self.execute(sql)
+
     def _run_planned(self, planned) -> Result:
         result = run_query(planned, self.runner)
         self.warnings = result.warnings
         return result
 
     def _plan_text(self, sql: str):
-        """The plan of a text run a second time, kept under the text itself when no literal template
-        served it (``SELECT 1``: its literal is its column's name too; a query without literals), or
+        """The plan of a text seen again, kept under the text itself when no literal template
+        serves it (``SELECT 1``: its literal is its column's name too; a query without literals), or
         None when it must be planned on every run: not one query, a read of session state or of
         information_schema, a locking read, or a plan that differs from a second planning of the same
         tree (something in it depends on the moment of planning). The statement is checked as

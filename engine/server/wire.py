@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("canopy.server")
 DISCONNECT_POLL_S = 0.1
+SMALL_RESULT_VALUES = 256        # results up to this many values are encoded without a thread hand-off
 
 
 class LoginFailed(Exception):
@@ -284,7 +285,7 @@ class WireConnection(Connection):
     async def run_batch(self, sql: str) -> None:
         session = self.session
         try:
-            texts = await session.call(split_statements, sql)
+            texts = _one_statement(sql) or await session.call(split_statements, sql)
             if not texts:
                 raise MysqlError("Query was empty", code=1065)
             if len(texts) > 1 and Capabilities.CLIENT_MULTI_STATEMENTS not in self.capabilities:
@@ -312,7 +313,9 @@ class WireConnection(Connection):
         session = self.session
         local_path = session.check_statement(text, Capabilities.CLIENT_LOCAL_FILES in self.capabilities)
         if local_path is None:
-            return await session.call(session.engine.execute, text)
+            # a cached plan that reads no table runs here on the loop: a thread hand-off would cost
+            # more than the query (SELECT 1 round trips)
+            return session.engine.execute_if_instant(text) or await session.call(session.engine.execute, text)
         path = await self.receive_local_file(local_path)
         try:
             return await session.call(session.engine.execute_local, text, path)
@@ -390,11 +393,13 @@ class WireConnection(Connection):
             header.append(self.eof())
         self.stream.write_many(header)
         result_columns = [c.result_column for c in columns]
+        # a few values are converted here on the loop; more on the thread pool, not to hold up other clients
+        small = result.table.num_rows * max(result.table.num_columns, 1) <= SMALL_RESULT_VALUES
         if binary:
-            rows = await self.session.call(binary_rows, result.table)
+            rows = binary_rows(result.table) if small else await self.session.call(binary_rows, result.table)
             self.stream.write_many([packets.make_binary_resultrow(row, result_columns) for row in rows])
         else:
-            rows = await self.session.call(text_rows, result.table)
+            rows = text_rows(result.table) if small else await self.session.call(text_rows, result.table)
             self.stream.write_text_rows(rows, result_columns)
         await self.stream.write(self.ok_or_eof(affected_rows=len(rows), warnings=warnings, flags=flags))
 
@@ -414,6 +419,15 @@ class WireConnection(Connection):
     def error(self, **kwargs: Any) -> bytes:
         """mysql-mimic's own errors (bad packets, login): MySQL's wording for a failed login."""
         return super().error(**kwargs)
+
+
+def _one_statement(sql: str) -> Optional[list[str]]:
+    """``[sql]`` when it is one statement for certain (no ``;``, not blank, not opening with a comment),
+    without tokenizing it; None: ``split_statements`` decides."""
+    head = sql.lstrip()[:2]
+    if ";" in sql or not head or head[0] == "#" or head in ("--", "/*"):
+        return None
+    return [sql]
 
 
 def _last_insert_id(engine) -> int:

@@ -19,6 +19,7 @@ from engine.errors import BadDataError
 from engine.exec.operators.base import PhysicalOperator
 from engine.exec.operators.cte_scan import CteScanExec
 from engine.exec.operators.exchange import ExchangeExec
+from engine.exec.operators.scan import ScanExec
 from engine.exec.profile import QueryProfile
 from engine.exec.stages import StageSpec, explain_physical, operator_names, split_stages
 from engine.optimizer import optimize_logical
@@ -106,6 +107,11 @@ def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfil
         params.append(table.column(0)[0].as_py() if table.num_rows else None)
     table = run(with_ctes(planned.stages, ctes), params)
     return query_result(table, planned.fields, planned.names)
+
+
+def reads_tables(op: PhysicalOperator) -> bool:
+    """Whether an operator tree scans a stored table."""
+    return isinstance(op, ScanExec) or any(reads_tables(child) for child in op.children)
 
 
 def with_ctes(stages: tuple[StageSpec, ...], ctes: list[pa.Table]) -> tuple[StageSpec, ...]:

@@ -158,3 +158,18 @@ def test_locking_reads_are_not_cached(session):
     from engine.sql.plan_cache import UNCACHEABLE
     assert all(entry is UNCACHEABLE for key, entry in session.plan_cache.entries.items() if "FOR UPDATE" in key[0])
     session.rollback()
+
+
+def test_instant_queries_are_those_cached_without_tables(session):
+    """The wire server runs these on its event loop (no thread hand-off): only cached plans that read
+    no table qualify, and they answer as execute() does."""
+    assert session.execute_if_instant("SELECT 1 + 1") is None          # not cached yet: nothing run
+    questions = session.questions
+    for _ in range(3):       # seen, then its literal template refused (folded), then its text cached
+        session.execute("SELECT 1 + 1")
+    result = session.execute_if_instant("SELECT 1 + 1")
+    assert result is not None and result.table.column(0).to_pylist() == [2]
+    assert session.questions == questions + 4                           # counted as a statement
+    for _ in range(3):
+        session.execute("SELECT COUNT(*) FROM sbtest1")
+    assert session.execute_if_instant("SELECT COUNT(*) FROM sbtest1") is None
