@@ -15,6 +15,9 @@ QUERIES = [
     "SELECT COUNT(*) FROM t",
     "SELECT COUNT(j), MIN(j), MAX(j) FROM t WHERE i > 900",
     "SELECT COUNT(*), COUNT(j), MIN(s), MAX(i) FROM t WHERE i < 0",
+    # COUNT of a NOT NULL column counts rows; of a column with no NULL in it, the selected rows
+    "SELECT COUNT(k) FROM t WHERE i > 900",
+    "SELECT COUNT(k), COUNT(i), COUNT(j), COUNT(s) FROM t WHERE i BETWEEN 10 AND 500",
 ]
 
 
@@ -25,8 +28,8 @@ def both():
     i = rng.integers(-5, 1000, n)
     j = pa.array(rng.integers(0, 50, n), mask=rng.random(n) < 0.2)
     s = pa.array(rng.choice(["a", "ab", "b", "c"], n), mask=rng.random(n) < 0.1)
-    con, duck = canopy_and_duckdb("CREATE TABLE t (i BIGINT, j BIGINT, s VARCHAR(4))", "t",
-                                  pa.table({"i": i, "j": j, "s": s}))
+    con, duck = canopy_and_duckdb("CREATE TABLE t (i BIGINT, j BIGINT, s VARCHAR(4), k BIGINT NOT NULL)", "t",
+                                  pa.table({"i": i, "j": j, "s": s, "k": np.arange(n)}))
     yield con, duck
     con.close()
 

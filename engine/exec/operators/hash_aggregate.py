@@ -505,8 +505,7 @@ class HashAggregateExec(PhysicalOperator):
         """Turn merged states into SQL results: AVG = SUM / COUNT, COUNT of nothing = 0, types exact."""
         columns = [states.column(f.id) for f, _ in self.keys]
         names = [f.id for f, _ in self.keys]
-        batch = states.combine_chunks().to_batches()
-        batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=states.schema)
+        batch = None           # the states as one batch, made for AVG's division only
         for f, call in self.aggregates:
             target = f.type.to_arrow()
             if is_extended(call):
@@ -515,10 +514,14 @@ class HashAggregateExec(PhysicalOperator):
                                                 for suffix, _ in function.states(call)])
             elif call.func in ("count", "count_star"):
                 column = states.column(f"{f.id}|count")
-                column = column.fill_null(0)
+                if column.null_count:
+                    column = column.fill_null(0)
             elif call.func == "avg":
                 total = ColumnRef(f"{f.id}|sum", T.from_arrow(states.schema.field(f"{f.id}|sum").type))
                 count = ColumnRef(f"{f.id}|count", T.BIGINT)
+                if batch is None:
+                    batches = states.combine_chunks().to_batches()
+                    batch = batches[0] if batches else pa.RecordBatch.from_pylist([], schema=states.schema)
                 column = evaluate_array(Call("divide", (total, count), f.type), batch)
             else:
                 column = states.column(f"{f.id}|{_STATES[call.func][0][0]}")

@@ -52,6 +52,7 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
     if ctx.storage is None:
         return None
     names = dict(zip((f.id for f in scan.fields), scan.column_names))
+    not_null = {f.id for f in scan.fields if not f.nullable}
     predicate = KernelFilter.of(and_all(list(scan.filters))) if scan.filters else None
     preds = predicate.kernel if predicate is not None else ()
     if predicate is not None and (predicate.residual is not None or any(p.column not in names for p in preds)):
@@ -60,7 +61,9 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
     for f, call in aggregates:
         if call.distinct or call.func not in ("count_star", "count", "min", "max"):
             return None
-        if call.func == "count_star":
+        if call.func == "count_star" or (call.func == "count" and isinstance(call.arg, ColumnRef)
+                                         and call.arg.id in not_null):
+            # COUNT of a NOT NULL column counts rows: counted on the encoded runs, the column unread
             wanted.append((f"{f.id}|count", "count_star", None, pa.int64()))
             continue
         if not isinstance(call.arg, ColumnRef) or call.arg.id not in names:
@@ -75,13 +78,14 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
     if all(isinstance(s, MemoryPartitionStore) for s in stores):
         # In memory there is no metadata, but the states still come from the kernels' selection
         # without materializing the matching rows (workload c: COUNT(*) WHERE i IN (...)).
-        snapshots = [((), list(s.scan(_needed_columns(preds, names, wanted), snapshot=pin)))
-                     for s, pin in zip(stores, pinned)]
+        needed = _needed_columns(preds, names, wanted)
+        snapshots = [((), list(s.scan(needed, snapshot=pin))) for s, pin in zip(stores, pinned)]
     elif all(isinstance(s, ColumnstorePartitionStore) for s in stores):
         snapshots = [pin if pin is not None else s.snapshot() for s, pin in zip(stores, pinned)]
     else:
         return None
     states = _States(wanted)
+    counted = _needed_columns(preds, names, ())
     try:
         for segments, buffer in snapshots:
             for segment in segments:
@@ -91,8 +95,7 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
                     return None
             for batch in buffer:
                 if only_count:
-                    states.add_count(_count_batch(batch.select(_needed_columns(preds, names, ())),
-                                                  preds, names))
+                    states.add_count(_count_batch(batch.select(counted), preds, names))
                 elif not states.add_rows(batch, preds, names):
                     return None
     except TypeError:           # a constant or layout the kernels refuse: the ordinary scan answers
@@ -159,6 +162,9 @@ class _States:
                 self._add(i, batch.num_rows if mask is None else kernels.count_true(mask))
                 continue
             array = decode_column(batch.column(column))
+            if func == "count" and not array.null_count:       # no NULL: the selected rows, unfiltered
+                self._add(i, batch.num_rows if mask is None else kernels.count_true(mask))
+                continue
             if mask is not None:
                 array = array.filter(mask)
             if func == "count":
