@@ -33,6 +33,7 @@ from typing import Optional
 import pyarrow as pa
 from sqlglot import exp
 
+import engine.lazy_pandas  # noqa: F401 - first: pyarrow must not import pandas for nothing (see there)
 from engine.errors import AccessDeniedError, BadDataError, BindError, CanopyInternalError, Error, ParseError, UnsupportedError
 from engine.exec.operators.base import Deadline, statement_deadline
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
