@@ -9,7 +9,8 @@ later, pyarrow is told at once (``_pandas_api.pd`` loads its pandas integration)
 is recognised as before. pyarrow's explicit pandas calls (``to_pandas``, ``Table.from_pandas``) import
 pandas themselves whenever they are used.
 
-Imported first by :mod:`engine.session`; it does nothing when pandas is already imported.
+Imported first by :mod:`engine.session` and :mod:`engine.exec` (what a Ray leaf imports); it does
+nothing when pandas is already imported.
 """
 from __future__ import annotations
 
