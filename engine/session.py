@@ -491,10 +491,13 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         if not isinstance(node, (exp.Select, exp.SetOperation)) or "information_schema" in sql.lower() \
                 or reads_session_state(node) or node.args.get("locks"):
             return None
-        refuse_ignored(node)
-        self.authorize(node)
-        planned = self._plan(node.copy())
-        again = self._plan(node)
+        try:
+            refuse_ignored(node)
+            self.authorize(node)
+            planned = self._plan(node.copy())
+            again = self._plan(node)
+        except Error:
+            return None          # the ordinary path raises it (and keeps it for SHOW WARNINGS)
         return planned if plans_equal(planned, again) else None
 
     def _authorize_cached(self, key: tuple, marked: str) -> None:

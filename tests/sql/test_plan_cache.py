@@ -173,3 +173,14 @@ def test_instant_queries_are_those_cached_without_tables(session):
     for _ in range(3):
         session.execute("SELECT COUNT(*) FROM sbtest1")
     assert session.execute_if_instant("SELECT COUNT(*) FROM sbtest1") is None
+
+
+def test_errors_of_repeated_texts_are_the_statement_s(session):
+    from engine.errors import Error
+    for _ in range(3):
+        with pytest.raises(Error, match="no_such_table"):
+            session.execute("SELECT * FROM no_such_table")
+        assert "no_such_table" in session.execute("SHOW WARNINGS").table.column(2)[0].as_py()
+    session.execute("CREATE TABLE no_such_table (a BIGINT)")
+    for _ in range(3):
+        assert session.execute("SELECT * FROM no_such_table").table.num_rows == 0
