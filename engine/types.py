@@ -17,6 +17,8 @@ from engine.errors import TypeMismatchError, UnsupportedError
 
 MAX_DECIMAL_PRECISION = 38
 DIV_PRECISION_INCREMENT = 4  # MySQL's div_precision_increment: a / b has scale s(a) + 4
+SUM_PRECISION_INCREMENT = 22  # MySQL's DECIMAL_LONGLONG_DIGITS: SUM(DECIMAL(p, s)) is DECIMAL(p + 22, s)
+MAX_DECIMAL_SCALE = 30       # MySQL's DECIMAL_MAX_SCALE: computed scales stop here
 
 
 @dataclass(frozen=True)
@@ -223,16 +225,27 @@ def arithmetic_type(op: str, a: SqlType, b: SqlType, context: str = "") -> SqlTy
         digits = max(da.precision - da.scale, db.precision - db.scale) + 1
         return decimal_type(min(MAX_DECIMAL_PRECISION, digits + scale), scale)
     if op == "*":
-        scale = min(da.scale + db.scale, 30)
+        scale = min(da.scale + db.scale, MAX_DECIMAL_SCALE)
         return decimal_type(min(MAX_DECIMAL_PRECISION, da.precision + db.precision), scale)
     if op == "/":
-        scale = min(da.scale + DIV_PRECISION_INCREMENT, 30)
+        scale = min(da.scale + DIV_PRECISION_INCREMENT, MAX_DECIMAL_SCALE)
         digits = da.precision - da.scale + db.scale
         return decimal_type(min(MAX_DECIMAL_PRECISION, digits + scale), scale)
     if op == "%":
         scale = max(da.scale, db.scale)
         return decimal_type(min(MAX_DECIMAL_PRECISION, max(da.precision, db.precision)), scale)
     raise TypeMismatchError(f"unknown arithmetic operator {op}")
+
+
+def aggregate_type(func: str, t: SqlType) -> SqlType:
+    """Result type of SUM / AVG of an exact type, as MySQL: SUM(DECIMAL(p, s)) is DECIMAL(p + 22, s),
+    AVG is DECIMAL(p + 4, s + 4) (div_precision_increment); integers count as DECIMAL(digits, 0).
+    Precision is capped at Canopy's 38 digits (MySQL: 65), scale at 30."""
+    d = as_decimal(t)
+    if func == "sum":
+        return decimal_type(min(d.precision + SUM_PRECISION_INCREMENT, MAX_DECIMAL_PRECISION), d.scale)
+    return decimal_type(min(d.precision + DIV_PRECISION_INCREMENT, MAX_DECIMAL_PRECISION),
+                        min(d.scale + DIV_PRECISION_INCREMENT, MAX_DECIMAL_SCALE))
 
 
 def python_type_of(value) -> SqlType:

@@ -27,6 +27,7 @@ if _choice == "reference":
     from kernels.reference.bitpack import bit_width_of, pack, unpack
     from kernels.reference.join import JoinBloom, JoinTable, supports_join_key
     from kernels.reference.strings import char_length, substring, substring_length
+    from kernels.reference.decimals import decimal_divide, decimal_multiply
     from kernels.reference.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
                                           window_sum_float, window_sum_words)
 elif _choice == "compiled":
@@ -42,6 +43,7 @@ elif _choice == "compiled":
         from kernels.bitpack import bit_width_of, pack, unpack
         from kernels.join import JoinBloom, JoinTable, supports_join_key
         from kernels.strings import char_length, substring, substring_length
+        from kernels.decimals import decimal_divide, decimal_multiply
         from kernels.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
                                     window_sum_float, window_sum_words)
     except ImportError as exc:
@@ -73,4 +75,6 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            "char_length", "substring", "substring_length",
            # window functions over sorted partitions
            "segment_bounds", "range_frame", "window_count", "window_sum_float", "window_sum_words",
-           "window_arg_extreme"]
+           "window_arg_extreme",
+           # exact DECIMAL division and multiplication (MySQL rounding, overflow reported)
+           "decimal_divide", "decimal_multiply"]

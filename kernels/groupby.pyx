@@ -987,9 +987,11 @@ def total_sum_int(const intlike_t[::1] values, const uint8_t[::1] validity, Py_s
 def group_sum_decimal128(const int64_t[::1] ids, const int64_t[::1] words, const uint8_t[::1] validity,
                          Py_ssize_t bit_offset, uint64_t[::1] lo, int64_t[::1] hi, uint8_t[::1] seen):
     """SUM of decimal128 scaled integers (``words``: two little-endian int64 per row) into 128-bit
-    accumulators; otherwise as ``group_sum_int``. Wraps past 2**127 (beyond DECIMAL(38))."""
+    accumulators; otherwise as ``group_sum_int``. Returns whether any sum passed 2**127 (and
+    wrapped): far beyond DECIMAL(38), an overflow the caller must report."""
     cdef Py_ssize_t i, n = ids.shape[0]
-    cdef int64_t g
+    cdef int64_t g, before
+    cdef uint64_t wrapped = 0
     if words.shape[0] != 2 * n:
         raise ValueError(f"{words.shape[0]} words for {n} ids; expected {2 * n}")
     if hi.shape[0] != lo.shape[0] or (seen is not None and seen.shape[0] != lo.shape[0]):
@@ -1001,9 +1003,13 @@ def group_sum_decimal128(const int64_t[::1] ids, const int64_t[::1] words, const
         for i in range(n):
             if _valid(valid, bit_offset + i):
                 g = ids[i]
+                before = hi[g]
                 _add128(&lo[g], &hi[g], <uint64_t>words[2 * i], words[2 * i + 1])
+                # signed overflow: both addends of one sign, the sum of the other
+                wrapped |= <uint64_t>((before ^ hi[g]) & (words[2 * i + 1] ^ hi[g]))
                 if mark:
                     seen[g] = 1
+    return (wrapped >> 63) != 0
 
 
 @cython.boundscheck(False)
@@ -1174,6 +1180,20 @@ def _int128_to_decimal(lo, hi, t):
     return pa.Array.from_buffers(t, len(lo), [None, pa.py_buffer(words)])
 
 
+# 10**38 and -10**38 as (high word, low word): the bounds of DECIMAL(38) on 128-bit sums
+_HI38, _LO38 = divmod(10 ** 38, 1 << 64)
+_HI38N, _LO38N = divmod(-10 ** 38, 1 << 64)
+
+
+def _check_decimal38(lo, hi, wrapped):
+    """Raise OverflowError when a sum passed 2**127 or does not fit 38 digits (groups never seen
+    hold 0); a SUM is never wrapped or cut silently."""
+    too_big = (hi > _HI38) | ((hi == _HI38) & (lo >= _LO38))
+    too_small = (hi < _HI38N) | ((hi == _HI38N) & (lo <= _LO38N))
+    if wrapped or too_big.any() or too_small.any():
+        raise OverflowError("DECIMAL value is out of range: a SUM does not fit DECIMAL(38)")
+
+
 def _with_nulls(arr, seen):
     if seen is None or seen.all():
         return arr
@@ -1200,6 +1220,7 @@ class GroupedAggregate:
             raise TypeError(f"no grouped {func} over {type}")
         self.func, self.type, self._kind = func, type, kind
         self._seen = None
+        self._wrapped = False             # a decimal sum passed 2**127: result() raises
         # Integer SUM accumulates in int64 (in _lo, _hi left 0) while rows so far x largest
         # magnitude so far bounds every group's sum below 2**63, then widens to 128 bits.
         self._narrow = kind == "sum_int"
@@ -1273,8 +1294,9 @@ class GroupedAggregate:
                 group_sum_int(ids, data, validity, arr.offset, self._lo[:num_groups], self._hi[:num_groups], seen)
         elif kind == "sum_decimal":
             words = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * n, offset=16 * arr.offset)
-            group_sum_decimal128(ids, words, validity, arr.offset, self._lo[:num_groups],
-                                 self._hi[:num_groups], seen)
+            if group_sum_decimal128(ids, words, validity, arr.offset, self._lo[:num_groups],
+                                    self._hi[:num_groups], seen):
+                self._wrapped = True
         elif kind == "sum_float":
             data = np.frombuffer(arr.buffers()[1], dtype=arr.type.to_pandas_dtype(), count=n,
                                  offset=arr.offset * (arr.type.bit_width // 8))
@@ -1359,6 +1381,7 @@ class GroupedAggregate:
             return _with_nulls(pa.array(self._out[:g].copy()), seen)
         if kind in ("sum_int", "sum_decimal"):
             scale = self.type.scale if kind == "sum_decimal" else 0
+            _check_decimal38(self._lo[:g], self._hi[:g], self._wrapped)
             return _with_nulls(_int128_to_decimal(self._lo[:g], self._hi[:g], pa.decimal128(38, scale)), seen)
         if kind == "minmax_decimal":
             words = self._out[:2 * g].copy()

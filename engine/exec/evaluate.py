@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kernels
-from engine.exec import decimal64
+from engine.exec import decimal64, decimal128
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
 from engine.types import MAX_DECIMAL_PRECISION, SqlType
@@ -61,7 +61,8 @@ def evaluate(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> Datum:
         args = [evaluate(a, batch, params) for a in expr.args]
         try:
             return fn(expr, *args)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError,
+                decimal128.DecimalOverflow) as error:
             raise _data_error(expr, error) from None
     raise CanopyInternalError(f"cannot evaluate {type(expr).__name__}")
 
@@ -156,29 +157,12 @@ def _arith(expr: Call, a: Datum, b: Datum, name: str) -> Datum:
         a, b = a.cast(operand), b.cast(operand)
         return pc.add_checked(a, b).cast(rt.to_arrow()) if name == "add" else \
             pc.subtract_checked(a, b).cast(rt.to_arrow())
-    # multiply: Arrow's result precision is p1 + p2 + 1; shrink operands so that fits in 38 digits.
-    if a.type.precision + b.type.precision + 1 > MAX_DECIMAL_PRECISION:
-        # Declared digits are often unused (a SUM's DECIMAL(38, s), a BIGINT literal 10), so shrink each
-        # operand to the digits its values use; the product then is exact, and the checked cast to the
-        # result type raises if it does not fit.
-        used_a, used_b = _used_precision(a), _used_precision(b)
-        if used_a + used_b + 1 > MAX_DECIMAL_PRECISION:
-            product = pc.multiply(a.cast(pa.float64()), b.cast(pa.float64()))
-            return _round_to_decimal(product, rt)
-        a, b = _decimal_shrink(a, used_a), _decimal_shrink(b, used_b)
-    return pc.multiply_checked(a, b).cast(rt.to_arrow())
+    # multiply: exact 128-bit products (256-bit in flight), rounded when MySQL caps the scale at 30
+    return decimal128.multiply(_whole(a), _whole(b), rt.to_arrow())
 
 
-def _used_precision(d: Datum) -> int:
-    """The number of digits the values of a decimal operand use (at least its scale + 1)."""
-    if _is_scalar(d):
-        extremes = [d.as_py()]
-    else:
-        min_max = pc.min_max(d)
-        extremes = [min_max["min"].as_py(), min_max["max"].as_py()]
-    largest = max((abs(v) for v in extremes if v is not None), default=0)
-    integer_digits = len(str(int(largest))) if largest >= 1 else 0
-    return max(integer_digits, 1) + d.type.scale
+def _whole(d: Datum) -> Union[pa.Array, pa.Scalar]:
+    return d.combine_chunks() if isinstance(d, pa.ChunkedArray) else d
 
 
 def _round_to_decimal(values: Datum, rt: SqlType) -> Datum:
@@ -213,18 +197,11 @@ def _null_if_zero(b: Datum) -> Datum:
 @function("divide")
 def _divide(expr, a, b):
     rt = expr.type
-    b = _null_if_zero(b)
     if rt.kind == "float":
-        return pc.divide(_as_type(a, rt), _as_type(b, rt))
-    a, b = _decimal_operand(a), _decimal_operand(b)
-    p1, s1, p2, s2 = a.type.precision, a.type.scale, b.type.precision, b.type.scale
-    arrow_scale = max(4, s1 + p2 - s2 + 1)
-    arrow_precision = p1 - s1 + s2 + arrow_scale
-    if arrow_precision <= MAX_DECIMAL_PRECISION and arrow_scale >= rt.scale:
-        quotient = pc.divide(a, b)
-        return pc.round(quotient, ndigits=rt.scale, round_mode=HALF_AWAY).cast(rt.to_arrow())
-    quotient = pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))
-    return _round_to_decimal(quotient, rt)
+        return pc.divide(_as_type(a, rt), _as_type(_null_if_zero(b), rt))
+    # exact quotient rounded half away to the result's scale (s1 + div_precision_increment); the
+    # kernel makes x / 0 NULL
+    return decimal128.divide(_whole(_decimal_operand(a)), _whole(_decimal_operand(b)), rt.to_arrow())
 
 
 @function("int_divide")

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kernels
+from engine.exec import decimal128
 from engine.plan.expressions import AggCall
 
 F64 = pa.float64()
@@ -403,6 +404,14 @@ def builtin_by_ids(func: str, ids: np.ndarray, groups: int, values) -> pa.Array:
     group id, one result per group (NULL for a group without a value; 0 counts)."""
     if func == "count_all":
         return pa.array(np.bincount(ids, minlength=groups).astype(np.int64))
+    if func == "sum" and pa.types.is_decimal(values.type):
+        # Arrow's decimal128 sum wraps past 2**127: wide decimals are summed in 256 bits, checked back
+        return decimal128.narrow_sum(_arrow_by_ids(func, ids, groups, decimal128.widen_for_sum(values)),
+                                     values.type.scale)
+    return _arrow_by_ids(func, ids, groups, values)
+
+
+def _arrow_by_ids(func: str, ids: np.ndarray, groups: int, values) -> pa.Array:
     grouped = pa.table({"g": pa.array(ids), "v": values}).group_by("g", use_threads=False).aggregate([("v", func)])
     where = np.full(groups, -1, np.int64)
     where[np.asarray(grouped.column("g"))] = np.arange(grouped.num_rows)

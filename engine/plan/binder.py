@@ -1320,12 +1320,11 @@ class Binder(FunctionBinding):
             if t.kind in ("int", "bool", "null"):
                 if t.kind == "null":
                     argument, t = self.coerce(argument, T.BIGINT), T.BIGINT
-                result = T.decimal_type(38, 0) if func == "sum" else T.decimal_type(38, T.DIV_PRECISION_INCREMENT)
+                result = T.aggregate_type(func, t)
                 if func == "sum":
                     argument = self.coerce(argument, T.BIGINT)
             elif t.kind == "decimal":
-                result = T.decimal_type(38, t.scale) if func == "sum" else \
-                    T.decimal_type(38, min(t.scale + T.DIV_PRECISION_INCREMENT, 30))
+                result = T.aggregate_type(func, t)
             else:
                 result = T.DOUBLE
         else:

@@ -206,7 +206,8 @@ class GroupedAggregate:
                     values = values.cast(pa.int8())
                 values = values.cast(pa.decimal128(38, 0))
             elif pa.types.is_decimal128(values.type):
-                values = values.cast(pa.decimal128(38, values.type.scale))
+                # summed in 256 bits: a sum past DECIMAL(38) is an error below, not a wrap
+                values = values.cast(pa.decimal256(76, values.type.scale))
             else:
                 values = values.cast(pa.float64())
         func = "count" if self.func == "count" else self.func
@@ -216,7 +217,10 @@ class GroupedAggregate:
         out = grouped.column(f"v_{func}").combine_chunks().take(pa.array(state, mask=state < 0))
         if self.func == "count":
             out = out.fill_null(0)
-        return out.cast(self._state_type())
+        try:
+            return out.cast(self._state_type())
+        except pa.ArrowInvalid:
+            raise OverflowError("DECIMAL value is out of range: a SUM does not fit DECIMAL(38)") from None
 
 
 def _word_values(arr: pa.Array) -> np.ndarray:

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kernels
-from engine.exec import decimal64
+from engine.errors import BadDataError
+from engine.exec import decimal64, decimal128
 from engine.exec.evaluate import evaluate_array
 from engine.exec.extended_aggregates import FUNCTIONS, builtin_by_ids, group_ids, is_extended
 from engine.exec.operators.base import PhysicalOperator, TaskContext, table_to_batches
@@ -88,6 +89,27 @@ def _sum_decimals_as_int64(table: pa.Table, specs: list) -> tuple[pa.Table, dict
     return table, scaled
 
 
+def _widen_sums(table: pa.Table, specs: list) -> pa.Table:
+    """Decimal columns only summed (and counted) as Arrow must sum them to notice an overflow:
+    more than 18 digits in 256 bits (``decimal128.widen_for_sum``); ``_narrow_sums`` undoes it."""
+    uses: dict[str, set] = {}
+    for column, func in specs:
+        if isinstance(column, str):
+            uses.setdefault(column, set()).add(func)
+    for name, funcs in uses.items():
+        if "sum" in funcs and funcs <= {"sum", "count"}:
+            column = table.column(name)
+            wide = decimal128.widen_for_sum(column)
+            if wide.type != column.type:
+                table = table.set_column(table.schema.get_field_index(name), name, wide)
+    return table
+
+
+def _narrow_sums(columns: list) -> list:
+    """Sums that ``_widen_sums`` made decimal256 back to DECIMAL(38, s), checked."""
+    return [decimal128.narrow_sum(c, c.type.scale) if pa.types.is_decimal256(c.type) else c for c in columns]
+
+
 def _state_input(call: AggCall, values: pa.Array) -> pa.Array:
     """The argument column as the aggregate's state accumulates it (integers summed as decimals)."""
     if call.func in ("sum", "avg") and call.arg.type.kind in ("int", "bool"):
@@ -162,13 +184,17 @@ class HashAggregateExec(PhysicalOperator):
 
     # -- execution -----------------------------------------------------------------------------
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
-        if any(is_extended(call) for _, call in self.aggregates):
-            yield from self._by_group_ids(partition, ctx)
-            return
-        if self.mode in ("final", "merge"):
-            yield from self._final(partition, ctx)
-        else:
-            yield from self._first_phase(partition, ctx)
+        try:
+            if any(is_extended(call) for _, call in self.aggregates):
+                yield from self._by_group_ids(partition, ctx)
+            elif self.mode in ("final", "merge"):
+                yield from self._final(partition, ctx)
+            else:
+                yield from self._first_phase(partition, ctx)
+        except (OverflowError, decimal128.DecimalOverflow) as error:
+            # a SUM past DECIMAL(38) (kernels' 128-bit sums, Arrow's 256-bit ones), or an AVG
+            sums = ", ".join(str(call) for _, call in self.aggregates if call.func in ("sum", "avg"))
+            raise BadDataError(f"{error} in {sums or 'an aggregate'}") from None
 
     def _kernel_states(self, final: bool):
         """(aggregate index, kernel function, argument type, state name) of each partial state when
@@ -301,8 +327,9 @@ class HashAggregateExec(PhysicalOperator):
                 names.append((f"{f.id}|{suffix}", suffix))
             outputs.append(names)
         table, scaled = _sum_decimals_as_int64(table, specs)
-        grouped = _group_by(table, key_names, specs)
+        grouped = _group_by(_widen_sums(table, specs), key_names, specs)
         key_columns, agg_columns = _split_grouped(grouped, key_names)
+        agg_columns = _narrow_sums(agg_columns)
         for k, scale in scaled.items():      # int64 sums back to DECIMAL(38, scale): same digits, reread
             agg_columns[k] = decimal64.from_int64_array(agg_columns[k].combine_chunks(), pa.decimal128(38, scale))
         state_columns, state_names, k = [], [], 0
@@ -311,8 +338,11 @@ class HashAggregateExec(PhysicalOperator):
                 if "|distinct:" in name:            # keyless: no group_by output to read (k stays)
                     field_id, column = name.split("|distinct:")
                     distinct = pc.unique(pc.drop_null(table.column(column).combine_chunks()))
-                    total = pc.sum(distinct) if len(distinct) else pa.scalar(None, distinct.type)
-                    state_columns.append(pa.array([total.as_py()], distinct.type))
+                    wide = decimal128.widen_for_sum(distinct)
+                    total = pc.sum(wide) if len(distinct) else pa.scalar(None, wide.type)
+                    state_columns.append(_narrow_sums([pa.array([total.as_py()], wide.type)])[0]
+                                         .cast(distinct.type if not pa.types.is_decimal(distinct.type)
+                                               else pa.decimal128(38, distinct.type.scale)))
                     state_names.append(f"{field_id}|sum")
                     if suffix == "avg":
                         state_columns.append(pa.array([len(distinct)], pa.int64()))
@@ -435,9 +465,9 @@ class HashAggregateExec(PhysicalOperator):
             for suffix, _, merge in _STATES[call.func]:
                 specs.append((f"{f.id}|{suffix}", merge))
                 names.append(f"{f.id}|{suffix}")
-        grouped = _group_by(table, key_names, specs)
+        grouped = _group_by(_widen_sums(table, specs), key_names, specs)
         key_columns, agg_columns = _split_grouped(grouped, key_names)
-        result = pa.table(key_columns + agg_columns, names=key_names + names)
+        result = pa.table(key_columns + _narrow_sums(agg_columns), names=key_names + names)
         yield from table_to_batches(self._finish_or_states(result))
 
     def _by_group_ids(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
@@ -526,10 +556,21 @@ class HashAggregateExec(PhysicalOperator):
             else:
                 column = states.column(f"{f.id}|{_STATES[call.func][0][0]}")
             if column.type != target:
-                column = column.cast(target)
+                column = _cast_result(column, target)
             columns.append(column)
             names.append(f.id)
         return pa.table(columns, names=names)
+
+
+def _cast_result(column, target: pa.DataType):
+    """A merged state to its SQL type; a sum that does not fit its DECIMAL(p, s) is an overflow."""
+    try:
+        return column.cast(target)
+    except pa.ArrowInvalid:
+        if not pa.types.is_decimal(target):
+            raise
+        raise decimal128.DecimalOverflow(f"DECIMAL value is out of range: the result does not fit "
+                                         f"DECIMAL({target.precision},{target.scale})") from None
 
 
 # Aggregations of a whole table without group keys, straight from the compute functions: Acero's
@@ -564,7 +605,7 @@ def _sum_lists(lists: pa.Array) -> tuple[pa.Array, pa.Array]:
     """SUM and COUNT of each list of a list array (NULL sum for an empty list): SUM(DISTINCT x) over the
     per-group distinct values Arrow's ``distinct`` aggregation collects."""
     groups = len(lists)
-    values = pc.list_flatten(lists)
+    values = decimal128.widen_for_sum(pc.list_flatten(lists))
     parents = pc.list_parent_indices(lists)
     per_group = pa.table({"g": parents, "v": values}).group_by("g", use_threads=False).aggregate(
         [("v", "sum"), ("v", "count")])
@@ -575,7 +616,7 @@ def _sum_lists(lists: pa.Array) -> tuple[pa.Array, pa.Array]:
         pa.nulls(groups, values.type)
     count = per_group.column("v_count").combine_chunks().take(index).fill_null(0) if per_group.num_rows else \
         pa.array(np.zeros(groups, dtype=np.int64))
-    return total, count
+    return _narrow_sums([total])[0], count
 
 
 def raise_unsupported(call: AggCall):

@@ -1,0 +1,107 @@
+"""Exact DECIMAL division and multiplication with MySQL's result types, on the 128-bit kernels.
+
+``divide(a, b, rt)`` and ``multiply(a, b, rt)`` take decimal128 operands (arrays or scalars) and
+return a decimal128 of the result type ``rt`` (chosen by ``engine.types.arithmetic_type``): the
+exact quotient or product rounded half away from zero to ``rt``'s scale, NULL where an operand is
+NULL or a divisor is 0, and :class:`DecimalOverflow` when a value does not fit ``rt``'s precision.
+The per-row work is ``kernels.decimal_divide`` / ``kernels.decimal_multiply``; this module only
+moves Arrow buffers in and out.
+"""
+from __future__ import annotations
+
+from typing import Union
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+
+import kernels
+
+Operand = Union[pa.Array, pa.Scalar]
+
+_EXACT = decimal.Context(prec=100)       # scaleb under the default context rounds to 28 digits
+
+
+class DecimalOverflow(ArithmeticError):
+    """A DECIMAL result does not fit its type's precision (MySQL: 'DECIMAL value is out of range')."""
+
+
+def _words(d: Operand) -> tuple[np.ndarray, int]:
+    """The scaled integers of a decimal128 operand as two int64 words per row, and its step."""
+    if isinstance(d, pa.Scalar):
+        value = int(d.as_py().scaleb(d.type.scale, _EXACT)) if d.is_valid else 0
+        return np.array([value & ((1 << 64) - 1), (value >> 64) & ((1 << 64) - 1)], dtype=np.uint64).view(np.int64), 0
+    buffer = d.buffers()[1]
+    if buffer is None:                                   # an all-null array may carry no data
+        return np.zeros(2 * len(d), dtype=np.int64), 1
+    words = np.frombuffer(buffer, dtype=np.int64)
+    return words[2 * d.offset: 2 * (d.offset + len(d))], 1
+
+
+def _valid(n: int, *operands: Operand) -> np.ndarray:
+    """One byte per row: 1 where every operand is non-null."""
+    valid = np.ones(n, dtype=np.uint8)
+    for d in operands:
+        if isinstance(d, pa.Scalar):
+            if not d.is_valid:
+                valid[:] = 0
+        elif d.null_count:
+            valid &= np.asarray(d.is_valid()).view(np.uint8)
+    return valid
+
+
+def _run(kernel, a: Operand, b: Operand, rt: pa.Decimal128Type, *shifts: int) -> Operand:
+    scalar = isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar)
+    n = 1 if scalar else len(a if not isinstance(a, pa.Scalar) else b)
+    (wa, step_a), (wb, step_b) = _words(a), _words(b)
+    valid = _valid(n, a, b)
+    out = np.zeros(2 * n, dtype=np.int64)
+    first = kernel(wa, step_a, wb, step_b, *shifts, rt.precision, out, valid)
+    if first >= 0:
+        raise DecimalOverflow(f"DECIMAL value is out of range: the result does not fit DECIMAL"
+                              f"({rt.precision},{rt.scale})")
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    result = pa.Array.from_buffers(rt, n, [bitmap, pa.py_buffer(out)])
+    return result[0] if scalar else result
+
+
+# Sums of decimals of up to 18 digits stay far below 2**127 (10**18 x 10**20 rows); wider ones are
+# summed by Arrow in 256 bits (its decimal128 sum wraps past 2**127 without a word) and narrowed back.
+_NARROW_SAFE_DIGITS = 18
+
+
+def widen_for_sum(values: pa.Array) -> pa.Array:
+    """``values`` as Arrow should sum them: decimals of more than 18 digits as decimal256."""
+    t = values.type
+    if pa.types.is_decimal128(t) and t.precision > _NARROW_SAFE_DIGITS:
+        return values.cast(pa.decimal256(76, t.scale))
+    return values
+
+
+def narrow_sum(values, scale: int):
+    """A sum computed on ``widen_for_sum``'s values back to DECIMAL(38, scale); a sum of more than
+    38 digits raises :class:`DecimalOverflow`."""
+    if not pa.types.is_decimal256(values.type):
+        return values
+    try:
+        return values.cast(pa.decimal128(38, scale))
+    except pa.ArrowInvalid:
+        raise DecimalOverflow("DECIMAL value is out of range: a SUM does not fit DECIMAL(38)") from None
+
+
+def divide(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
+    """``a / b`` rounded half away to ``rt.scale``; NULL where ``b`` is 0."""
+    shift = rt.scale - a.type.scale + b.type.scale          # quotient = a * 10**shift / b, scaled
+    return _run(kernels.decimal_divide, a, b, rt, max(shift, 0), max(-shift, 0))
+
+
+def multiply(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
+    """``a * b`` rounded half away to ``rt.scale`` (below s_a + s_b only when MySQL caps it at 30)."""
+    down = a.type.scale + b.type.scale - rt.scale
+    if down < 0:
+        raise ValueError(f"product scale {rt.scale} above its operands' {a.type.scale} + {b.type.scale}")
+    return _run(kernels.decimal_multiply, a, b, rt, down)
+
+
+__all__ = ["DecimalOverflow", "divide", "multiply", "widen_for_sum", "narrow_sum"]

@@ -1,0 +1,133 @@
+"""kernels.decimal_divide / decimal_multiply (compiled and reference), through
+engine.exec.decimal128, against Python's ``decimal`` module: random DECIMAL(p, s) operands with
+nulls, zeros, scalars and the extreme values of 38 digits, results rounded half away from zero to
+MySQL's result types (engine.types.arithmetic_type), and overflow reported, never wrapped."""
+import decimal
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import kernels
+from engine.exec import decimal128
+from engine import types as T
+from kernels.reference import decimals as reference
+
+compiled = pytest.importorskip("kernels.decimals")
+EXACT = decimal.Context(prec=200)
+IMPLEMENTATIONS = {"compiled": compiled, "reference": reference}
+
+
+@pytest.fixture(params=sorted(IMPLEMENTATIONS))
+def impl(request, monkeypatch):
+    module = IMPLEMENTATIONS[request.param]
+    monkeypatch.setattr(kernels, "decimal_divide", module.decimal_divide)
+    monkeypatch.setattr(kernels, "decimal_multiply", module.decimal_multiply)
+    return request.param
+
+
+@st.composite
+def decimal_columns(draw, max_rows=12):
+    """A (values, DECIMAL(p, s)) column: random magnitudes, zeros, NULLs and the type's extremes."""
+    precision = draw(st.integers(1, 38))
+    scale = draw(st.integers(0, precision))
+    largest = 10 ** precision - 1
+    unscaled = st.one_of(st.integers(-largest, largest), st.sampled_from([0, 1, -1, largest, -largest]),
+                         st.integers(-10 ** 6, 10 ** 6).filter(lambda v: abs(v) <= largest))
+    values = draw(st.lists(st.one_of(st.none(), unscaled), min_size=1, max_size=max_rows))
+    return [None if v is None else Decimal(v).scaleb(-scale, EXACT) for v in values], T.decimal_type(precision, scale)
+
+
+def _operand(values, sql_type, as_scalar):
+    t = sql_type.to_arrow()
+    return pa.scalar(values[0], t) if as_scalar else pa.array(values, t)
+
+
+def _expected(op, x, y, rt):
+    if x is None or y is None or (op == "/" and y == 0):
+        return None
+    exact = EXACT.divide(x, y) if op == "/" else EXACT.multiply(x, y)
+    value = exact.quantize(Decimal(1).scaleb(-rt.scale), rounding=decimal.ROUND_HALF_UP, context=EXACT)
+    return value if value.copy_abs() < Decimal(10) ** (rt.precision - rt.scale) else OverflowError
+
+
+def _check(op, a_column, b_column, a_scalar, b_scalar):
+    (xs, ta), (ys, tb) = a_column, b_column
+    n = 1 if a_scalar and b_scalar else max(1 if a_scalar else len(xs), 1 if b_scalar else len(ys))
+    xs = (xs[:1] * n) if a_scalar else (xs * n)[:n]
+    ys = (ys[:1] * n) if b_scalar else (ys * n)[:n]
+    rt = T.arithmetic_type(op, ta, tb)
+    a, b = _operand(xs, ta, a_scalar), _operand(ys, tb, b_scalar)
+    expected = [_expected(op, x, y, rt) for x, y in zip(xs, ys)]
+    compute = decimal128.divide if op == "/" else decimal128.multiply
+    if OverflowError in expected:
+        with pytest.raises(decimal128.DecimalOverflow, match="out of range"):
+            compute(a, b, rt.to_arrow())
+        return
+    result = compute(a, b, rt.to_arrow())
+    assert result.type == rt.to_arrow()
+    got = [result.as_py()] if isinstance(result, pa.Scalar) else result.to_pylist()
+    assert got == expected
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=decimal_columns(), b=decimal_columns(), a_scalar=st.booleans(), b_scalar=st.booleans())
+def test_divide_matches_python_decimal(impl, a, b, a_scalar, b_scalar):
+    _check("/", a, b, a_scalar, b_scalar)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=decimal_columns(), b=decimal_columns(), a_scalar=st.booleans(), b_scalar=st.booleans())
+def test_multiply_matches_python_decimal(impl, a, b, a_scalar, b_scalar):
+    _check("*", a, b, a_scalar, b_scalar)
+
+
+@pytest.mark.parametrize("x, y, expected", [
+    ("2", "3", "0.6667"), ("-2", "3", "-0.6667"), ("1", "8", "0.1250"), ("1", "32", "0.0313"),
+    ("-1", "32", "-0.0313"), ("12345678901234567", "1", "12345678901234567.0000"),
+    ("9007199254740993", "1", "9007199254740993.0000"), ("5", "0", None),
+])
+def test_divide_rounds_half_away_from_zero(impl, x, y, expected):
+    t = T.decimal_type(19, 0)
+    rt = T.arithmetic_type("/", t, t)
+    got = decimal128.divide(pa.array([Decimal(x)], t.to_arrow()), pa.scalar(Decimal(y), t.to_arrow()), rt.to_arrow())
+    assert got.to_pylist() == [None if expected is None else Decimal(expected)]
+
+
+def test_wide_intermediates_stay_exact(impl):
+    """Quotients whose scaled dividend passes 2**128, and products past 2**128 rounded back under the
+    scale cap of 30, take the 256-bit path and still match Python's decimal."""
+    big = T.decimal_type(38, 0)
+    x = Decimal("98765432109876543210987654321098765432")
+    got = decimal128.divide(pa.array([x, -x], big.to_arrow()), pa.scalar(Decimal("123456789012345678901234567"),
+                            big.to_arrow()), T.decimal_type(38, 4).to_arrow())
+    expected = EXACT.divide(x, Decimal("123456789012345678901234567")).quantize(Decimal("0.0001"), decimal.ROUND_HALF_UP, EXACT)
+    assert got.to_pylist() == [expected, -expected]
+    fine = T.decimal_type(38, 20)
+    rt = T.arithmetic_type("*", fine, fine)             # scale 40 capped at 30: the product is rounded
+    assert rt.scale == 30
+    v = Decimal("1.23456789012345678901")
+    product = decimal128.multiply(pa.array([v], fine.to_arrow()), pa.array([-v], fine.to_arrow()), rt.to_arrow())
+    assert product.to_pylist() == [EXACT.multiply(v, -v).quantize(Decimal(1).scaleb(-30), decimal.ROUND_HALF_UP, EXACT)]
+
+
+def test_overflow_is_an_error_not_a_wrap(impl):
+    t = T.decimal_type(38, 0)
+    largest = Decimal(10 ** 38 - 1)
+    with pytest.raises(decimal128.DecimalOverflow):
+        decimal128.multiply(pa.array([largest], t.to_arrow()), pa.scalar(Decimal(10), t.to_arrow()), t.to_arrow())
+    with pytest.raises(decimal128.DecimalOverflow):
+        decimal128.divide(pa.array([largest], t.to_arrow()), pa.scalar(Decimal("0.1"), pa.decimal128(1, 1)),
+                          T.decimal_type(38, 4).to_arrow())
+
+
+def test_kernels_check_their_arguments():
+    words, out, valid = np.zeros(2, np.int64), np.zeros(2, np.int64), np.ones(1, np.uint8)
+    with pytest.raises(ValueError, match="words"):
+        compiled.decimal_divide(words, 1, words, 1, 0, 0, 10, np.zeros(4, np.int64), np.ones(2, np.uint8))
+    with pytest.raises(ValueError, match="precision"):
+        compiled.decimal_multiply(words, 1, words, 1, 0, 39, out, valid)
+    with pytest.raises(ValueError, match="step"):
+        compiled.decimal_multiply(words, 2, words, 1, 0, 10, out, valid)
