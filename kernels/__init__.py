@@ -27,7 +27,8 @@ if _choice == "reference":
     from kernels.reference.bitpack import bit_width_of, pack, unpack
     from kernels.reference.join import JoinBloom, JoinTable, supports_join_key
     from kernels.reference.strings import char_length, substring, substring_length
-    from kernels.reference.decimals import decimal_divide, decimal_multiply
+    from kernels.reference.decimals import DIVIDE as DECIMAL_DIVIDE, INT_DIVIDE as DECIMAL_INT_DIVIDE
+    from kernels.reference.decimals import MOD as DECIMAL_MOD, decimal_divide, decimal_multiply
     from kernels.reference.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
                                           window_sum_float, window_sum_words)
 elif _choice == "compiled":
@@ -43,7 +44,8 @@ elif _choice == "compiled":
         from kernels.bitpack import bit_width_of, pack, unpack
         from kernels.join import JoinBloom, JoinTable, supports_join_key
         from kernels.strings import char_length, substring, substring_length
-        from kernels.decimals import decimal_divide, decimal_multiply
+        from kernels.decimals import DIVIDE as DECIMAL_DIVIDE, INT_DIVIDE as DECIMAL_INT_DIVIDE
+        from kernels.decimals import MOD as DECIMAL_MOD, decimal_divide, decimal_multiply
         from kernels.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
                                     window_sum_float, window_sum_words)
     except ImportError as exc:
@@ -76,5 +78,5 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            # window functions over sorted partitions
            "segment_bounds", "range_frame", "window_count", "window_sum_float", "window_sum_words",
            "window_arg_extreme",
-           # exact DECIMAL division and multiplication (MySQL rounding, overflow reported)
-           "decimal_divide", "decimal_multiply"]
+           # exact DECIMAL /, DIV, % and * (MySQL rounding, overflow reported)
+           "decimal_divide", "decimal_multiply", "DECIMAL_DIVIDE", "DECIMAL_INT_DIVIDE", "DECIMAL_MOD"]

@@ -1,4 +1,4 @@
-"""Exact DECIMAL division and multiplication on decimal128 scaled integers (MySQL's rounding).
+"""Exact DECIMAL division (/, DIV, %) and multiplication on decimal128 scaled integers (MySQL's rules).
 
 Arrow's decimal kernels do not fit MySQL's rules: its division truncates instead of rounding and
 needs a result precision of p1 + p2 + 1 digits (past 38 a caller had to fall back to float64), its
@@ -15,11 +15,15 @@ integers; the tests hold both to Python's ``decimal`` module.
 cimport cython
 from libc.stdint cimport int64_t, uint8_t
 
-__all__ = ["decimal_divide", "decimal_multiply"]
+__all__ = ["decimal_divide", "decimal_multiply", "DIVIDE", "INT_DIVIDE", "MOD"]
+
+# decimal_divide's operations: a / b rounded half away from zero; a DIV b truncated toward zero;
+# a % b with the sign of a
+DIVIDE, INT_DIVIDE, MOD = 0, 1, 2
 
 cdef extern from "canopy_decimal.h" nogil:
     int64_t cd_divide_words(const int64_t *a, int64_t a_step, const int64_t *b, int64_t b_step,
-                            int64_t n, int sa, int sb, int precision, int64_t *out, uint8_t *valid)
+                            int64_t n, int sa, int sb, int op, int precision, int64_t *out, uint8_t *valid)
     int64_t cd_multiply_words(const int64_t *a, int64_t a_step, const int64_t *b, int64_t b_step,
                               int64_t n, int down, int precision, int64_t *out, const uint8_t *valid)
 
@@ -41,8 +45,10 @@ cdef _check(const int64_t[::1] a, Py_ssize_t a_step, const int64_t[::1] b, Py_ss
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def decimal_divide(const int64_t[::1] a, Py_ssize_t a_step, const int64_t[::1] b, Py_ssize_t b_step,
-                   int shift_a, int shift_b, int precision, int64_t[::1] out, uint8_t[::1] valid):
-    """Per row, ``round_half_away(a * 10**shift_a / (b * 10**shift_b))``.
+                   int shift_a, int shift_b, int op, int precision, int64_t[::1] out, uint8_t[::1] valid):
+    """Per row, ``round_half_away(a * 10**shift_a / (b * 10**shift_b))`` (``op`` DIVIDE), the
+    quotient truncated toward zero (INT_DIVIDE), or the remainder of that truncated division,
+    with the sign of ``a`` (MOD).
 
     Parameters
     ----------
@@ -51,7 +57,9 @@ def decimal_divide(const int64_t[::1] a, Py_ssize_t a_step, const int64_t[::1] b
     a_step, b_step : {0, 1}
     shift_a, shift_b : int
         Powers of ten (0..76) that bring the quotient to the result's scale: for a result scale
-        ``s``, ``shift_a - shift_b = s - s_a + s_b``.
+        ``s``, ``shift_a - shift_b = s - s_a + s_b``; for MOD, those that bring both operands to
+        the result's scale.
+    op : {DIVIDE, INT_DIVIDE, MOD}
     precision : int
         The result's digits: a quotient of magnitude ``10**precision`` or more is an overflow.
     out : ndarray[int64]
@@ -62,17 +70,19 @@ def decimal_divide(const int64_t[::1] a, Py_ssize_t a_step, const int64_t[::1] b
     Returns
     -------
     int
-        -1, or the first row whose quotient does not fit (later rows are not computed).
+        -1, or the first row whose result does not fit (later rows are not computed).
     """
     _check(a, a_step, b, b_step, out, valid, precision)
     if not (0 <= shift_a <= 76 and 0 <= shift_b <= 76):
         raise ValueError(f"shifts must be within 0..76, not {shift_a}, {shift_b}")
+    if op not in (DIVIDE, INT_DIVIDE, MOD):
+        raise ValueError(f"op must be DIVIDE, INT_DIVIDE or MOD, not {op}")
     cdef Py_ssize_t n = valid.shape[0]
     cdef int64_t result
     if n == 0:
         return -1
     with nogil:
-        result = cd_divide_words(&a[0], a_step, &b[0], b_step, n, shift_a, shift_b, precision,
+        result = cd_divide_words(&a[0], a_step, &b[0], b_step, n, shift_a, shift_b, op, precision,
                                  &out[0], &valid[0])
     return result
 

@@ -1,9 +1,11 @@
 """Exact DECIMAL division and multiplication with MySQL's result types, on the 128-bit kernels.
 
-``divide(a, b, rt)`` and ``multiply(a, b, rt)`` take decimal128 operands (arrays or scalars) and
-return a decimal128 of the result type ``rt`` (chosen by ``engine.types.arithmetic_type``): the
-exact quotient or product rounded half away from zero to ``rt``'s scale, NULL where an operand is
-NULL or a divisor is 0, and :class:`DecimalOverflow` when a value does not fit ``rt``'s precision.
+``divide(a, b, rt)``, ``multiply(a, b, rt)`` and ``mod(a, b, rt)`` take decimal128 operands (arrays
+or scalars) and return a decimal128 of the result type ``rt`` (chosen by
+``engine.types.arithmetic_type``): the exact quotient, product or remainder, rounded half away from
+zero to ``rt``'s scale, NULL where an operand is NULL or a divisor is 0, and
+:class:`DecimalOverflow` when a value does not fit ``rt``'s precision. ``int_divide`` is SQL's DIV:
+the quotient truncated to a BIGINT.
 The per-row work is ``kernels.decimal_divide`` / ``kernels.decimal_multiply``; this module only
 moves Arrow buffers in and out.
 """
@@ -51,13 +53,13 @@ def _valid(n: int, *operands: Operand) -> np.ndarray:
     return valid
 
 
-def _run(kernel, a: Operand, b: Operand, rt: pa.Decimal128Type, *shifts: int) -> Operand:
+def _run(kernel, a: Operand, b: Operand, rt: pa.Decimal128Type, *arguments: int) -> Operand:
     scalar = isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar)
     n = 1 if scalar else len(a if not isinstance(a, pa.Scalar) else b)
     (wa, step_a), (wb, step_b) = _words(a), _words(b)
     valid = _valid(n, a, b)
     out = np.zeros(2 * n, dtype=np.int64)
-    first = kernel(wa, step_a, wb, step_b, *shifts, rt.precision, out, valid)
+    first = kernel(wa, step_a, wb, step_b, *arguments, rt.precision, out, valid)
     if first >= 0:
         raise DecimalOverflow(f"DECIMAL value is out of range: the result does not fit DECIMAL"
                               f"({rt.precision},{rt.scale})")
@@ -90,10 +92,29 @@ def narrow_sum(values, scale: int):
         raise DecimalOverflow("DECIMAL value is out of range: a SUM does not fit DECIMAL(38)") from None
 
 
+def _quotient(a: Operand, b: Operand, rt: pa.Decimal128Type, op: int) -> Operand:
+    shift = rt.scale - a.type.scale + b.type.scale          # quotient = a * 10**shift / b, scaled
+    return _run(kernels.decimal_divide, a, b, rt, max(shift, 0), max(-shift, 0), op)
+
+
 def divide(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
     """``a / b`` rounded half away to ``rt.scale``; NULL where ``b`` is 0."""
-    shift = rt.scale - a.type.scale + b.type.scale          # quotient = a * 10**shift / b, scaled
-    return _run(kernels.decimal_divide, a, b, rt, max(shift, 0), max(-shift, 0))
+    return _quotient(a, b, rt, kernels.DECIMAL_DIVIDE)
+
+
+def int_divide(a: Operand, b: Operand) -> Operand:
+    """``a DIV b``: the exact quotient truncated toward zero, as int64 (a BIGINT overflow raises)."""
+    quotient = _quotient(a, b, pa.decimal128(38, 0), kernels.DECIMAL_INT_DIVIDE)
+    try:
+        return quotient.cast(pa.int64())
+    except pa.ArrowInvalid:
+        raise DecimalOverflow("BIGINT value is out of range: the quotient of DIV") from None
+
+
+def mod(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
+    """``a % b`` at ``rt.scale`` (the larger operand scale), with the sign of ``a``."""
+    return _run(kernels.decimal_divide, a, b, rt, rt.scale - a.type.scale, rt.scale - b.type.scale,
+                kernels.DECIMAL_MOD)
 
 
 def multiply(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
@@ -104,4 +125,4 @@ def multiply(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
     return _run(kernels.decimal_multiply, a, b, rt, down)
 
 
-__all__ = ["DecimalOverflow", "divide", "multiply", "widen_for_sum", "narrow_sum"]
+__all__ = ["DecimalOverflow", "divide", "int_divide", "mod", "multiply", "widen_for_sum", "narrow_sum"]

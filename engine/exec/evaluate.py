@@ -19,6 +19,7 @@ import kernels
 from engine.exec import decimal64, decimal128
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
+from engine import types as T
 from engine.types import MAX_DECIMAL_PRECISION, SqlType
 
 Datum = Union[pa.Array, pa.ChunkedArray, pa.Scalar]
@@ -206,22 +207,27 @@ def _divide(expr, a, b):
 
 @function("int_divide")
 def _int_divide(expr, a, b):
-    b = _null_if_zero(b)
-    q = pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))
-    return pc.trunc(q).cast(pa.int64())
+    if _is_inexact(a) or _is_inexact(b):
+        q = pc.divide(a.cast(pa.float64()), _null_if_zero(b).cast(pa.float64()))
+        return pc.trunc(q).cast(pa.int64())
+    return decimal128.int_divide(_whole(_decimal_operand(a)), _whole(_decimal_operand(b)))
 
 
 @function("mod")
 def _mod(expr, a, b):
     rt = expr.type
-    b = _null_if_zero(b)
-    if rt.kind == "int":
-        a, b = _as_type(a, rt), _as_type(b, rt)
-        q = pc.trunc(pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))).cast(pa.int64())
-        return pc.subtract(a, pc.multiply(q, b))
-    af, bf = a.cast(pa.float64()), b.cast(pa.float64())
-    r = pc.subtract(af, pc.multiply(pc.trunc(pc.divide(af, bf)), bf))
-    return r if rt.kind == "float" else _round_to_decimal(r, rt)
+    if rt.kind == "float":
+        af, bf = a.cast(pa.float64()), _null_if_zero(b).cast(pa.float64())
+        return pc.subtract(af, pc.multiply(pc.trunc(pc.divide(af, bf)), bf))
+    # exact: integers as DECIMAL(19, 0), the remainder at the larger scale, the sign of a
+    a, b = _whole(_decimal_operand(a)), _whole(_decimal_operand(b))
+    exact = rt if rt.kind == "decimal" else T.as_decimal(rt)
+    remainder = decimal128.mod(a, b, exact.to_arrow())
+    return remainder if rt.kind == "decimal" else remainder.cast(rt.to_arrow())
+
+
+def _is_inexact(d: Datum) -> bool:
+    return pa.types.is_floating(d.type) or pa.types.is_string(d.type)
 
 
 @function("negate")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["decimal_divide", "decimal_multiply"]
+__all__ = ["decimal_divide", "decimal_multiply", "DIVIDE", "INT_DIVIDE", "MOD"]
+
+DIVIDE, INT_DIVIDE, MOD = 0, 1, 2
 
 
 def _ints(words: np.ndarray, step: int, n: int) -> np.ndarray:
@@ -23,13 +25,17 @@ def _store(values: np.ndarray, out: np.ndarray, rows: np.ndarray) -> None:
     out[2 * rows + 1] = high
 
 
-def _round_div(n: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """round_half_away(n / d) elementwise (d != 0)."""
+def _round_div(n: np.ndarray, d: np.ndarray, op: int = DIVIDE) -> np.ndarray:
+    """round_half_away(n / d) elementwise (d != 0), truncated (INT_DIVIDE), or the remainder with
+    the sign of n (MOD)."""
     if len(n) == 0:
         return n
     un, ud = np.abs(n), np.abs(d)
     q = un // ud
-    q = q + (2 * (un - q * ud) >= ud)
+    if op == MOD:
+        return np.where(n < 0, -(un - q * ud), un - q * ud)
+    if op == DIVIDE:
+        q = q + (2 * (un - q * ud) >= ud)
     return np.where((n < 0) != (d < 0), -q, q)
 
 
@@ -38,13 +44,13 @@ def _first_overflow(values: np.ndarray, rows: np.ndarray, precision: int) -> int
     return int(bad[0]) if len(bad) else -1
 
 
-def decimal_divide(a, a_step, b, b_step, shift_a, shift_b, precision, out, valid) -> int:
+def decimal_divide(a, a_step, b, b_step, shift_a, shift_b, op, precision, out, valid) -> int:
     n = len(valid)
     x, y = _ints(a, a_step, n), _ints(b, b_step, n)
     valid[(y == 0).astype(bool)] = 0
     rows = np.flatnonzero(valid)
     q = np.zeros(n, dtype=object)
-    q[rows] = _round_div(x[rows] * 10 ** shift_a, y[rows] * 10 ** shift_b)
+    q[rows] = _round_div(x[rows] * 10 ** shift_a, y[rows] * 10 ** shift_b, op)
     first = _first_overflow(q, rows, precision)
     _store(q, out, rows[rows < first] if first >= 0 else rows)
     return first

@@ -107,32 +107,34 @@ static inline cd_u256 cd_u256_divmod(cd_u256 n, cd_u256 d, cd_u256 *rem) {
     return q;
 }
 
-/* round_half_away(n / d) into *out; returns 0 when the quotient does not fit below 2**128 */
-static inline int cd_u256_div_round(cd_u256 n, cd_u256 d, cd_u128 *out) {
+/* n / d rounded half away from zero (or truncated when !round) into *out; returns 0 when the
+ * quotient does not fit below 2**128 */
+static inline int cd_u256_div_round(cd_u256 n, cd_u256 d, int round, cd_u128 *out) {
     cd_u256 r;
     cd_u256 q = cd_u256_divmod(n, d, &r);
-    if (cd_u256_cmp(r, cd_u256_sub(d, r)) >= 0) q = cd_u256_add_small(q, 1);   /* 2r >= d */
+    if (round && cd_u256_cmp(r, cd_u256_sub(d, r)) >= 0) q = cd_u256_add_small(q, 1);   /* 2r >= d */
     if (q.hi != 0) return 0;
     *out = q.lo;
     return 1;
 }
 
 /* --- the operations ------------------------------------------------------------------------ */
-/* round_half_away(a * 10**sa / (b * 10**sb)) into *out (b != 0). Returns 0 when the magnitude of
- * the result is at least `limit` (the result precision's 10**p) or the intermediate overflows. */
-static inline int cd_divide(cd_i128 a, cd_i128 b, int sa, int sb, cd_u128 limit, cd_i128 *out) {
+/* round_half_away(a * 10**sa / (b * 10**sb)) into *out (b != 0), or the quotient truncated toward
+ * zero when !round (SQL's DIV). Returns 0 when the magnitude of the result is at least `limit`
+ * (the result precision's 10**p) or the intermediate overflows. */
+static inline int cd_divide(cd_i128 a, cd_i128 b, int sa, int sb, int round, cd_u128 limit, cd_i128 *out) {
     int negative = (a < 0) != (b < 0);
     cd_u128 ua = cd_abs(a), ub = cd_abs(b), n, d, q;
     if (sa <= 38 && sb <= 38 && !__builtin_mul_overflow(ua, cd_pow10(sa), &n)
             && !__builtin_mul_overflow(ub, cd_pow10(sb), &d)) {
         q = n / d;
         cd_u128 r = n - q * d;
-        if (r >= d - r) q++;                                                  /* 2r >= d */
+        if (round && r >= d - r) q++;                                         /* 2r >= d */
     } else {
         cd_u256 wn = {0, ua}, wd = {0, ub};
         if (!cd_u256_scale10(&wn, sa)) return 0;
         if (!cd_u256_scale10(&wd, sb)) { *out = 0; return 1; }        /* |a| < 2**128 << divisor */
-        if (!cd_u256_div_round(wn, wd, &q)) return 0;
+        if (!cd_u256_div_round(wn, wd, round, &q)) return 0;
     }
     if (q >= limit) return 0;
     *out = negative ? -(cd_i128)q : (cd_i128)q;
@@ -151,19 +153,41 @@ static inline int cd_multiply(cd_i128 a, cd_i128 b, int down, cd_u128 limit, cd_
     } else {
         cd_u256 wp = cd_mul_u128(ua, ub), wd = {0, 1};
         if (!cd_u256_scale10(&wd, down)) { *out = 0; return 1; }      /* product < 2**256 << 10**down */
-        if (!cd_u256_div_round(wp, wd, &q)) return 0;
+        if (!cd_u256_div_round(wp, wd, 1, &q)) return 0;
     }
     if (q >= limit) return 0;
     *out = negative ? -(cd_i128)q : (cd_i128)q;
     return 1;
 }
 
+/* (a * 10**sa) mod (b * 10**sb) into *out (b != 0), with the sign of a (MySQL's %: truncated
+ * division). Returns 0 when the remainder does not fit below `limit`. */
+static inline int cd_mod(cd_i128 a, cd_i128 b, int sa, int sb, cd_u128 limit, cd_i128 *out) {
+    cd_u128 ua = cd_abs(a), ub = cd_abs(b), n, d, r;
+    if (sa <= 38 && sb <= 38 && !__builtin_mul_overflow(ua, cd_pow10(sa), &n)
+            && !__builtin_mul_overflow(ub, cd_pow10(sb), &d)) {
+        r = n % d;
+    } else {
+        cd_u256 wn = {0, ua}, wd = {0, ub}, wr;
+        if (!cd_u256_scale10(&wn, sa)) return 0;
+        if (!cd_u256_scale10(&wd, sb)) return 0;
+        cd_u256_divmod(wn, wd, &wr);
+        if (wr.hi != 0) return 0;
+        r = wr.lo;
+    }
+    if (r >= limit) return 0;
+    *out = a < 0 ? -(cd_i128)r : (cd_i128)r;
+    return 1;
+}
+
 /* --- loops over arrays of words ----------------------------------------------------------- */
+enum { CD_DIVIDE = 0, CD_INT_DIVIDE = 1, CD_MOD = 2 };      /* /, DIV (truncated), % */
+
 /* `a` and `b` hold two words per row (a step of 0 repeats one value: a scalar operand); `valid`
  * has one byte per row, 0 for a row left alone (a NULL operand). Both loops write `out` (two words
  * per row) and return -1, or the first row whose result does not fit (the rest is left unwritten). */
 static inline int64_t cd_divide_words(const int64_t *a, int64_t a_step, const int64_t *b, int64_t b_step,
-                                      int64_t n, int sa, int sb, int precision, int64_t *out,
+                                      int64_t n, int sa, int sb, int op, int precision, int64_t *out,
                                       uint8_t *valid) {
     cd_u128 limit = cd_pow10(precision);
     cd_i128 q;
@@ -171,7 +195,9 @@ static inline int64_t cd_divide_words(const int64_t *a, int64_t a_step, const in
         if (!valid[i]) continue;
         cd_i128 y = cd_load(b + 2 * i * b_step);
         if (y == 0) { valid[i] = 0; continue; }              /* MySQL: x / 0 is NULL */
-        if (!cd_divide(cd_load(a + 2 * i * a_step), y, sa, sb, limit, &q)) return i;
+        int fits = op == CD_MOD ? cd_mod(cd_load(a + 2 * i * a_step), y, sa, sb, limit, &q)
+                                : cd_divide(cd_load(a + 2 * i * a_step), y, sa, sb, op == CD_DIVIDE, limit, &q);
+        if (!fits) return i;
         cd_store(out + 2 * i, q);
     }
     return -1;

@@ -1,4 +1,4 @@
-"""kernels.decimal_divide / decimal_multiply (compiled and reference), through
+"""kernels.decimal_divide (/, DIV, %) / decimal_multiply (compiled and reference), through
 engine.exec.decimal128, against Python's ``decimal`` module: random DECIMAL(p, s) operands with
 nulls, zeros, scalars and the extreme values of 38 digits, results rounded half away from zero to
 MySQL's result types (engine.types.arithmetic_type), and overflow reported, never wrapped."""
@@ -25,6 +25,8 @@ def impl(request, monkeypatch):
     module = IMPLEMENTATIONS[request.param]
     monkeypatch.setattr(kernels, "decimal_divide", module.decimal_divide)
     monkeypatch.setattr(kernels, "decimal_multiply", module.decimal_multiply)
+    for op in ("DIVIDE", "INT_DIVIDE", "MOD"):
+        monkeypatch.setattr(kernels, f"DECIMAL_{op}", getattr(module, op))
     return request.param
 
 
@@ -46,9 +48,12 @@ def _operand(values, sql_type, as_scalar):
 
 
 def _expected(op, x, y, rt):
-    if x is None or y is None or (op == "/" and y == 0):
+    if x is None or y is None or (op in ("/", "%", "DIV") and y == 0):
         return None
-    exact = EXACT.divide(x, y) if op == "/" else EXACT.multiply(x, y)
+    if op == "DIV":                      # Decimal's // truncates toward zero, as DIV
+        quotient = int(EXACT.divide_int(x, y))
+        return quotient if -2 ** 63 <= quotient < 2 ** 63 else OverflowError
+    exact = {"/": EXACT.divide, "*": EXACT.multiply, "%": EXACT.remainder}[op](x, y)
     value = exact.quantize(Decimal(1).scaleb(-rt.scale), rounding=decimal.ROUND_HALF_UP, context=EXACT)
     return value if value.copy_abs() < Decimal(10) ** (rt.precision - rt.scale) else OverflowError
 
@@ -58,10 +63,11 @@ def _check(op, a_column, b_column, a_scalar, b_scalar):
     n = 1 if a_scalar and b_scalar else max(1 if a_scalar else len(xs), 1 if b_scalar else len(ys))
     xs = (xs[:1] * n) if a_scalar else (xs * n)[:n]
     ys = (ys[:1] * n) if b_scalar else (ys * n)[:n]
-    rt = T.arithmetic_type(op, ta, tb)
+    rt = T.arithmetic_type(op, ta, tb) if op != "DIV" else T.BIGINT
     a, b = _operand(xs, ta, a_scalar), _operand(ys, tb, b_scalar)
     expected = [_expected(op, x, y, rt) for x, y in zip(xs, ys)]
-    compute = decimal128.divide if op == "/" else decimal128.multiply
+    compute = {"/": decimal128.divide, "*": decimal128.multiply, "%": decimal128.mod,
+               "DIV": lambda a, b, _: decimal128.int_divide(a, b)}[op]
     if OverflowError in expected:
         with pytest.raises(decimal128.DecimalOverflow, match="out of range"):
             compute(a, b, rt.to_arrow())
@@ -82,6 +88,18 @@ def test_divide_matches_python_decimal(impl, a, b, a_scalar, b_scalar):
 @given(a=decimal_columns(), b=decimal_columns(), a_scalar=st.booleans(), b_scalar=st.booleans())
 def test_multiply_matches_python_decimal(impl, a, b, a_scalar, b_scalar):
     _check("*", a, b, a_scalar, b_scalar)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=decimal_columns(), b=decimal_columns(), a_scalar=st.booleans(), b_scalar=st.booleans())
+def test_mod_matches_python_decimal(impl, a, b, a_scalar, b_scalar):
+    _check("%", a, b, a_scalar, b_scalar)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=decimal_columns(), b=decimal_columns(), a_scalar=st.booleans(), b_scalar=st.booleans())
+def test_int_divide_matches_python_decimal(impl, a, b, a_scalar, b_scalar):
+    _check("DIV", a, b, a_scalar, b_scalar)
 
 
 @pytest.mark.parametrize("x, y, expected", [
@@ -126,7 +144,10 @@ def test_overflow_is_an_error_not_a_wrap(impl):
 def test_kernels_check_their_arguments():
     words, out, valid = np.zeros(2, np.int64), np.zeros(2, np.int64), np.ones(1, np.uint8)
     with pytest.raises(ValueError, match="words"):
-        compiled.decimal_divide(words, 1, words, 1, 0, 0, 10, np.zeros(4, np.int64), np.ones(2, np.uint8))
+        compiled.decimal_divide(words, 1, words, 1, 0, 0, compiled.DIVIDE, 10, np.zeros(4, np.int64),
+                                np.ones(2, np.uint8))
+    with pytest.raises(ValueError, match="op"):
+        compiled.decimal_divide(words, 1, words, 1, 0, 0, 7, 10, out, valid)
     with pytest.raises(ValueError, match="precision"):
         compiled.decimal_multiply(words, 1, words, 1, 0, 39, out, valid)
     with pytest.raises(ValueError, match="step"):

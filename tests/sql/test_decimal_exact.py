@@ -109,8 +109,9 @@ def test_grouped_and_keyless_sum_avg_match_python(con, column, scale):
 
 
 def test_row_arithmetic_matches_python(con):
-    rows, _ = _rows(con, "SELECT id, a / 7, w / b, m * w, a * m, m / 3, b DIV 3, w / 0 FROM t ORDER BY id")
-    for r, (id_, a7, wb, mw, am, m3, bdiv3, w0) in zip(con.rows, rows):
+    rows, _ = _rows(con, "SELECT id, a / 7, w / b, m * w, a * m, m / 3, b DIV 3, w / 0, a DIV 7, a % 7, "
+                         "w % m, w DIV m FROM t ORDER BY id")
+    for r, (id_, a7, wb, mw, am, m3, bdiv3, w0, adiv7, amod7, wmodm, wdivm) in zip(con.rows, rows):
         a, b, w, m = (None if r[c] is None else Decimal(r[c]) for c in "abwm")
         assert id_ == r["id"]
         assert a7 == (None if a is None else q(EXACT.divide(a, 7), 4))
@@ -120,6 +121,10 @@ def test_row_arithmetic_matches_python(con):
         assert m3 == q(EXACT.divide(m, 3), 6)
         assert bdiv3 == (None if b is None else int(b / 3))
         assert w0 is None
+        assert adiv7 == (None if a is None else int(EXACT.divide_int(a, 7)))
+        assert amod7 == (None if a is None else int(EXACT.remainder(a, 7)))
+        assert wmodm == (None if w is None or not m else EXACT.remainder(w, m))
+        assert wdivm == (None if w is None or not m else int(EXACT.divide_int(w, m)))
 
 
 @pytest.mark.parametrize("sql", [
