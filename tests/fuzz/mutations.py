@@ -209,9 +209,57 @@ def change_clauses(tree, rng, schema) -> Optional[str]:
     return f"changed {choice}"
 
 
+def add_window(tree, rng, schema) -> Optional[str]:
+    """A select item over a window: a running aggregate, a rank or a lag, partitioned and ordered by
+    columns in reach."""
+    select = _pick(rng, list(tree.find_all(exp.Select)))
+    columns = list(_columns_in_reach(tree, schema))
+    if select is None or not columns:
+        return None
+    a, b, c = (rng.choice(columns) for _ in range(3))
+    call = rng.choice([f"SUM({a})", "COUNT(*)", f"MIN({a})", "ROW_NUMBER()", "RANK()", f"LAG({a}, 2)",
+                       f"AVG({a})", f"FIRST_VALUE({a})", "NTILE(3)", f"LEAD({a})"])
+    frame = rng.choice(["", " ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", " ROWS UNBOUNDED PRECEDING"])
+    text = f"{call} OVER (PARTITION BY {b} ORDER BY {c}{frame if 'ROW' not in call and 'RANK' not in call else ''})"
+    select.append("expressions", _parse(f"SELECT {text}").expressions[0])
+    return f"window {text}"
+
+
+def set_operation(tree, rng, schema) -> Optional[str]:
+    """The query made ``SELECT * FROM (q UNION [ALL] | INTERSECT | EXCEPT q') u``, q' a copy of q,
+    sometimes with fewer columns."""
+    if not isinstance(tree, exp.Select) or tree.args.get("with"):
+        return None
+    first, other = tree.copy(), tree.copy()
+    if rng.random() < 0.5:
+        other.set("expressions", other.expressions[:1])        # a column count that differs
+    kind = rng.choice([exp.Union, exp.Intersect, exp.Except])
+    distinct = rng.random() < 0.5
+    combined = kind(this=first, expression=other, distinct=distinct)
+    from_key = "from_" if "from_" in exp.Select.arg_types else "from"       # sqlglot >= 28 says from_
+    for clause in [k for k in tree.args if k != "expressions"]:
+        tree.set(clause, None)
+    tree.set("expressions", [exp.Star()])
+    tree.set(from_key, exp.From(this=exp.Subquery(this=combined, alias=exp.TableAlias(this=exp.to_identifier("u")))))
+    return f"{kind.__name__}{'' if distinct else ' ALL'}"
+
+
+def order_by(tree, rng, schema) -> Optional[str]:
+    """ORDER BY a column in reach, an expression of one, or a select-list position (maybe past the end)."""
+    select = _pick(rng, list(tree.find_all(exp.Select)))
+    columns = list(_columns_in_reach(tree, schema))
+    if select is None or not columns:
+        return None
+    key = rng.choice([rng.choice(columns), f"{rng.choice(columns)} + 1", str(rng.randint(0, 12)), "NULL",
+                      f"CONCAT({rng.choice(columns)}, 'x') DESC"])
+    select.set("order", _parse(f"SELECT 1 ORDER BY {key}").args["order"])
+    return f"ORDER BY {key}"
+
+
 MUTATIONS: list[Callable] = [swap_and_or, drop_predicate, duplicate_predicate, negate, change_comparison,
                              change_arithmetic, change_literal, cast_something, wrap_in_function, swap_column,
-                             change_aggregate, nest_subquery, change_join, change_clauses]
+                             change_aggregate, nest_subquery, change_join, change_clauses, add_window,
+                             set_operation, order_by]
 
 
 def _in_group_or_order(node: exp.Expression) -> bool:
