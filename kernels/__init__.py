@@ -29,6 +29,8 @@ if _choice == "reference":
     from kernels.reference.strings import char_length, substring, substring_length
     from kernels.reference.decimals import DIVIDE as DECIMAL_DIVIDE, INT_DIVIDE as DECIMAL_INT_DIVIDE
     from kernels.reference.decimals import MOD as DECIMAL_MOD, decimal_divide, decimal_multiply
+    from kernels.reference.decimals import (CEILING_DIVIDE as DECIMAL_CEILING_DIVIDE,
+                                            FLOOR_DIVIDE as DECIMAL_FLOOR_DIVIDE)
     from kernels.reference.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
                                           window_sum_float, window_sum_words)
 elif _choice == "compiled":
@@ -46,6 +48,8 @@ elif _choice == "compiled":
         from kernels.strings import char_length, substring, substring_length
         from kernels.decimals import DIVIDE as DECIMAL_DIVIDE, INT_DIVIDE as DECIMAL_INT_DIVIDE
         from kernels.decimals import MOD as DECIMAL_MOD, decimal_divide, decimal_multiply
+        from kernels.decimals import (CEILING_DIVIDE as DECIMAL_CEILING_DIVIDE,
+                                      FLOOR_DIVIDE as DECIMAL_FLOOR_DIVIDE)
         from kernels.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
                                     window_sum_float, window_sum_words)
     except ImportError as exc:
@@ -79,4 +83,5 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            "segment_bounds", "range_frame", "window_count", "window_sum_float", "window_sum_words",
            "window_arg_extreme",
            # exact DECIMAL /, DIV, % and * (MySQL rounding, overflow reported)
-           "decimal_divide", "decimal_multiply", "DECIMAL_DIVIDE", "DECIMAL_INT_DIVIDE", "DECIMAL_MOD"]
+           "decimal_divide", "decimal_multiply", "DECIMAL_DIVIDE", "DECIMAL_INT_DIVIDE", "DECIMAL_MOD",
+           "DECIMAL_FLOOR_DIVIDE", "DECIMAL_CEILING_DIVIDE"]

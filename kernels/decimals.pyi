@@ -9,6 +9,8 @@ Bytes = npt.NDArray[np.uint8]
 DIVIDE: int
 INT_DIVIDE: int
 MOD: int
+FLOOR_DIVIDE: int
+CEILING_DIVIDE: int
 
 def decimal_divide(a: Words, a_step: int, b: Words, b_step: int, shift_a: int, shift_b: int, op: int,
                    precision: int, out: Words, valid: Bytes) -> int: ...

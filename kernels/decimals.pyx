@@ -15,11 +15,12 @@ integers; the tests hold both to Python's ``decimal`` module.
 cimport cython
 from libc.stdint cimport int64_t, uint8_t
 
-__all__ = ["decimal_divide", "decimal_multiply", "DIVIDE", "INT_DIVIDE", "MOD"]
+__all__ = ["decimal_divide", "decimal_multiply", "DIVIDE", "INT_DIVIDE", "MOD", "FLOOR_DIVIDE",
+           "CEILING_DIVIDE"]
 
-# decimal_divide's operations: a / b rounded half away from zero; a DIV b truncated toward zero;
-# a % b with the sign of a
-DIVIDE, INT_DIVIDE, MOD = 0, 1, 2
+# decimal_divide's operations (kernels/src/canopy_decimal.h): a / b rounded half away from zero;
+# a DIV b truncated toward zero; a % b with the sign of a; a / b rounded down or up (FLOOR, CEILING)
+DIVIDE, INT_DIVIDE, MOD, FLOOR_DIVIDE, CEILING_DIVIDE = 0, 1, 2, 3, 4
 
 cdef extern from "canopy_decimal.h" nogil:
     int64_t cd_divide_words(const int64_t *a, int64_t a_step, const int64_t *b, int64_t b_step,
@@ -47,8 +48,8 @@ cdef _check(const int64_t[::1] a, Py_ssize_t a_step, const int64_t[::1] b, Py_ss
 def decimal_divide(const int64_t[::1] a, Py_ssize_t a_step, const int64_t[::1] b, Py_ssize_t b_step,
                    int shift_a, int shift_b, int op, int precision, int64_t[::1] out, uint8_t[::1] valid):
     """Per row, ``round_half_away(a * 10**shift_a / (b * 10**shift_b))`` (``op`` DIVIDE), the
-    quotient truncated toward zero (INT_DIVIDE), or the remainder of that truncated division,
-    with the sign of ``a`` (MOD).
+    quotient truncated toward zero (INT_DIVIDE), toward minus or plus infinity (FLOOR_DIVIDE,
+    CEILING_DIVIDE), or the remainder of the truncated division, with the sign of ``a`` (MOD).
 
     Parameters
     ----------
@@ -59,7 +60,7 @@ def decimal_divide(const int64_t[::1] a, Py_ssize_t a_step, const int64_t[::1] b
         Powers of ten (0..76) that bring the quotient to the result's scale: for a result scale
         ``s``, ``shift_a - shift_b = s - s_a + s_b``; for MOD, those that bring both operands to
         the result's scale.
-    op : {DIVIDE, INT_DIVIDE, MOD}
+    op : {DIVIDE, INT_DIVIDE, MOD, FLOOR_DIVIDE, CEILING_DIVIDE}
     precision : int
         The result's digits: a quotient of magnitude ``10**precision`` or more is an overflow.
     out : ndarray[int64]
@@ -75,8 +76,8 @@ def decimal_divide(const int64_t[::1] a, Py_ssize_t a_step, const int64_t[::1] b
     _check(a, a_step, b, b_step, out, valid, precision)
     if not (0 <= shift_a <= 76 and 0 <= shift_b <= 76):
         raise ValueError(f"shifts must be within 0..76, not {shift_a}, {shift_b}")
-    if op not in (DIVIDE, INT_DIVIDE, MOD):
-        raise ValueError(f"op must be DIVIDE, INT_DIVIDE or MOD, not {op}")
+    if op not in (DIVIDE, INT_DIVIDE, MOD, FLOOR_DIVIDE, CEILING_DIVIDE):
+        raise ValueError(f"op must be one of DIVIDE, INT_DIVIDE, MOD, FLOOR_DIVIDE, CEILING_DIVIDE, not {op}")
     cdef Py_ssize_t n = valid.shape[0]
     cdef int64_t result
     if n == 0:

@@ -117,6 +117,32 @@ def mod(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
                 kernels.DECIMAL_MOD)
 
 
+_ONE = pa.scalar(decimal.Decimal(1), pa.decimal128(1, 0))
+
+
+def rescale(a: Operand, target: pa.Decimal128Type) -> Operand:
+    """``a`` at ``target``'s scale, rounded half away from zero (MySQL's CAST), checked against its
+    precision. (Arrow's own decimal round turns a value that outgrows its precision into 0.)"""
+    return divide(a, _ONE, target)
+
+
+def round_digits(a: Operand, digits: int, target: pa.Decimal128Type) -> Operand:
+    """SQL's ROUND(a, digits) of a decimal, half away from zero; ``digits`` < 0 rounds to tens,
+    hundreds, ... (ROUND(1250, -2) = 1300). The result has ``target``'s type."""
+    if digits >= 0:
+        return rescale(rescale(a, pa.decimal128(38, min(digits, a.type.scale))), target)
+    k = min(-digits, 38)
+    whole = pa.decimal128(38, 0)                # round(a / 10**k) in one rounding, then times 10**k
+    coarse = _run(kernels.decimal_divide, a, _ONE, whole, 0, a.type.scale + k, kernels.DECIMAL_DIVIDE)
+    return multiply(coarse, pa.scalar(decimal.Decimal(10 ** min(k, 37)), whole), whole).cast(target)
+
+
+def floor_or_ceiling(a: Operand, ceiling: bool) -> Operand:
+    """SQL's FLOOR / CEILING of a decimal, exact, as DECIMAL(38, 0)."""
+    op = kernels.DECIMAL_CEILING_DIVIDE if ceiling else kernels.DECIMAL_FLOOR_DIVIDE
+    return _run(kernels.decimal_divide, a, _ONE, pa.decimal128(38, 0), 0, a.type.scale, op)
+
+
 def multiply(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
     """``a * b`` rounded half away to ``rt.scale`` (below s_a + s_b only when MySQL caps it at 30)."""
     down = a.type.scale + b.type.scale - rt.scale
@@ -125,4 +151,4 @@ def multiply(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
     return _run(kernels.decimal_multiply, a, b, rt, down)
 
 
-__all__ = ["DecimalOverflow", "divide", "int_divide", "mod", "multiply", "widen_for_sum", "narrow_sum"]
+__all__ = ["DecimalOverflow", "divide", "int_divide", "mod", "multiply", "rescale", "round_digits", "floor_or_ceiling", "widen_for_sum", "narrow_sum"]

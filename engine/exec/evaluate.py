@@ -166,6 +166,14 @@ def _whole(d: Datum) -> Union[pa.Array, pa.Scalar]:
     return d.combine_chunks() if isinstance(d, pa.ChunkedArray) else d
 
 
+def _to_integer(whole: Datum, target: pa.DataType) -> Datum:
+    """Whole decimals to an integer (or decimal) type; one out of its range is an error, as MySQL's 1690."""
+    try:
+        return whole.cast(target)
+    except pa.ArrowInvalid:
+        raise decimal128.DecimalOverflow(f"{T.from_arrow(target)} value is out of range") from None
+
+
 def _round_to_decimal(values: Datum, rt: SqlType) -> Datum:
     return pc.round(values, ndigits=rt.scale, round_mode=HALF_AWAY).cast(rt.to_arrow())
 
@@ -407,8 +415,8 @@ def _cast(expr, a):
     if a.type == target:
         return a
     source = a.type
-    if pa.types.is_decimal(target) and pa.types.is_decimal(source) and source.scale > target.scale:
-        return pc.round(a, ndigits=target.scale, round_mode=HALF_AWAY).cast(target)
+    if pa.types.is_decimal(target) and pa.types.is_decimal(source):
+        return decimal128.rescale(_whole(a), target)        # rounded half away, checked
     if pa.types.is_decimal(target) and pa.types.is_floating(source):
         return pc.round(a, ndigits=target.scale, round_mode=HALF_AWAY).cast(target)
     spare_scale = min(18, MAX_DECIMAL_PRECISION - (target.precision - target.scale)) \
@@ -416,15 +424,16 @@ def _cast(expr, a):
     if pa.types.is_decimal(target) and pa.types.is_string(source) and target.scale < spare_scale:
         # parse with spare digits, then round: CAST('1.239' AS DECIMAL(5,2)) is 1.24 in MySQL
         wide = pa.decimal128(MAX_DECIMAL_PRECISION, spare_scale)
-        return pc.round(pc.utf8_trim_whitespace(a).cast(wide), ndigits=target.scale,
-                        round_mode=HALF_AWAY).cast(target)
+        return decimal128.rescale(_whole(pc.utf8_trim_whitespace(a).cast(wide)), target)
     if pa.types.is_string(source) and (pa.types.is_integer(target) or pa.types.is_floating(target)):
         return pc.utf8_trim_whitespace(a).cast(target)      # MySQL reads ' 42 ' as 42
     if pa.types.is_decimal(target) and pa.types.is_integer(source):
         # via the widest decimal: Arrow refuses int64 -> decimal(15,2) by type, even when values fit
         wide = pa.decimal128(MAX_DECIMAL_PRECISION, target.scale)
         return a.cast(wide).cast(target)
-    if pa.types.is_integer(target) and (pa.types.is_floating(source) or pa.types.is_decimal(source)):
+    if pa.types.is_integer(target) and pa.types.is_decimal(source):
+        return _to_integer(decimal128.rescale(_whole(a), pa.decimal128(38, 0)), target)
+    if pa.types.is_integer(target) and pa.types.is_floating(source):
         return pc.round(a, round_mode=HALF_AWAY).cast(target)
     if pa.types.is_string(target) and pa.types.is_decimal(source):
         return a.cast(target)
@@ -618,6 +627,8 @@ def _abs(expr, a):
 @function("round")
 def _round(expr, a, digits=None):
     nd = digits.as_py() if digits is not None else 0
+    if pa.types.is_decimal(a.type):
+        return decimal128.round_digits(_whole(a), nd, expr.type.to_arrow())
     # MySQL: exact values round half away from zero, doubles to nearest even (the C library's rint)
     result = pc.round(a, ndigits=nd, round_mode="half_to_even" if pa.types.is_floating(a.type) else HALF_AWAY)
     return result.cast(expr.type.to_arrow())
@@ -625,12 +636,16 @@ def _round(expr, a, digits=None):
 
 @function("floor")
 def _floor(expr, a):
-    return pc.floor(a.cast(pa.float64()) if pa.types.is_decimal(a.type) else a).cast(expr.type.to_arrow())
+    if pa.types.is_decimal(a.type):
+        return _to_integer(decimal128.floor_or_ceiling(_whole(a), ceiling=False), expr.type.to_arrow())
+    return pc.floor(a).cast(expr.type.to_arrow())
 
 
 @function("ceil")
 def _ceil(expr, a):
-    return pc.ceil(a.cast(pa.float64()) if pa.types.is_decimal(a.type) else a).cast(expr.type.to_arrow())
+    if pa.types.is_decimal(a.type):
+        return _to_integer(decimal128.floor_or_ceiling(_whole(a), ceiling=True), expr.type.to_arrow())
+    return pc.ceil(a).cast(expr.type.to_arrow())
 
 
 def _float_fn(name):

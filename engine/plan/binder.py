@@ -955,7 +955,8 @@ class Binder(FunctionBinding):
     def _bind_Neg(self, node, ctx) -> Expr:
         a = self.bind_expr(node.this, ctx)
         if isinstance(a, Literal) and a.value is not None and a.type.is_numeric:
-            return Literal(-a.value, a.type)
+            # copy_negate is exact; a Decimal's unary minus rounds to the context's 28 digits
+            return Literal(a.value.copy_negate() if isinstance(a.value, decimal.Decimal) else -a.value, a.type)
         return self._fold(Call("negate", (a,), a.type))
 
     def _bind_Not(self, node, ctx) -> Expr:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["decimal_divide", "decimal_multiply", "DIVIDE", "INT_DIVIDE", "MOD"]
+__all__ = ["decimal_divide", "decimal_multiply", "DIVIDE", "INT_DIVIDE", "MOD", "FLOOR_DIVIDE",
+           "CEILING_DIVIDE"]
 
-DIVIDE, INT_DIVIDE, MOD = 0, 1, 2
+DIVIDE, INT_DIVIDE, MOD, FLOOR_DIVIDE, CEILING_DIVIDE = 0, 1, 2, 3, 4
 
 
 def _ints(words: np.ndarray, step: int, n: int) -> np.ndarray:
@@ -26,17 +27,23 @@ def _store(values: np.ndarray, out: np.ndarray, rows: np.ndarray) -> None:
 
 
 def _round_div(n: np.ndarray, d: np.ndarray, op: int = DIVIDE) -> np.ndarray:
-    """round_half_away(n / d) elementwise (d != 0), truncated (INT_DIVIDE), or the remainder with
-    the sign of n (MOD)."""
+    """round_half_away(n / d) elementwise (d != 0), truncated (INT_DIVIDE), rounded down or up
+    (FLOOR_DIVIDE, CEILING_DIVIDE), or the remainder with the sign of n (MOD)."""
     if len(n) == 0:
         return n
     un, ud = np.abs(n), np.abs(d)
     q = un // ud
     if op == MOD:
         return np.where(n < 0, -(un - q * ud), un - q * ud)
+    negative = (n < 0) != (d < 0)
+    inexact = (un - q * ud) != 0
     if op == DIVIDE:
         q = q + (2 * (un - q * ud) >= ud)
-    return np.where((n < 0) != (d < 0), -q, q)
+    elif op == FLOOR_DIVIDE:
+        q = q + (negative & inexact)
+    elif op == CEILING_DIVIDE:
+        q = q + (~negative & inexact)
+    return np.where(negative, -q, q)
 
 
 def _first_overflow(values: np.ndarray, rows: np.ndarray, precision: int) -> int:

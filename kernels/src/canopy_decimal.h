@@ -107,34 +107,47 @@ static inline cd_u256 cd_u256_divmod(cd_u256 n, cd_u256 d, cd_u256 *rem) {
     return q;
 }
 
-/* n / d rounded half away from zero (or truncated when !round) into *out; returns 0 when the
- * quotient does not fit below 2**128 */
-static inline int cd_u256_div_round(cd_u256 n, cd_u256 d, int round, cd_u128 *out) {
+/* How a quotient's magnitude is rounded: half away from zero (/), toward zero (DIV), or toward
+ * minus / plus infinity (FLOOR, CEILING); `negative` is the quotient's sign. */
+enum { CD_HALF_AWAY = 0, CD_TRUNCATE = 1, CD_FLOOR = 3, CD_CEILING = 4 };
+
+static inline int cd_round_up(int mode, int negative, int half_or_more, int inexact) {
+    switch (mode) {
+        case CD_HALF_AWAY: return half_or_more;
+        case CD_FLOOR: return negative && inexact;
+        case CD_CEILING: return !negative && inexact;
+        default: return 0;
+    }
+}
+
+/* n / d rounded by `mode` into *out; returns 0 when the quotient does not fit below 2**128 */
+static inline int cd_u256_div_round(cd_u256 n, cd_u256 d, int mode, int negative, cd_u128 *out) {
     cd_u256 r;
     cd_u256 q = cd_u256_divmod(n, d, &r);
-    if (round && cd_u256_cmp(r, cd_u256_sub(d, r)) >= 0) q = cd_u256_add_small(q, 1);   /* 2r >= d */
+    if (cd_round_up(mode, negative, cd_u256_cmp(r, cd_u256_sub(d, r)) >= 0, r.hi != 0 || r.lo != 0))
+        q = cd_u256_add_small(q, 1);
     if (q.hi != 0) return 0;
     *out = q.lo;
     return 1;
 }
 
 /* --- the operations ------------------------------------------------------------------------ */
-/* round_half_away(a * 10**sa / (b * 10**sb)) into *out (b != 0), or the quotient truncated toward
- * zero when !round (SQL's DIV). Returns 0 when the magnitude of the result is at least `limit`
- * (the result precision's 10**p) or the intermediate overflows. */
-static inline int cd_divide(cd_i128 a, cd_i128 b, int sa, int sb, int round, cd_u128 limit, cd_i128 *out) {
+/* a * 10**sa / (b * 10**sb) rounded by `mode` (CD_HALF_AWAY for /, CD_TRUNCATE for DIV, ...) into
+ * *out (b != 0). Returns 0 when the magnitude of the result is at least `limit` (the result
+ * precision's 10**p) or the intermediate overflows. */
+static inline int cd_divide(cd_i128 a, cd_i128 b, int sa, int sb, int mode, cd_u128 limit, cd_i128 *out) {
     int negative = (a < 0) != (b < 0);
     cd_u128 ua = cd_abs(a), ub = cd_abs(b), n, d, q;
     if (sa <= 38 && sb <= 38 && !__builtin_mul_overflow(ua, cd_pow10(sa), &n)
             && !__builtin_mul_overflow(ub, cd_pow10(sb), &d)) {
         q = n / d;
         cd_u128 r = n - q * d;
-        if (round && r >= d - r) q++;                                         /* 2r >= d */
+        if (cd_round_up(mode, negative, r >= d - r, r != 0)) q++;             /* r >= d - r: 2r >= d */
     } else {
         cd_u256 wn = {0, ua}, wd = {0, ub};
         if (!cd_u256_scale10(&wn, sa)) return 0;
         if (!cd_u256_scale10(&wd, sb)) { *out = 0; return 1; }        /* |a| < 2**128 << divisor */
-        if (!cd_u256_div_round(wn, wd, round, &q)) return 0;
+        if (!cd_u256_div_round(wn, wd, mode, negative, &q)) return 0;
     }
     if (q >= limit) return 0;
     *out = negative ? -(cd_i128)q : (cd_i128)q;
@@ -153,7 +166,7 @@ static inline int cd_multiply(cd_i128 a, cd_i128 b, int down, cd_u128 limit, cd_
     } else {
         cd_u256 wp = cd_mul_u128(ua, ub), wd = {0, 1};
         if (!cd_u256_scale10(&wd, down)) { *out = 0; return 1; }      /* product < 2**256 << 10**down */
-        if (!cd_u256_div_round(wp, wd, 1, &q)) return 0;
+        if (!cd_u256_div_round(wp, wd, CD_HALF_AWAY, negative, &q)) return 0;
     }
     if (q >= limit) return 0;
     *out = negative ? -(cd_i128)q : (cd_i128)q;
@@ -181,7 +194,9 @@ static inline int cd_mod(cd_i128 a, cd_i128 b, int sa, int sb, cd_u128 limit, cd
 }
 
 /* --- loops over arrays of words ----------------------------------------------------------- */
-enum { CD_DIVIDE = 0, CD_INT_DIVIDE = 1, CD_MOD = 2 };      /* /, DIV (truncated), % */
+/* decimal_divide's operations: /, DIV, %, FLOOR and CEILING (of a / b); but for %, each is also
+ * the rounding mode cd_divide takes */
+enum { CD_DIVIDE = 0, CD_INT_DIVIDE = 1, CD_MOD = 2, CD_FLOOR_DIVIDE = 3, CD_CEILING_DIVIDE = 4 };
 
 /* `a` and `b` hold two words per row (a step of 0 repeats one value: a scalar operand); `valid`
  * has one byte per row, 0 for a row left alone (a NULL operand). Both loops write `out` (two words
@@ -196,7 +211,7 @@ static inline int64_t cd_divide_words(const int64_t *a, int64_t a_step, const in
         cd_i128 y = cd_load(b + 2 * i * b_step);
         if (y == 0) { valid[i] = 0; continue; }              /* MySQL: x / 0 is NULL */
         int fits = op == CD_MOD ? cd_mod(cd_load(a + 2 * i * a_step), y, sa, sb, limit, &q)
-                                : cd_divide(cd_load(a + 2 * i * a_step), y, sa, sb, op == CD_DIVIDE, limit, &q);
+                                : cd_divide(cd_load(a + 2 * i * a_step), y, sa, sb, op, limit, &q);
         if (!fits) return i;
         cd_store(out + 2 * i, q);
     }

@@ -25,7 +25,7 @@ def impl(request, monkeypatch):
     module = IMPLEMENTATIONS[request.param]
     monkeypatch.setattr(kernels, "decimal_divide", module.decimal_divide)
     monkeypatch.setattr(kernels, "decimal_multiply", module.decimal_multiply)
-    for op in ("DIVIDE", "INT_DIVIDE", "MOD"):
+    for op in ("DIVIDE", "INT_DIVIDE", "MOD", "FLOOR_DIVIDE", "CEILING_DIVIDE"):
         monkeypatch.setattr(kernels, f"DECIMAL_{op}", getattr(module, op))
     return request.param
 
@@ -100,6 +100,15 @@ def test_mod_matches_python_decimal(impl, a, b, a_scalar, b_scalar):
 @given(a=decimal_columns(), b=decimal_columns(), a_scalar=st.booleans(), b_scalar=st.booleans())
 def test_int_divide_matches_python_decimal(impl, a, b, a_scalar, b_scalar):
     _check("DIV", a, b, a_scalar, b_scalar)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=decimal_columns(), ceiling=st.booleans())
+def test_floor_and_ceiling_match_python_decimal(impl, a, ceiling):
+    values, t = a
+    got = decimal128.floor_or_ceiling(pa.array(values, t.to_arrow()), ceiling)
+    rounding = decimal.ROUND_CEILING if ceiling else decimal.ROUND_FLOOR
+    assert got.to_pylist() == [None if v is None else v.to_integral_value(rounding, EXACT) for v in values]
 
 
 @pytest.mark.parametrize("x, y, expected", [

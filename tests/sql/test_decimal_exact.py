@@ -171,3 +171,19 @@ def test_sums_that_fit_are_exact(huge):
         chosen = [Decimal(9 * 10 ** 37 - i) - offset for i in range(40) if i % 2 == g]
         assert total == sum(chosen)
         assert avg == q(EXACT.divide(sum(chosen), len(chosen)), 4)
+
+
+def test_casts_and_round_rescale_exactly(con):
+    """Arrow's decimal round turns a value that outgrows its own precision into 0 (9999999999999.99
+    rounded in a DECIMAL(15,2) array): casts and ROUND rescale on the kernels instead."""
+    con.execute("CREATE TABLE r (id BIGINT, m DECIMAL(15,2))")
+    con.execute("INSERT INTO r VALUES (1, 9999999999999.99), (2, -2.50), (3, 149.50), (4, 0.05)")
+    rows, _ = _rows(con, "SELECT CAST(m AS DECIMAL(16,0)), CAST(m AS SIGNED), ROUND(m), ROUND(m, 1), ROUND(m, -2), "
+                         "-98765432109876543210987654.3210, FLOOR(m), CEILING(m) FROM r ORDER BY id")
+    for (value,), row in zip([(Decimal("9999999999999.99"),), (Decimal("-2.50"),), (Decimal("149.50"),),
+                              (Decimal("0.05"),)], rows):
+        assert row == (q(value, 0), int(q(value, 0)), q(value, 0), q(value, 1),
+                       q(value.scaleb(-2), 0).scaleb(2), Decimal("-98765432109876543210987654.3210"),
+                       int(value.to_integral_value(decimal.ROUND_FLOOR)), int(value.to_integral_value(decimal.ROUND_CEILING)))
+    with pytest.raises(errors.DataError, match="out of range"):
+        _rows(con, "SELECT CAST(m AS DECIMAL(10,0)) FROM r")
