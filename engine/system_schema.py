@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from engine import collation
 from engine.catalog import Catalog, ColumnDef, TableDef
 from engine.types import BIGINT, DATETIME, TEXT, SqlType
 
@@ -164,7 +165,8 @@ def column_rows(catalog: Catalog) -> list[tuple]:
                          (t.scale if t.kind == "decimal" else 0 if t.kind == "int" else None) if t.is_numeric
                          else None,
                          0 if t.kind == "datetime" else None,
-                         "utf8mb4" if is_string else None, "utf8mb4_general_ci" if is_string else None,
+                         collation.charset_of(t.collation) if is_string else None,
+                         (t.collation or collation.DEFAULT) if is_string else None,
                          str(t).lower(), keys.get(column.name.lower(), ""), "", ""))
     return rows
 

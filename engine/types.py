@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import pyarrow as pa
@@ -31,6 +31,10 @@ class SqlType:
     precision: int = 0             # decimals
     scale: int = 0                 # decimals
     length: Optional[int] = None   # CHAR(n) / VARCHAR(n)
+    # strings: the collation declared (a column's COLLATE, an expression's COLLATE / BINARY), None for
+    # the server's default (engine/collation.py). Not part of type equality: a collation changes how
+    # values compare, not what they are or how they are stored.
+    collation: Optional[str] = field(default=None, compare=False)
 
     # -- classification ------------------------------------------------------------------------
     @property
@@ -57,6 +61,9 @@ class SqlType:
         if self.kind == "bool":
             return pa.bool_()
         return pa.null()
+
+    def with_collation(self, collation: Optional[str]) -> "SqlType":
+        return replace(self, collation=collation)
 
     def __str__(self) -> str:
         if self.kind == "decimal":

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.exec import decimal64, decimal128
+from engine.exec.collation_keys import collation_keys, list_keys
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
 from engine import types as T
@@ -321,6 +322,9 @@ def _in_list(expr, a):
     from engine.exec.kernel_filters import in_list_contains
 
     values, negated = expr.options
+    keyed = expr.args[0]
+    if isinstance(keyed, Call) and keyed.op == "collation_key":     # the list's values keyed alike
+        values = list_keys(tuple(values), *keyed.options)
     if not _is_scalar(a) and kernels.supports_in_list(a.type):
         # Bloom filter + hash set built once per list (cached), probed per batch; same NULL rules.
         found = in_list_contains(values, a)
@@ -393,7 +397,9 @@ def _coalesce(expr, *args):
 
 @function("nullif")
 def _nullif(expr, a, b):
-    return pc.if_else(pc.fill_null(pc.equal(a, b), False), pa.scalar(None, a.type), a)
+    equal = pc.equal(collation_keys(a, *expr.options), collation_keys(b, *expr.options)) if expr.options \
+        else pc.equal(a, b)
+    return pc.if_else(pc.fill_null(equal, False), pa.scalar(None, a.type), a)
 
 
 @function("greatest")
@@ -451,6 +457,17 @@ def _cast(expr, a):
 
 
 # --- strings --------------------------------------------------------------------------------------
+@function("collation_key")
+def _collation_key(expr, s):
+    name, pad = expr.options
+    return collation_keys(s, name, pad)
+
+
+@function("collate")
+def _collate(expr, s):
+    return s            # changes how the binder compares the value, not the value
+
+
 def _string_kernel(s: Datum, fn: Callable[[pa.Array], pa.Array], out_type: pa.DataType) -> Datum:
     """Apply a string kernel (Array -> Array of ``out_type``) to any string Datum: per chunk, to a
     scalar as a one-row array, to a dictionary array's values only (then taken by the indices)."""

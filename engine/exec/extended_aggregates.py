@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.exec import decimal128
+from engine.exec.collation_keys import collation_keys
 from engine.plan.expressions import AggCall
 
 F64 = pa.float64()
@@ -354,6 +355,38 @@ class GroupConcat(Whole):
         return [pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, pa.string()))]
 
 
+class CollatedExtreme(Function):
+    """MIN / MAX of strings under a _ci collation (``options`` = (collation,)): the value of one of the
+    group's rows whose collation key is smallest (largest), as MySQL returns a stored value, not a key.
+    The state is that value; merging picks among the partial values the same way."""
+
+    def __init__(self, largest: bool):
+        self.largest = largest
+
+    def states(self, call):
+        return [("value", call.type.to_arrow())]
+
+    def _pick(self, call, ids: np.ndarray, groups: int, values: pa.Array) -> pa.Array:
+        keep = np.asarray(pc.is_valid(values))
+        ids, values = ids[keep], values.filter(pa.array(keep))
+        keys = collation_keys(values, call.options[0])
+        order = _sorted_by_group(ids, groups, values, [keys], [self.largest])
+        ordered = ids[order]
+        first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ordered) else ordered
+        where = np.full(groups, -1, np.int64)
+        where[ordered[first]] = order[first]
+        return values.take(pa.array(where, mask=where < 0)).cast(call.type.to_arrow())
+
+    def update(self, call, ids, groups, args):
+        return [self._pick(call, ids, groups, args[0])]
+
+    def merge(self, call, ids, groups, states):
+        return [self._pick(call, ids, groups, states[0])]
+
+    def finish(self, call, states):
+        return states[0]
+
+
 FUNCTIONS: dict[str, Function] = {
     "var_samp": Moments(sample=True, root=False), "var_pop": Moments(sample=False, root=False),
     "stddev_samp": Moments(sample=True, root=True), "stddev_pop": Moments(sample=False, root=True),
@@ -362,6 +395,7 @@ FUNCTIONS: dict[str, Function] = {
     "approx_count_distinct": ApproxDistinct(),
     "median": Percentile(continuous=True), "percentile_cont": Percentile(continuous=True),
     "percentile_disc": Percentile(continuous=False), "group_concat": GroupConcat(),
+    "collated_min": CollatedExtreme(largest=False), "collated_max": CollatedExtreme(largest=True),
 }
 
 

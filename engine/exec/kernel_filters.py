@@ -15,6 +15,7 @@ evaluator's ``in_list`` (IN inside OR, CASE, a projection) shares the cache thro
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -22,6 +23,7 @@ from typing import Optional, Sequence
 import pyarrow as pa
 
 import kernels
+from engine.exec.collation_keys import collation_keys, list_keys
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, and_all, conjuncts
 from engine.storage.columnstore.encoding import decode_batch, decode_column
 
@@ -34,7 +36,9 @@ _COMPARABLE_KINDS = ("int", "float", "decimal", "date", "datetime", "string")
 @dataclass(frozen=True)
 class KernelPredicate:
     """One conjunct the kernels evaluate: ``kind`` is "compare" (``op`` a comparison or
-    "between"), "match" (``op`` a string match kind) or "in" ; ``negated`` wraps it in SQL NOT."""
+    "between"), "match" (``op`` a string match kind) or "in" ; ``negated`` wraps it in SQL NOT.
+    ``key`` (collation, pad): the conjunct compares the column's collation keys, computed per stored
+    dictionary entry (or run, or row of a plain column) before the kernel runs."""
 
     column: str
     kind: str
@@ -42,9 +46,12 @@ class KernelPredicate:
     args: tuple
     negated: bool
     source: Expr          # the conjunct(s) it stands for, evaluated instead if a kernel refuses
+    key: Optional[tuple] = None
 
     def evaluate(self, column: pa.Array) -> pa.Array:
         """The three-valued result over ``column`` (may raise TypeError: the caller falls back)."""
+        if self.key is not None:
+            column = collation_keys(column, *self.key)
         if self.kind == "compare":
             result = kernels.compare(column, self.op, *self.args)
         elif self.kind == "match":
@@ -69,6 +76,27 @@ def _like_match(pattern: str) -> Optional[tuple[str, str]]:
 
 
 def _kernel_predicate(expr: Expr) -> Optional[KernelPredicate]:
+    """The kernel conjunct of ``expr``; one on ``collation_key(column)`` runs on the column's keys."""
+    if isinstance(expr, Call) and expr.args:
+        keyed = [i for i, a in enumerate(expr.args) if _key_of(a, ColumnRef)]
+        if len(keyed) == 1:
+            key = expr.args[keyed[0]].options
+            args = tuple(a.args[0] if i == keyed[0] else
+                         Literal(collation_keys(pa.scalar(a.args[0].value, pa.string()), *key).as_py(), a.type)
+                         if _key_of(a, Literal) else a for i, a in enumerate(expr.args))
+            options = expr.options
+            if expr.op == "in_list":
+                options = (list_keys(tuple(options[0]), *key), options[1])
+            p = _plain_predicate(Call(expr.op, args, expr.type, options))
+            return None if p is None else dataclasses.replace(p, key=key, source=expr)
+    return _plain_predicate(expr)
+
+
+def _key_of(e: Expr, kind: type) -> bool:
+    return isinstance(e, Call) and e.op == "collation_key" and isinstance(e.args[0], kind)
+
+
+def _plain_predicate(expr: Expr) -> Optional[KernelPredicate]:
     if not isinstance(expr, Call):
         return None
     if expr.op in _COMPARISONS and len(expr.args) == 2:

@@ -246,7 +246,7 @@ class Estimator:
     # -- joins ----------------------------------------------------------------------------------------
     def _key_ndv(self, keys, plan: LogicalPlan) -> float:
         ndv = 1.0
-        for k in keys:
+        for k in map(_strip_collation, keys):
             ndv *= self.ndv(k.id, plan) if isinstance(k, ColumnRef) else self.rows(plan)
         return min(ndv, self.rows(plan))
 
@@ -258,6 +258,7 @@ class Estimator:
         # as independent and estimates lineitem x partsupp at 2,400 rows instead of 6M (TPC-H Q9).
         ndv_l, ndv_r = 1.0, 1.0
         for lk, rk in zip(left_keys, right_keys):
+            lk, rk = _strip_collation(lk), _strip_collation(rk)
             ndv_l *= self.ndv(lk.id, left) if isinstance(lk, ColumnRef) else self.rows(left)
             ndv_r *= self.ndv(rk.id, right) if isinstance(rk, ColumnRef) else self.rows(right)
         ndv_l = min(ndv_l, self.rows(left))
@@ -438,7 +439,7 @@ class Estimator:
 
     def _like(self, predicate: Call) -> float:
         """LIKE 'prefix%' is a range of the column's histogram; other patterns take the defaults."""
-        pattern = predicate.args[1]
+        pattern = _strip_cast(predicate.args[1])
         if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
             self._note("default")
             return 0.25
@@ -507,11 +508,17 @@ def _comparison(predicate: Expr):
     return None
 
 
+def _strip_collation(e: Expr) -> Expr:
+    return e.args[0] if isinstance(e, Call) and e.op == "collation_key" else e
+
+
 def _value(constant: Expr):
     return constant.value if isinstance(constant, Literal) and constant.value is not None else _Unknown()
 
 
 def _strip_cast(e: Expr) -> Expr:
-    while isinstance(e, Call) and e.op == "cast":
+    """``e`` under its CASTs and collation keys: a string compared by its collation key is estimated
+    from its stored values' statistics (a _ci key merges values that differ in case only: rare)."""
+    while isinstance(e, Call) and e.op in ("cast", "collation_key", "collate"):
         e = e.args[0]
     return e

@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from engine import types as T
 from engine.errors import BindError, UnsupportedError
+from engine.plan.bind_collation import is_string, keyed
 from engine.plan.expressions import ColumnRef, Expr, Literal, replace_columns
 from engine.plan.logical import (WINDOW_AGGREGATES,
                                  Field, FrameBound, LogicalPlan, Project, SortKey, Window, WindowCall,
@@ -113,7 +114,9 @@ def bind_window_call(binder: "Binder", node: exp.Window, ctx: "ExprContext") -> 
         raise UnsupportedError("EXCLUDE in a window frame")
     # nested window functions are not allowed; select aliases are not visible (as in MySQL)
     inner = dataclasses.replace(ctx, aliases=None, windows=None, clause="a window specification")
-    partition_by = tuple(binder.bind_expr(p, inner) for p in partition_nodes)
+    # strings partition by their collation keys ('a' and 'A' in one partition under a _ci collation)
+    partition_by = tuple(keyed(e, e.type.collation) if is_string(e) else e
+                         for e in (binder.bind_expr(p, inner) for p in partition_nodes))
     order_by = tuple(binder._sort_key(o, binder.bind_expr(o.this, inner))
                      for o in (order_node.expressions if order_node is not None else []))
     function = node.this
@@ -235,6 +238,9 @@ def _aggregate_call(binder, function, ctx, frame: WindowFrame) -> WindowCall:
     column.meta["canopy_field"] = placeholder          # binds straight back to the placeholder
     probe.set("this", column)
     agg = binder.aggregate_call(probe, dataclasses.replace(ctx, clause="a window function"))
+    if agg.func in ("collated_min", "collated_max"):
+        # the window kernels take MIN / MAX of strings by code point (docs/sql-semantics.md#collations)
+        agg = dataclasses.replace(agg, func=agg.func[len("collated_"):], options=())
     if agg.func not in WINDOW_AGGREGATES:
         raise UnsupportedError(f"{agg.func.upper()}() as a window function")
     arg = replace_columns(agg.arg, {placeholder.id: argument})

@@ -22,10 +22,13 @@ from typing import Optional
 import sqlglot
 from sqlglot import exp
 
+from engine import collation
 from engine import types as T
 from engine.catalog import Catalog
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
+from engine.exec.collation_keys import list_keys
 from engine.exec.evaluate import fold_constant
+from engine.plan.bind_collation import common_collation, is_string, keyed, needs_key
 from engine.plan.bind_aggregates import EXTENDED, bind_extended
 from engine.plan.bind_functions import FunctionBinding
 from engine.plan.bind_grouping import GroupingKeys, bind_group_keys, grouping_call
@@ -171,7 +174,7 @@ class Binder(FunctionBinding):
                 flat.append(plan)
         plan: LogicalPlan = Union(tuple(flat), out_fields)
         if node.args.get("distinct"):
-            plan = Aggregate(plan, tuple((f, f.ref()) for f in out_fields), ())
+            plan = self._distinct(plan, list(out_fields))
         plan = self._order_limit_for_set_operation(node, plan, names)
         return plan, names
 
@@ -412,8 +415,9 @@ class Binder(FunctionBinding):
                 if value.column_ids() - parts.scope.own_ids():
                     return False        # the select list reads the outer query
                 common = T.common_type(probe.type, value.type, "IN subquery")
-                lkeys.append(self.coerce(probe, common))
-                rkeys.append(self.coerce(value, common))
+                left, right_key = self._collated_pair(probe, value, common)
+                lkeys.append(left)
+                rkeys.append(right_key)
             outer_ids = scope.own_ids()
             right_ids = right.field_ids()
             for c in parts.correlated:
@@ -438,8 +442,9 @@ class Binder(FunctionBinding):
                 if len(right.fields) != 1:
                     raise BindError("the subquery of IN must return exactly one column")
                 common = T.common_type(probe.type, right.fields[0].type, "IN subquery")
-                lkeys.append(self.coerce(probe, common))
-                rkeys.append(self.coerce(right.fields[0].ref(), common))
+                left, right_key = self._collated_pair(probe, right.fields[0].ref(), common)
+                lkeys.append(left)
+                rkeys.append(right_key)
         join = (right, kind, tuple(lkeys), tuple(rkeys), and_all(residual))
         needed = set().union(*(k.column_ids() for k in lkeys)) if lkeys else set()
         if join[4] is not None:
@@ -520,6 +525,9 @@ class Binder(FunctionBinding):
             if grouping_sets:
                 grouping_id = Field(self.ids.new("grouping_id"), "grouping_id", T.BIGINT, False)
             agg.grouping = GroupingKeys(tuple(k for _, k in key_fields), grouping_id)
+        plan_keys = key_fields
+        if aggregating and not grouping_sets:
+            plan_keys, key_fields = self._collated_group_keys(key_fields, agg)
 
         values = SubqueryCollector()       # subqueries used as values in SELECT, HAVING, ORDER BY
         ctx = ExprContext(scope, agg=agg, clause="SELECT", subqueries=values,
@@ -579,7 +587,7 @@ class Binder(FunctionBinding):
         if aggregating:     # built last: ORDER BY may add aggregates
             if agg.values.uses:         # subqueries inside aggregates' arguments read the rows
                 plan = decorrelate.attach(plan, agg.values.uses, self.ids)
-            plan = Aggregate(plan, tuple(key_fields), tuple(agg.calls), grouping_sets, grouping_id)
+            plan = Aggregate(plan, tuple(plan_keys), tuple(agg.calls), grouping_sets, grouping_id)
         if values.uses:
             if aggregating:
                 self._lift_uses(values.uses, key_fields, agg, scope)
@@ -593,13 +601,47 @@ class Binder(FunctionBinding):
         if sel.args.get("distinct"):
             if sel.args["distinct"].args.get("on"):
                 raise UnsupportedError("DISTINCT ON")
-            plan = Aggregate(plan, tuple((f, f.ref()) for f in out_fields), ())
+            plan = self._distinct(plan, list(out_fields))
         if sort_keys:
             plan = Sort(plan, tuple(sort_keys))
         plan = self._limit(sel, plan)
         if hidden:
             plan = Project(plan, tuple((f, f.ref()) for f in out_fields))
         return plan, [name for name, _ in select_exprs]
+
+    def _collated_group_keys(self, keys: list[tuple[Field, Expr]], agg: AggContext):
+        """GROUP BY a string groups by its collation key, and the group's value is the value of one of
+        its rows (ANY_VALUE, as MySQL returns one row's). Returns (the Aggregate's keys, the keys the
+        select list, HAVING and ORDER BY are lifted onto: a string key's value is its ANY_VALUE)."""
+        plan_keys, lift_keys = [], []
+        for f, k in keys:
+            if not is_string(k):
+                plan_keys.append((f, k))
+                lift_keys.append((f, k))
+                continue
+            plan_keys.append((Field(self.ids.new("collation_key"), f.name, k.type, f.nullable),
+                              keyed(k, k.type.collation)))
+            value = agg.add(AggCall("any_value", k, k.type), f.name)
+            lift_keys.append((Field(value.id, f.name, k.type, f.nullable), k))
+        return plan_keys, lift_keys
+
+    def _distinct(self, plan: LogicalPlan, fields: list[Field]) -> LogicalPlan:
+        """DISTINCT rows: grouped by all columns, strings by their collation keys (each kept row holds
+        the values of one of the rows it stands for)."""
+        keys, values, out = [], [], []
+        for f in fields:
+            if not is_string(f):
+                keys.append((f, f.ref()))
+                out.append((f, f.ref()))
+                continue
+            keys.append((Field(self.ids.new("collation_key"), f.name, f.type, f.nullable),
+                         keyed(f.ref(), f.type.collation)))
+            value = Field(self.ids.new(f.name), f.name, f.type, f.nullable)
+            values.append((value, AggCall("any_value", f.ref(), f.type)))
+            out.append((f, value.ref()))
+        if not values:
+            return Aggregate(plan, tuple(keys), ())
+        return Project(Aggregate(plan, tuple(keys), tuple(values)), tuple(out))
 
     def _lift_uses(self, uses: list[SubqueryUse], keys, agg: AggContext, scope: Scope) -> None:
         """Subqueries read after GROUP BY see the group keys, not the rows: their references to
@@ -624,6 +666,8 @@ class Binder(FunctionBinding):
         nulls_first = ordered.args.get("nulls_first")
         if nulls_first is None:
             nulls_first = not descending
+        if is_string(expr):             # by the collation's keys (PAD SPACE: 'a' and 'a ' are peers)
+            expr = keyed(expr, expr.type.collation)
         return SortKey(expr, not descending, bool(nulls_first))
 
     def _limit(self, node, plan: LogicalPlan) -> LogicalPlan:
@@ -732,13 +776,30 @@ class Binder(FunctionBinding):
         elif b.type.kind == "string" and a.type.is_temporal:
             b = self.coerce(b, _temporal_of_string(b, a.type))
         if isinstance(b, Literal) and not isinstance(a, Literal) and _fits_exactly(b, a.type):
-            return self._fold(Call(op, (a, self.coerce(b, a.type)), T.BOOLEAN))    # cast the constant,
+            return self._compared(op, a, b, a, self.coerce(b, a.type))    # cast the constant,
         if isinstance(a, Literal) and not isinstance(b, Literal) and _fits_exactly(a, b.type):
-            return self._fold(Call(op, (self.coerce(a, b.type), b), T.BOOLEAN))    # not every row
+            return self._compared(op, a, b, self.coerce(a, b.type), b)    # not every row
         common = T.common_type(a.type, b.type, f"comparison {a} {op} {b}")
         if common.kind == "null":
             common = T.BOOLEAN       # NULL = NULL: any concrete type will do, the kernels need one
-        return self._fold(Call(op, (self.coerce(a, common), self.coerce(b, common)), T.BOOLEAN))
+        return self._compared(op, a, b, self.coerce(a, common), self.coerce(b, common))
+
+    def _collated_pair(self, a: Expr, b: Expr, common: T.SqlType) -> tuple[Expr, Expr]:
+        """``a`` and ``b`` as compared as ``common`` (IN / ANY subqueries): strings by their keys."""
+        a2, b2 = self.coerce(a, common), self.coerce(b, common)
+        if is_string(a2) and is_string(b2):
+            name = common_collation([a, b], "IN subquery")
+            a2, b2 = keyed(a2, name), keyed(b2, name)
+        return a2, b2
+
+    def _compared(self, op: str, a: Expr, b: Expr, a2: Expr, b2: Expr) -> Expr:
+        """``a2 op b2`` (``a``, ``b`` coerced); strings compare by their collation keys."""
+        if is_string(a2) and is_string(b2):
+            name = common_collation([a, b], f"comparison {a} {op} {b}")
+            # a constant's key is not folded into the plan: the plan cache puts new values where the
+            # old ones sit (the filter kernels key a constant once per scan)
+            a2, b2 = keyed(a2, name), keyed(b2, name)
+        return self._fold(Call(op, (a2, b2), T.BOOLEAN))
 
     # leaves
     def _bind_Column(self, node: exp.Column, ctx: ExprContext) -> Expr:
@@ -853,8 +914,9 @@ class Binder(FunctionBinding):
             common = T.common_type(p.type, f.type, "IN subquery")
             if common.kind == "null":
                 common = T.BIGINT
-            coerced.append(self.coerce(p, common))
-            casts.append((Field(self.ids.new(f.name), f.name, common, True), self.coerce(f.ref(), common)))
+            left, right_key = self._collated_pair(p, f.ref(), common)
+            coerced.append(left)
+            casts.append((Field(self.ids.new(f.name), f.name, common, True), right_key))
         plan = Project(plan, tuple(casts))
         result = Field(self.ids.new("in"), "in", T.BOOLEAN, True)
         probe = tuple(coerced) if isinstance(probe_node, exp.Tuple) else coerced[0]
@@ -994,6 +1056,9 @@ class Binder(FunctionBinding):
             x2 = self.coerce(x, common)
             coerced = tuple(self._constant(self.coerce(v, common)) if v.type.kind != "null" else None
                             for v in values)
+            if is_string(x2):
+                name = common_collation([x] + [v for v in values if is_string(v)], "IN")
+                x2 = keyed(x2, name)        # the evaluator keys the list's values alike
             return self._fold(Call("in_list", (x2,), T.BOOLEAN, (coerced, False)))
         result = None
         for v in values:
@@ -1010,6 +1075,11 @@ class Binder(FunctionBinding):
             a = self.coerce(a, T.TEXT)
         if pattern.type.kind != "string":
             pattern = self.coerce(pattern, T.TEXT)
+        if is_string(pattern):
+            name = common_collation([a, pattern], "LIKE")
+            if needs_key(name, pad=False):        # LIKE never pads: 'a ' LIKE 'a' is false
+                a, pattern = keyed(a, name, pad=False), keyed(pattern, name, pad=False)
+                escape = list_keys((escape,), name, False)[0] if escape else escape
         options = (escape,) if escape else ()
         return self._fold(Call("not_like" if negated else "like", (a, pattern), T.BOOLEAN, options))
 
@@ -1069,7 +1139,8 @@ class Binder(FunctionBinding):
     def _bind_Nullif(self, node, ctx) -> Expr:
         a, b = self.bind_expr(node.this, ctx), self.bind_expr(node.expression, ctx)
         t = T.common_type(a.type, b.type, "NULLIF")
-        return self._fold(Call("nullif", (self.coerce(a, t), self.coerce(b, t)), t))
+        options = (common_collation([a, b], "NULLIF"),) if t.kind == "string" else ()   # equal as keys
+        return self._fold(Call("nullif", (self.coerce(a, t), self.coerce(b, t)), t, options))
 
     def _bind_Greatest(self, node, ctx) -> Expr:
         return self._extreme(node, ctx, "greatest")
@@ -1084,9 +1155,24 @@ class Binder(FunctionBinding):
             t = T.common_type(t, a.type, op.upper())
         return self._fold(Call(op, tuple(self.coerce(a, t) for a in args), t))
 
+    def _bind_Collate(self, node: exp.Collate, ctx) -> Expr:
+        a = self.bind_expr(node.this, ctx)
+        name = collation.resolve(node.expression.name)
+        if a.type.kind == "null":
+            a = self.coerce(a, T.TEXT)
+        if a.type.kind != "string":
+            raise BindError(f"COLLATE {name} needs a string, got {a.type} in {node_name(node)}")
+        return Call("collate", (a,), a.type.with_collation(name))
+
     def _bind_Cast(self, node: exp.Cast, ctx) -> Expr:
         a = self.bind_expr(node.this, ctx)
-        target = self.sql_type(node.args["to"])
+        to = node.args["to"]
+        if to.this in (exp.DataType.Type.BINARY, exp.DataType.Type.VARBINARY) and not to.expressions:
+            # BINARY x / CAST(x AS BINARY): compared exactly. Canopy keeps it a string (no VARBINARY type).
+            if a.type.kind != "string":
+                a = self.coerce(a, T.TEXT)
+            return Call("collate", (a,), a.type.with_collation(collation.BIN))
+        target = self.sql_type(to)
         if a.type.kind == "string" and target.kind == "string":
             return a
         return self._fold(Call("cast", (a,), target))
@@ -1330,6 +1416,12 @@ class Binder(FunctionBinding):
                 result = T.DOUBLE
         else:
             result = t
+        if distinct and is_string(argument):       # COUNT(DISTINCT s): distinct under s's collation
+            argument = keyed(argument, argument.type.collation)
+        if func in ("min", "max") and is_string(argument) and not collation.is_binary(t.collation):
+            # the value whose collation key is smallest / largest (engine/exec/extended_aggregates.py)
+            return ctx.agg.add(AggCall("collated_" + func, argument, result,
+                                       options=(t.collation or collation.DEFAULT,)), func)
         return ctx.agg.add(AggCall(func, argument, result, distinct), func)
 
 

@@ -32,6 +32,7 @@ Project a AS a
 from __future__ import annotations
 
 from engine import types as T
+from engine.plan.bind_collation import is_string, keyed
 from engine.plan.expressions import AggCall, Call, Expr, Literal
 from engine.plan.logical import Aggregate, Field, Filter, LogicalPlan, Project, Repeat, Union
 from engine.plan.scope import IdGenerator
@@ -56,9 +57,13 @@ def lower_set_operation(kind: str, keep_all: bool, left: LogicalPlan, right: Log
                               exprs + values))
         sides.append(Project(plan, projected))
     union = Union(tuple(sides), union_fields)
-    keys = tuple((Field(ids.new(o.name), o.name, o.type), u.ref()) for o, u in zip(out_fields, union_fields))
+    # strings group by their collation keys; the row kept holds one of the group's values (ANY_VALUE)
+    keys = tuple((Field(ids.new(o.name), o.name, o.type), keyed(u.ref(), u.type.collation) if is_string(u) else u.ref())
+                 for o, u in zip(out_fields, union_fields[:len(out_fields)]))
     counts = tuple((Field(ids.new(m.name), m.name, T.BIGINT), AggCall("count", m.ref(), T.BIGINT)) for m in marks)
-    plan: LogicalPlan = Aggregate(union, keys, counts)
+    values = {o.id: (Field(ids.new(o.name), o.name, o.type), AggCall("any_value", u.ref(), u.type))
+              for o, u in zip(out_fields, union_fields) if is_string(u)}
+    plan: LogicalPlan = Aggregate(union, keys, counts + tuple(values.values()))
     l, r = (f.ref() for f, _ in counts)
     if kind == "intersect":
         plan = Filter(plan, Call("and", (_gt_zero(l), _gt_zero(r)), T.BOOLEAN))
@@ -70,7 +75,8 @@ def lower_set_operation(kind: str, keep_all: bool, left: LogicalPlan, right: Log
         # NOT (r > 0) rather than r = 0: the same for a count, and estimated as a range (an equality
         # with a column of unknown distinct values was estimated at one row)
         plan = Filter(plan, Call("and", (_gt_zero(l), Call("not", (_gt_zero(r),), T.BOOLEAN)), T.BOOLEAN))
-    return Project(plan, tuple((o, k.ref()) for o, (k, _) in zip(out_fields, keys)))
+    return Project(plan, tuple((o, values[o.id][0].ref() if o.id in values else k.ref())
+                               for o, (k, _) in zip(out_fields, keys)))
 
 
 def _gt_zero(e: Expr) -> Expr:

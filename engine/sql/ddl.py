@@ -6,6 +6,7 @@ from typing import Optional
 import pyarrow as pa
 from sqlglot import exp
 
+from engine import collation
 from engine import types as T
 from engine.catalog import Catalog, ColumnDef, TableDef, UniqueKey
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
@@ -28,12 +29,13 @@ def table_def_from_create(node: exp.Create, options: TableOptions, database: str
     uniques: list[tuple[Optional[str], tuple[str, ...]]] = []      # (name or None, columns)
     auto_increment: Optional[str] = None
     binder = Binder(catalog, database)
+    table_collation = _table_collation(node)
     for item in schema.expressions:
         if isinstance(item, exp.Constraint) and len(item.expressions) == 1 and \
                 isinstance(item.expressions[0], (exp.UniqueColumnConstraint, exp.PrimaryKey)):
             item = item.expressions[0]          # CONSTRAINT name UNIQUE (...): MySQL names the key by it
         if isinstance(item, exp.ColumnDef):
-            column, is_primary, is_unique, is_auto = column_def(item, binder)
+            column, is_primary, is_unique, is_auto = column_def(item, binder, table_collation)
             if any(c.name.lower() == column.name.lower() for c in columns):
                 raise BindError(f"duplicate column name {column.name!r}")
             columns.append(column)
@@ -120,8 +122,24 @@ def _unique_keys(primary_key, uniques, resolve, shard_key, reference: bool, tabl
     return tuple(keys)
 
 
-def column_def(node: exp.ColumnDef, binder: Binder) -> tuple[ColumnDef, bool, bool, bool]:
-    """The column, and whether it is declared PRIMARY KEY, UNIQUE, AUTO_INCREMENT."""
+def _table_collation(node: exp.Create) -> Optional[str]:
+    """The collation of ``CREATE TABLE ... [DEFAULT] CHARSET = cs COLLATE = c``, None when not given."""
+    properties = node.args.get("properties")
+    charset = collate = None
+    for prop in properties.expressions if properties is not None else []:
+        if isinstance(prop, exp.CharacterSetProperty):
+            charset = prop.this.name
+        elif isinstance(prop, exp.CollateProperty):
+            collate = prop.this.name
+    if collate is not None:
+        return collation.resolve(collate, charset)
+    return collation.of_charset(charset) if charset is not None else None
+
+
+def column_def(node: exp.ColumnDef, binder: Binder,
+               table_collation: Optional[str] = None) -> tuple[ColumnDef, bool, bool, bool]:
+    """The column, and whether it is declared PRIMARY KEY, UNIQUE, AUTO_INCREMENT. A string column
+    without CHARACTER SET / COLLATE of its own has ``table_collation`` (None: the server's)."""
     name = node.name
     kind = node.args.get("kind")
     if kind is None:
@@ -130,6 +148,7 @@ def column_def(node: exp.ColumnDef, binder: Binder) -> tuple[ColumnDef, bool, bo
     if sql_type == T.TEXT and kind.is_type(exp.DataType.Type.CHAR):
         sql_type = T.varchar(1, "CHAR")        # a column's bare CHAR is CHAR(1); only CAST(x AS CHAR) is TEXT
     nullable, default, has_default, primary, unique, auto = True, None, False, False, False, False
+    charset = collate = None
     for constraint in node.args.get("constraints") or []:
         c = constraint.args.get("kind")
         if isinstance(c, exp.NotNullColumnConstraint):
@@ -138,15 +157,25 @@ def column_def(node: exp.ColumnDef, binder: Binder) -> tuple[ColumnDef, bool, bo
             default, has_default = constant_of_type(c.this, sql_type, binder, f"DEFAULT of column {name!r}"), True
         elif isinstance(c, exp.PrimaryKeyColumnConstraint):
             primary, nullable = True, False
-        elif isinstance(c, (exp.CommentColumnConstraint, exp.CharacterSetColumnConstraint,
-                            exp.CollateColumnConstraint)):
+        elif isinstance(c, exp.CommentColumnConstraint):
             continue
+        elif isinstance(c, exp.CharacterSetColumnConstraint):
+            charset = c.this.name
+        elif isinstance(c, exp.CollateColumnConstraint):
+            collate = c.this.name
         elif isinstance(c, exp.AutoIncrementColumnConstraint):
             auto = True
         elif isinstance(c, exp.UniqueColumnConstraint):
             unique = True
         else:
             raise UnsupportedError(f"column constraint {constraint.sql(dialect='mysql')} (column {name!r})")
+    if charset is not None or collate is not None:
+        if sql_type.kind != "string":
+            raise TypeMismatchError(f"column {name!r} of type {sql_type} has no CHARACTER SET / COLLATE")
+        sql_type = sql_type.with_collation(collation.resolve(collate, charset) if collate is not None
+                                           else collation.of_charset(charset))
+    elif sql_type.kind == "string" and table_collation is not None:
+        sql_type = sql_type.with_collation(table_collation)
     if has_default and default is None and not nullable:
         raise TypeMismatchError(f"column {name!r} is NOT NULL but its DEFAULT is NULL")
     return ColumnDef(name, sql_type, nullable, default, has_default), primary, unique, auto
@@ -174,7 +203,8 @@ def text_result(names: list[str], rows: list[tuple]) -> Result:
     return Result(table, infos, len(rows))
 
 
-def describe_table(table: TableDef) -> Result:
+def describe_table(table: TableDef, full: bool = False) -> Result:
+    """DESCRIBE / SHOW COLUMNS; FULL adds each column's Collation (and MySQL's Privileges, Comment)."""
     rows = []
     primary = set(table.primary_key or table.shard_key)
     unique = {k.columns[0] for k in table.unique_keys if len(k.columns) == 1}
@@ -183,6 +213,10 @@ def describe_table(table: TableDef) -> Result:
         default = None if not c.has_default or c.default is None else str(c.default)
         extra = "auto_increment" if c.name == table.auto_increment else ""
         rows.append((c.name, str(c.type).lower(), "YES" if c.nullable else "NO", key, default, extra))
+    if full:
+        return text_result(["Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment"],
+                           [(r[0], r[1], (c.type.collation or collation.DEFAULT) if c.type.kind == "string" else None)
+                            + r[2:] + ("select,insert,update,references", "") for r, c in zip(rows, table.columns)])
     return text_result(["Field", "Type", "Null", "Key", "Default", "Extra"], rows)
 
 
@@ -193,7 +227,10 @@ def show_create_table(table: TableDef) -> str:
         if c.has_default:
             default = " DEFAULT NULL" if c.default is None else f" DEFAULT {Literal(c.default, c.type)}"
         auto = " AUTO_INCREMENT" if c.name == table.auto_increment else ""
-        lines.append(f"  `{c.name}` {str(c.type).lower()}{'' if c.nullable else ' NOT NULL'}{default}{auto}")
+        collate = ""
+        if c.type.kind == "string" and c.type.collation not in (None, collation.DEFAULT):
+            collate = f" CHARACTER SET {collation.charset_of(c.type.collation)} COLLATE {c.type.collation}"
+        lines.append(f"  `{c.name}` {str(c.type).lower()}{collate}{'' if c.nullable else ' NOT NULL'}{default}{auto}")
     for key in table.unique_keys:
         columns = ", ".join(f"`{k}`" for k in key.columns)
         lines.append(f"  PRIMARY KEY ({columns})" if key.name == "PRIMARY" else f"  UNIQUE KEY `{key.name}` ({columns})")

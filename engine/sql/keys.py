@@ -6,7 +6,8 @@ equal keys live on one partition. A check ships the new rows' distinct keys to e
 semi-joins its stored key columns with them (Arrow's hash join, no per-row Python) and returns the keys
 it already holds; the statement runs under the table's write lock (engine.transactions), so no other
 writer adds a key between the check and the write. NULL never equals NULL: a key with a NULL column
-never conflicts (MySQL).
+never conflicts (MySQL). String columns compare under their collation, as MySQL's unique indexes do
+('a' and 'A ' are one key under utf8mb4_general_ci): the joins run on their collation keys.
 
 Deliberate differences from MySQL (docs/sql-semantics.md): a statement's rows are checked as a set,
 not one after another: ``INSERT IGNORE`` keeps the first row of each key, ``REPLACE`` the last;
@@ -22,7 +23,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine import collation
 from engine.catalog import TableDef, UniqueKey
+from engine.exec.collation_keys import collation_keys
 from engine.errors import ConstraintError, UnsupportedError
 
 MAX_WARNINGS = 64          # MySQL's max_error_count: SHOW WARNINGS lists at most this many
@@ -53,11 +56,26 @@ def _with_row_numbers(rows: pa.Table, key: UniqueKey, valid: np.ndarray) -> pa.T
     return keys.filter(pa.array(valid)) if not valid.all() else keys
 
 
-def repeated(rows: pa.Table, key: UniqueKey, keep: str = "first") -> np.ndarray:
+def collations_of(table: TableDef) -> tuple[tuple[str, str], ...]:
+    """(column, collation) of each string column of ``table``."""
+    return tuple((c.name, c.type.collation or collation.DEFAULT) for c in table.columns if c.type.kind == "string")
+
+
+def _keyed(data, collations: Sequence[tuple[str, str]]):
+    """``data`` (a Table or RecordBatch) with each of its columns named in ``collations`` replaced by
+    the column's collation keys: equal keys are equal values under the collation."""
+    for name, collation_name in collations:
+        index = data.schema.get_field_index(name)
+        if index >= 0:
+            data = data.set_column(index, name, collation_keys(data.column(index), collation_name))
+    return data
+
+
+def repeated(rows: pa.Table, key: UniqueKey, keep: str = "first", collations: Sequence = ()) -> np.ndarray:
     """True for a row whose key an earlier (``keep="first"``) or later (``"last"``) row of ``rows``
-    has too."""
+    has too (string columns named in ``collations`` compared under them)."""
     valid = _valid(rows, key)
-    numbered = _with_row_numbers(rows, key, valid)
+    numbered = _keyed(_with_row_numbers(rows, key, valid), collations)
     if numbered.num_rows == 0:
         return np.zeros(rows.num_rows, dtype=bool)
     kept = numbered.group_by(list(key.columns), use_threads=False).aggregate(
@@ -70,11 +88,13 @@ def repeated(rows: pa.Table, key: UniqueKey, keep: str = "first") -> np.ndarray:
 def existing(runner, table: TableDef, key: UniqueKey, rows: pa.Table) -> np.ndarray:
     """True for a row of ``rows`` whose key ``table`` already holds."""
     valid = _valid(rows, key)
-    numbered = _with_row_numbers(rows, key, valid)
+    collations = collations_of(table)
+    numbered = _keyed(_with_row_numbers(rows, key, valid), collations)
     if numbered.num_rows == 0 or runner.row_count(table) == 0:
         return np.zeros(rows.num_rows, dtype=bool)
     candidates = numbered.select(list(key.columns)).group_by(list(key.columns), use_threads=False).aggregate([])
-    held = [t for t in runner.map_partitions(table, functools.partial(_held_keys, key.columns, candidates))
+    held = [t for t in runner.map_partitions(table, functools.partial(_held_keys, key.columns, candidates,
+                                                                       collations))
             if t.num_rows]
     out = np.zeros(rows.num_rows, dtype=bool)
     if held:
@@ -84,19 +104,20 @@ def existing(runner, table: TableDef, key: UniqueKey, rows: pa.Table) -> np.ndar
     return out
 
 
-def _held_keys(columns: Sequence[str], candidates: pa.Table, store) -> pa.Table:
-    """On a partition: the ``candidates`` keys it stores (run on the leaf by map_partitions)."""
+def _held_keys(columns: Sequence[str], candidates: pa.Table, collations: Sequence, store) -> pa.Table:
+    """On a partition: the ``candidates`` keys (collation keys of string columns) it stores (run on
+    the leaf by map_partitions)."""
     batches = [b for b in store.scan(list(columns)) if b.num_rows]
     if not batches:
         return candidates.schema.empty_table()
-    stored = pa.Table.from_batches(batches).cast(candidates.schema)
+    stored = _keyed(pa.Table.from_batches(batches).cast(candidates.schema), collations)
     return stored.join(candidates, keys=list(columns), join_type="left semi", use_threads=False)
 
 
 def check_unique(runner, table: TableDef, rows: pa.Table) -> None:
     """Raise IntegrityError for the first row of ``rows`` whose key repeats in ``rows`` or exists."""
     for key in table.unique_keys:
-        again = repeated(rows, key)
+        again = repeated(rows, key, collations=collations_of(table))
         if again.any():
             raise duplicate_error(key, rows, again)
         held = existing(runner, table, key, rows)
@@ -109,7 +130,7 @@ def drop_duplicates(runner, table: TableDef, rows: pa.Table) -> tuple[pa.Table, 
     dropped row (at most MAX_WARNINGS)."""
     warnings: list = []
     for key in table.unique_keys:
-        drop = repeated(rows, key) | existing(runner, table, key, rows)
+        drop = repeated(rows, key, collations=collations_of(table)) | existing(runner, table, key, rows)
         if drop.any():
             for index in np.flatnonzero(drop)[:MAX_WARNINGS - len(warnings)]:
                 warnings.append(("Warning", DUPLICATE_CODE, duplicate_message(key, rows, int(index))))
@@ -123,19 +144,20 @@ class KeyMatcher:
     key): a DELETE matcher for storage (see ``ColumnstorePartitionStore.prepare_delete``), pickled to
     Ray leaves."""
 
-    keys: tuple[tuple[tuple[str, ...], pa.Table], ...]
+    keys: tuple[tuple[tuple[str, ...], pa.Table], ...]      # the values: collation keys of strings
 
     @property
     def columns(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(c for columns, _ in self.keys for c in columns))
 
     bounds: tuple = ()
+    collations: tuple = ()        # (column, collation) of the string columns
 
     def __call__(self, batch: pa.RecordBatch) -> np.ndarray:
         mask = np.zeros(batch.num_rows, dtype=bool)
         for columns, values in self.keys:
-            stored = pa.Table.from_batches([batch.select(list(columns))])
-            stored = stored.cast(values.schema).append_column("__row", pa.array(np.arange(batch.num_rows)))
+            stored = _keyed(pa.Table.from_batches([batch.select(list(columns))]).cast(values.schema), self.collations)
+            stored = stored.append_column("__row", pa.array(np.arange(batch.num_rows)))
             hits = stored.join(values, keys=list(columns), join_type="left semi", use_threads=False)
             mask[hits.column("__row").to_numpy()] = True
         return mask
@@ -143,7 +165,9 @@ class KeyMatcher:
 
 def matcher_for(table: TableDef, rows: pa.Table) -> KeyMatcher:
     """The stored rows that conflict with ``rows`` on any unique key."""
-    return KeyMatcher(tuple((key.columns, rows.select(list(key.columns))) for key in table.unique_keys))
+    collations = collations_of(table)
+    return KeyMatcher(tuple((key.columns, _keyed(rows.select(list(key.columns)), collations))
+                            for key in table.unique_keys), collations=collations)
 
 
 def conflicts(runner, table: TableDef, rows: pa.Table) -> np.ndarray:
@@ -158,7 +182,7 @@ def replace_rows(runner, table: TableDef, rows: pa.Table) -> int:
     """REPLACE: delete the stored rows that conflict with ``rows`` and insert ``rows`` (the last of
     new rows with one key wins), in one statement. MySQL's count: rows inserted + rows deleted."""
     for key in table.unique_keys:
-        later = repeated(rows, key, keep="last")
+        later = repeated(rows, key, keep="last", collations=collations_of(table))
         if later.any():
             rows = rows.filter(pa.array(~later))
     if not conflicts(runner, table, rows).any():
@@ -172,7 +196,7 @@ def upsert_rows(runner, table: TableDef, rows: pa.Table, update: Callable[[pa.Ta
     conflicts with by ``update(old rows, new rows)`` (aligned tables of the table's schema), in one
     statement. MySQL's count: 1 per row inserted, 2 per row changed, 0 per row left as it was."""
     for key in table.unique_keys:
-        again = repeated(rows, key)
+        again = repeated(rows, key, collations=collations_of(table))
         if again.any():
             raise UnsupportedError(f"ON DUPLICATE KEY UPDATE with two new rows of one key "
                                    f"({duplicate_message(key, rows, int(np.flatnonzero(again)[0]))[16:]})")
@@ -199,10 +223,11 @@ def _pairs(table: TableDef, old: pa.Table, new: pa.Table) -> tuple[np.ndarray, n
     first unique key on which it does."""
     old_index, new_index = [], []
     paired = np.zeros(old.num_rows, dtype=bool)
+    collations = collations_of(table)
     for key in table.unique_keys:
-        left = old.select(list(key.columns)).append_column("__old", pa.array(np.arange(old.num_rows)))
+        left = _keyed(old.select(list(key.columns)), collations).append_column("__old", pa.array(np.arange(old.num_rows)))
         left = left.filter(pa.array(~paired))
-        right = new.select(list(key.columns)).append_column("__new", pa.array(np.arange(new.num_rows)))
+        right = _keyed(new.select(list(key.columns)), collations).append_column("__new", pa.array(np.arange(new.num_rows)))
         joined = left.join(right, keys=list(key.columns), join_type="inner", use_threads=False)
         o, n = joined.column("__old").to_numpy(), joined.column("__new").to_numpy()
         o, first = np.unique(o, return_index=True)

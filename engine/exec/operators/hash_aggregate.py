@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import kernels
 from engine.errors import BadDataError
 from engine.exec import decimal64, decimal128
+from engine.exec.collation_keys import collation_keys
 from engine.exec.evaluate import evaluate_array
 from engine.exec.extended_aggregates import FUNCTIONS, builtin_by_ids, group_ids, is_extended
 from engine.exec.operators.base import PhysicalOperator, TaskContext, table_to_batches
@@ -136,6 +137,61 @@ def _reserve_for(tables, key_arrays: list, rows: int) -> None:
             table.reserve(min(rows, int(estimate * 1.05) + 1024))
 
 
+def _occurring_values(values: pa.Array, keyed: pa.Array) -> pa.Table:
+    """(k, v): each stored value of ``values`` that occurs and its key ``keyed`` (a dictionary
+    array's entries whose codes occur, found by a histogram of the codes; a plain array's rows)."""
+    if pa.types.is_dictionary(values.type):
+        codes = values.indices.drop_null().to_numpy(zero_copy_only=False)
+        present = pa.array(np.bincount(codes.astype(np.int64), minlength=len(values.dictionary)) > 0)
+        table = pa.table({"k": keyed.dictionary.filter(present), "v": values.dictionary.filter(present)})
+        if values.null_count:
+            table = pa.concat_tables([table, pa.table({"k": pa.nulls(1, table.schema.field("k").type),
+                                                       "v": pa.nulls(1, table.schema.field("v").type)})])
+        return table
+    return pa.table({"k": keyed, "v": values})
+
+
+def _first_value_per_key(occurring: list, uniques: pa.Array, value_type: pa.DataType) -> pa.Array:
+    """For each key of ``uniques``, the first stored value seen with it in ``occurring``."""
+    if not occurring:
+        return pa.nulls(len(uniques), value_type)
+    first = pa.concat_tables(occurring).group_by("k", use_threads=False).aggregate([("v", "first")])
+    where = pc.index_in(uniques, value_set=first.column("k").combine_chunks())
+    return first.column("v_first").combine_chunks().take(where).cast(value_type)
+
+
+class _FirstValues:
+    """ANY_VALUE on the kernels' group-by path, of any type (GROUP BY a string keeps one row's value
+    beside its collation key): each group's value is its first row's, taken when the group appears
+    (ids of new groups are the next integers, so one ``np.unique`` of the new ids finds them)."""
+
+    def __init__(self):
+        self.chunks: list = []
+        self.groups = 0
+
+    def reserve(self, num_groups: int) -> None:
+        pass
+
+    def update(self, ids, num_groups: int, values=None, rows=None) -> None:
+        if num_groups <= self.groups or values is None or not len(values):
+            return
+        if ids is None:                    # keyless: the first row
+            self.chunks.append(values.slice(0, 1))
+        else:
+            ids = np.asarray(ids)
+            new = np.flatnonzero(ids >= self.groups)
+            _, first = np.unique(ids[new], return_index=True)
+            self.chunks.append(values.take(pa.array(new[first])))
+        self.groups = num_groups
+
+    def result(self, num_groups: int) -> pa.Array:
+        if not self.chunks:
+            return pa.nulls(num_groups)
+        values = pa.concat_arrays([c.dictionary_decode() if pa.types.is_dictionary(c.type) else c
+                                   for c in self.chunks])
+        return values if len(values) == num_groups else pa.nulls(num_groups, values.type)
+
+
 def _as_state_type(values, arg_type):
     if values is not None and arg_type is not None and values.type != arg_type \
             and not pa.types.is_dictionary(values.type):
@@ -186,7 +242,7 @@ class HashAggregateExec(PhysicalOperator):
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         try:
             if any(is_extended(call) for _, call in self.aggregates):
-                yield from self._by_group_ids(partition, ctx)
+                yield from self._extended(partition, ctx)
             elif self.mode in ("final", "merge"):
                 yield from self._final(partition, ctx)
             else:
@@ -195,6 +251,16 @@ class HashAggregateExec(PhysicalOperator):
             # a SUM past DECIMAL(38) (kernels' 128-bit sums, Arrow's 256-bit ones), or an AVG
             sums = ", ".join(str(call) for _, call in self.aggregates if call.func in ("sum", "avg"))
             raise BadDataError(f"{error} in {sums or 'an aggregate'}") from None
+
+    def _extended(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        if self.mode in ("partial", "single") and not self.keys and isinstance(self.input, ScanExec):
+            # MIN / MAX of a string (collated) from the store's selection, as _first_phase does
+            result = storage_states(self.aggregates, self.input, ctx)
+            if result is not None:
+                yield from table_to_batches(result.cast(self.schema) if self.mode == "partial"
+                                            else self._finish(result))
+                return
+        yield from self._by_group_ids(partition, ctx)
 
     def _kernel_states(self, final: bool):
         """(aggregate index, kernel function, argument type, state name) of each partial state when
@@ -208,6 +274,9 @@ class HashAggregateExec(PhysicalOperator):
         for i, (f, call) in enumerate(self.aggregates):
             if call.distinct:
                 return None
+            if call.func == "any_value":       # any type: the value of the group's first row
+                states.append((i, "first", None, f"{f.id}|min"))
+                continue
             for suffix, compute, merge in _STATES[call.func]:
                 name = f"{f.id}|{suffix}"
                 if final:
@@ -223,7 +292,8 @@ class HashAggregateExec(PhysicalOperator):
     def _aggregate_with_kernels(self, batches, key_columns, state_columns, states) -> pa.Table:
         """Stream ``batches`` through a Factorizer and one GroupedAggregate per state: no
         concatenation of the input; memory grows with the groups, not the rows."""
-        aggs = [kernels.GroupedAggregate(func, arg_type) for _, func, arg_type, _ in states]
+        aggs = [_FirstValues() if func == "first" else kernels.GroupedAggregate(func, arg_type)
+                for _, func, arg_type, _ in states]
         if not self.keys:
             # One group, present even without rows (COUNT 0, SUM NULL): opened by an empty update.
             for agg, (_, func, arg_type, _) in zip(aggs, states):
@@ -259,9 +329,9 @@ class HashAggregateExec(PhysicalOperator):
             result = self._count_distinct(partition, ctx)
             yield from table_to_batches(self._finish(result))
             return
-        column = self._counted_scan_column(ctx)
-        if column is not None:
-            result = self._count_stored_keys(partition, ctx, column)
+        counted = self._counted_scan_column(ctx)
+        if counted is not None:
+            result = self._count_stored_keys(partition, ctx, *counted)
             yield from table_to_batches(result.cast(self.schema) if self.mode == "partial"
                                         else self._finish(result))
             return
@@ -390,26 +460,34 @@ class HashAggregateExec(PhysicalOperator):
         return pa.table(columns, names=[f"{f.id}|count" for f, _ in self.aggregates])
 
     def _counted_scan_column(self, ctx: TaskContext):
-        """The stored column name when this is ``SELECT k, COUNT(*) ... GROUP BY k`` straight over a
-        scan (one column key, only COUNT(*), no filter, no runtime join filter), else None."""
+        """(stored column name, collation key options or None) when this is ``SELECT k, COUNT(*) ...
+        GROUP BY k`` straight over a scan (one column key, only COUNT(*), no filter, no runtime join
+        filter), else None. A string k groups by ``collation_key(k)`` with ``ANY_VALUE(k)`` beside."""
         scan = self.input
         if not isinstance(scan, ScanExec) or scan.filters or len(self.keys) != 1:
             return None
         (key_field, key), = self.keys
+        collated = None
+        if isinstance(key, Call) and key.op == "collation_key" and isinstance(key.args[0], ColumnRef):
+            key, collated = key.args[0], key.options
         if not isinstance(key, ColumnRef) or not self.aggregates:
             return None
-        if any(call.func != "count_star" or call.distinct for _, call in self.aggregates):
+        if any(call.distinct or not (call.func == "count_star" or (
+                collated is not None and call.func == "any_value" and call.arg == key))
+               for _, call in self.aggregates):
             return None
         if ctx.runtime_filters.get(id(scan)) or not kernels.supports_group_key(key_field.type.to_arrow()):
             return None
         names = dict(zip((f.id for f in scan.fields), scan.column_names))
-        return names.get(key.id)
+        return (names[key.id], collated) if key.id in names else None
 
-    def _count_stored_keys(self, partition: int, ctx: TaskContext, column: str) -> pa.Table:
+    def _count_stored_keys(self, partition: int, ctx: TaskContext, column: str, collated=None) -> pa.Table:
         """COUNT(*) per key reading only the key column, as stored: a dictionary-encoded column is
         counted on its codes (``Factorizer.count_keys``: a histogram of the codes per dictionary,
         then only the dictionary entries that occur are factorized), never decoded or hashed per
-        row; a column stored otherwise is decoded and factorized."""
+        row; a column stored otherwise is decoded and factorized. ``collated``: the key is the
+        column's collation key (a dictionary of keys over the same codes) and each group's value is
+        one of the stored values that occur with that key."""
         from engine.storage.columnstore.encoding import decode_column
 
         (key_field, _), = self.keys
@@ -419,13 +497,29 @@ class HashAggregateExec(PhysicalOperator):
                            encoded=True)
         if ctx.profile is not None:      # EXPLAIN ANALYZE credits the scan with the rows read
             batches = ctx.profile.measure(scan, iter(batches))
+        occurring = []          # (key, stored value) of the values that occur, when collated
         for batch in batches:
             keys = batch.column(0)
-            if len(keys):
-                factorizer.count_keys(keys if pa.types.is_dictionary(keys.type) else decode_column(keys))
+            if not len(keys):
+                continue
+            values = keys if pa.types.is_dictionary(keys.type) else decode_column(keys)
+            if collated is None:
+                factorizer.count_keys(values)
+                continue
+            keyed = collation_keys(values, *collated)
+            factorizer.count_keys(keyed)
+            occurring.append(_occurring_values(values, keyed))
         counts = pa.array(factorizer.key_counts())
-        return pa.table(factorizer.uniques() + [counts] * len(self.aggregates),
-                        names=[key_field.id] + [f"{f.id}|count" for f, _ in self.aggregates])
+        uniques = factorizer.uniques()
+        columns, names = list(uniques), [key_field.id]
+        for f, call in self.aggregates:
+            if call.func == "count_star":
+                columns.append(counts)
+                names.append(f"{f.id}|count")
+            else:
+                columns.append(_first_value_per_key(occurring, uniques[0], call.arg.type.to_arrow()))
+                names.append(f"{f.id}|min")
+        return pa.table(columns, names=names)
 
     def _empty_input(self, key_names, arg_names) -> pa.Table:
         arrays, names = [], []

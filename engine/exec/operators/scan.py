@@ -87,7 +87,7 @@ def _storage_bounds(predicate: KernelFilter, names: dict[str, str]) -> list[tupl
     """The kernel conjuncts storage can check against zone maps, by stored column name."""
     bounds = []
     for p in predicate.kernel:
-        if p.negated or p.column not in names:
+        if p.negated or p.column not in names or p.key is not None:      # zone maps hold stored values
             continue
         if p.kind == "compare":
             bounds.append((names[p.column], p.op, p.args if p.op == "between" else p.args[0]))

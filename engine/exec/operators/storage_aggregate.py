@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kernels
+from engine.exec.collation_keys import collation_keys
 from engine.exec.kernel_filters import KernelFilter, KernelPredicate
 from engine.exec.operators.base import TaskContext
 from engine.exec.operators.scan import ScanExec
@@ -58,9 +59,16 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
     if predicate is not None and (predicate.residual is not None or any(p.column not in names for p in preds)):
         return None
     wanted = []         # (state name, func, stored column or None, arrow type)
+    collations = {}     # wanted index -> collation of a collated_min / collated_max (strings)
     for f, call in aggregates:
-        if call.distinct or call.func not in ("count_star", "count", "min", "max"):
+        if call.distinct or call.func not in ("count_star", "count", "min", "max", "collated_min", "collated_max"):
             return None
+        if call.func.startswith("collated_"):
+            if not isinstance(call.arg, ColumnRef) or call.arg.id not in names:
+                return None
+            collations[len(wanted)] = call.options[0]
+            wanted.append((f"{f.id}|value", call.func, names[call.arg.id], call.type.to_arrow()))
+            continue
         if call.func == "count_star" or (call.func == "count" and isinstance(call.arg, ColumnRef)
                                          and call.arg.id in not_null):
             # COUNT of a NOT NULL column counts rows: counted on the encoded runs, the column unread
@@ -84,7 +92,7 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
         snapshots = [pin if pin is not None else s.snapshot() for s, pin in zip(stores, pinned)]
     else:
         return None
-    states = _States(wanted)
+    states = _States(wanted, collations)
     counted = _needed_columns(preds, names, ())
     try:
         for segments, buffer in snapshots:
@@ -106,8 +114,9 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
 class _States:
     """Accumulated partial states of the aggregates asked for."""
 
-    def __init__(self, wanted):
+    def __init__(self, wanted, collations=None):
         self.wanted = wanted
+        self.collations = collations or {}
         self.values: list = [0 if func in ("count_star", "count") else None for _, func, _, _ in wanted]
 
     def add_count(self, n: int) -> None:
@@ -118,6 +127,14 @@ class _States:
         func = self.wanted[i][1]
         if func in ("count_star", "count"):
             self.values[i] += value
+        elif value is not None and i in self.collations:     # by collation key: one batch's two values
+            old = self.values[i]
+            if old is None:
+                self.values[i] = value
+            else:
+                keys = collation_keys(pa.array([old, value], pa.string()), self.collations[i]).to_pylist()
+                if (keys[1] < keys[0]) if func == "collated_min" else (keys[1] > keys[0]):
+                    self.values[i] = value
         elif value is not None:
             old = self.values[i]
             self.values[i] = value if old is None else min(old, value) if func == "min" else max(old, value)
@@ -170,7 +187,7 @@ class _States:
             if func == "count":
                 self._add(i, len(array) - array.null_count)
                 continue
-            value = _array_extreme(array, func)
+            value = _array_extreme(array, func, self.collations.get(i))
             if value is _UNKNOWN:
                 return False
             self._add(i, value)
@@ -190,6 +207,8 @@ def _from_zone_map(info, func: str, column: Optional[str]):
         return _UNKNOWN
     if func == "count":
         return info.rows - stats.nulls
+    if func.startswith("collated_"):
+        return _UNKNOWN          # zone maps order stored values, not collation keys
     if stats.nulls == info.rows:
         return None
     value = stats.min if func == "min" else stats.max
@@ -233,7 +252,10 @@ def _count_batch(batch: pa.RecordBatch, preds: tuple[KernelPredicate, ...], name
         return batch.num_rows
     if len(preds) == 1 and preds[0].kind == "compare" and not preds[0].negated:
         p = preds[0]
-        return kernels.count_matches(batch.column(names[p.column]), p.op, *p.args)
+        column = batch.column(names[p.column])
+        if p.key is not None:          # on the collation keys of the stored values (their dictionary)
+            column = collation_keys(column, *p.key)
+        return kernels.count_matches(column, p.op, *p.args)
     mask = None
     for p in preds:
         result = kernels.selection(p.evaluate(batch.column(names[p.column])))
@@ -243,8 +265,8 @@ def _count_batch(batch: pa.RecordBatch, preds: tuple[KernelPredicate, ...], name
 
 def _zone_verdict(stats: Optional[ColumnStats], rows: int, p: KernelPredicate) -> Optional[bool]:
     """False: no row of the segment satisfies ``p``; True: every row does; None: the rows decide."""
-    if stats is None or p.negated or p.kind not in ("compare", "in"):
-        return None
+    if stats is None or p.negated or p.kind not in ("compare", "in") or p.key is not None:
+        return None         # zone maps hold stored values, not collation keys
     bound = p.args if p.op in ("between", "in") else p.args[0]
     if not may_match(stats, rows, p.op, bound):
         return False
@@ -260,11 +282,16 @@ def _zone_verdict(stats: Optional[ColumnStats], rows: int, p: KernelPredicate) -
     return True if every else None
 
 
-def _array_extreme(array, func: str):
+def _array_extreme(array, func: str, collation_name=None):
     """MIN or MAX of a plain array; None when every value is NULL; _UNKNOWN for types whose order
-    the ordinary aggregate defines (floats: NaN)."""
+    the ordinary aggregate defines (floats: NaN). ``collated_min`` / ``collated_max``: the value
+    whose collation key (under ``collation_name``) is the smallest / largest."""
     if array.null_count == len(array):
         return None
+    if collation_name is not None:
+        keys = collation_keys(array, collation_name)
+        extreme = pc.min_max(keys)["min" if func == "collated_min" else "max"]
+        return array[pc.index(keys, extreme).as_py()].as_py()
     if not (pa.types.is_integer(array.type) or pa.types.is_decimal(array.type)
             or pa.types.is_date(array.type) or pa.types.is_timestamp(array.type)
             or pa.types.is_string(array.type)):

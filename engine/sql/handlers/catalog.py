@@ -10,6 +10,7 @@ from typing import Optional
 import pyarrow as pa
 from sqlglot import exp
 
+from engine import collation
 from engine.errors import BindError, Error, UnsupportedError, unknown_name_error
 from engine.result import Result
 from engine.sql import ddl
@@ -189,7 +190,11 @@ class CatalogStatements:
         if what == "TABLES":
             return self._show_tables(node, like)
         if what == "COLUMNS":
-            return self._describe(node.args["target"])
+            return self._describe(node.args["target"], bool(node.args.get("full")))
+        if what == "COLLATION":
+            return ddl.text_result(["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen"],
+                                   [(c.name, c.charset, str(c.id), "Yes" if c.is_default else "", "Yes", "1")
+                                    for c in collation.COLLATIONS.values() if like(c.name)])
         if what in ("INDEX", "INDEXES", "KEYS"):
             return self._show_index(node)
         if what == "CREATE TABLE":
@@ -205,7 +210,7 @@ class CatalogStatements:
             return self._show_processlist(node)
         raise UnsupportedError(f"SHOW {what}")
 
-    def _describe(self, target: exp.Table) -> Result:
+    def _describe(self, target: exp.Table, full: bool = False) -> Result:
         """DESCRIBE / SHOW COLUMNS of a table, or of a view (its query's columns)."""
         database = ddl.database_of(target, self.database)
         if self.catalog.has_database(database) and self.catalog.find_view(database, target.name) is not None:
@@ -213,7 +218,7 @@ class CatalogStatements:
             return ddl.text_result(["Field", "Type", "Null", "Key", "Default", "Extra"],
                                    [(n, str(f.type).lower(), "YES" if f.nullable else "NO", "", None, "")
                                     for n, f in zip(planned.names, planned.fields)])
-        return ddl.describe_table(self._table(target, system_ok=True))
+        return ddl.describe_table(self._table(target, system_ok=True), full)
 
     def _show_tables(self, node: exp.Show, like) -> Result:
         """SHOW [FULL] TABLES [FROM db] [LIKE 'p']: FULL adds Table_type (BASE TABLE, VIEW, SYSTEM VIEW)."""

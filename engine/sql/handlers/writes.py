@@ -215,7 +215,7 @@ class WriteStatements:
         after = self._select_rows(table, table_node, projection, None)
         after = pa.Table.from_arrays(after.columns, names=columns)
         for key in table.unique_keys:
-            again = keys.repeated(after, key)
+            again = keys.repeated(after, key, collations=keys.collations_of(table))
             if again.any():
                 raise keys.duplicate_error(key, after, again)
 

@@ -161,10 +161,13 @@ def _explain(con, sql):
 
 def test_explain_set_operation_repartitions_on_all_columns(both):
     con, _ = both
-    plan = _explain(con, "SELECT a, b FROM t INTERSECT SELECT a, b FROM u")
+    plan = _explain(con, "SELECT a, c FROM t INTERSECT SELECT a, d FROM u")
     assert "UnionAll  [leaves]" in plan
     assert "aggs=[count(l), count(r)]" in plan
     assert "Exchange repartition by [a#" in plan or "Exchange gather" in plan
+    # a string column groups by its collation key, an expression: partial counts, states moved
+    plan = _explain(con, "SELECT a, b FROM t INTERSECT SELECT a, b FROM u")
+    assert "keys=[a, collation_key(b)] aggs=[count(l), count(r), any_value(b)]" in plan
     # both inputs hashed on the first column already (t is sharded on a): counted where they are
     sql = "SELECT a, c FROM t WHERE c > 1 INTERSECT ALL SELECT a, c FROM t WHERE c < 3"
     assert "Exchange repartition" not in _explain(con, sql)
@@ -177,14 +180,15 @@ def test_set_operation_groups_are_estimated_from_the_inputs_columns(both):
     con.execute("ANALYZE TABLE u")
     # a handful of distinct (b, c) values: aggregated where the rows are, not shuffled row by row
     plan = _explain(con, "SELECT b, c FROM t INTERSECT SELECT b, d FROM u")
-    assert "HashAggregate partial keys=[b, c] aggs=[count(l), count(r)]" in plan, plan
+    assert "HashAggregate partial keys=[collation_key(b), c] aggs=[count(l), count(r), any_value(b)]" in plan, plan
 
 
 def test_explain_full_join_repartitions_both_sides(both):
     con, _ = both
     plan = _explain(con, "SELECT t.c, u.d FROM t FULL JOIN u ON t.b = u.b")
     assert "HashJoin full ON" in plan and "[repartition]" in plan
-    assert plan.count("Exchange repartition") == 1          # u is sharded on b already: only t moves
+    # u is sharded on b's stored bytes, but the join matches b's collation keys ('x' = 'X'): both move
+    assert plan.count("Exchange repartition") == 2
     plan = _explain(con, "SELECT x.c, y.c FROM t x FULL JOIN t y ON x.a = y.a")
     assert "[colocated]" in plan and "Exchange repartition" not in plan
     plan = _explain(con, "SELECT t.c, r.e FROM t FULL JOIN r ON t.a = r.a")

@@ -1,0 +1,95 @@
+"""Collations: which ones Canopy has, how an expression's collation is derived, and the collation keys
+that make every comparison a binary one.
+
+Canopy has MySQL's / SingleStore's default ``utf8mb4_general_ci`` (case- and accent-insensitive by the
+weights of kernels/general_ci_weights.py) and ``utf8mb4_bin`` (exact), both PAD SPACE (trailing spaces
+do not count, as in MariaDB), and their ``utf8`` (utf8mb3) names. A string column or expression without
+a declared collation has the server's, ``utf8mb4_general_ci``.
+
+The binder turns every comparison of strings into a comparison of their *collation keys*
+(``collation_key(x)``, kernels/collation.pyx): equal keys are equal strings under the collation, and
+keys order as the strings do. Equality, IN, LIKE, joins, GROUP BY, DISTINCT, ORDER BY, MIN / MAX and set
+operations then run on the keys with the binary kernels unchanged. A key of a dictionary-encoded column
+is a key of its dictionary only (the codes are kept), see ``engine.exec.evaluate``.
+
+Which collation a comparison uses follows MySQL's coercibility: an explicit ``COLLATE`` / ``BINARY``
+beats a column's, which beats a literal's or parameter's; between equals a ``_bin`` collation beats a
+``_ci`` one; two different explicit collations are an error ("Illegal mix of collations").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from engine.errors import BindError, UnsupportedError
+
+GENERAL_CI = "utf8mb4_general_ci"
+BIN = "utf8mb4_bin"
+DEFAULT = GENERAL_CI            # collation_server / collation_database / a string column's default
+
+
+@dataclass(frozen=True)
+class Collation:
+    name: str
+    charset: str
+    id: int                     # MySQL's collation id (SHOW COLLATION, the wire protocol)
+    binary: bool                # exact comparison (only trailing spaces ignored)
+    is_default: bool            # the character set's default collation
+
+
+COLLATIONS = {c.name: c for c in (
+    Collation("utf8mb4_general_ci", "utf8mb4", 45, False, True),
+    Collation("utf8mb4_bin", "utf8mb4", 46, True, False),
+    Collation("utf8_general_ci", "utf8", 33, False, True),
+    Collation("utf8_bin", "utf8", 83, True, False),
+)}
+_ALIASES = {"utf8mb3_general_ci": "utf8_general_ci", "utf8mb3_bin": "utf8_bin"}
+CHARSETS = {"utf8mb4": "utf8mb4_general_ci", "utf8": "utf8_general_ci", "utf8mb3": "utf8_general_ci"}
+
+
+def resolve(name: str, charset: Optional[str] = None) -> str:
+    """The canonical name of collation ``name`` (case-insensitive), checked against ``charset`` when
+    given; unknown or unsupported collations are refused by name."""
+    key = name.lower().strip("`'\"")
+    key = _ALIASES.get(key, key)
+    if key not in COLLATIONS:
+        raise UnsupportedError(f"collation '{name}' is not supported: Canopy has "
+                               + ", ".join(sorted(COLLATIONS)))
+    if charset is not None:
+        cs = charset.lower().strip("`'\"")
+        if cs not in CHARSETS:
+            raise UnsupportedError(f"character set '{charset}' is not supported (Canopy speaks utf8mb4)")
+        if COLLATIONS[key].charset != {"utf8mb3": "utf8"}.get(cs, cs):
+            raise BindError(f"COLLATION '{name}' is not valid for CHARACTER SET '{charset}'")
+    return key
+
+
+def of_charset(charset: str) -> str:
+    """The default collation of a character set."""
+    cs = charset.lower().strip("`'\"")
+    if cs not in CHARSETS:
+        raise UnsupportedError(f"character set '{charset}' is not supported (Canopy speaks utf8mb4)")
+    return CHARSETS[cs]
+
+
+def is_binary(name: Optional[str]) -> bool:
+    return COLLATIONS[name or DEFAULT].binary
+
+
+def charset_of(name: Optional[str]) -> str:
+    return COLLATIONS[name or DEFAULT].charset
+
+
+# Coercibility (MySQL's COERCIBILITY()): lower wins.
+EXPLICIT, IMPLICIT, COERCIBLE = 0, 2, 4
+
+
+def combine(a: tuple[str, int], b: tuple[str, int], where: str) -> tuple[str, int]:
+    """The collation (name, coercibility) of an operation on operands collated ``a`` and ``b``."""
+    if a[1] != b[1]:
+        return a if a[1] < b[1] else b
+    if a[0] == b[0] or is_binary(a[0]) == is_binary(b[0]):
+        return a
+    if a[1] == EXPLICIT:
+        raise BindError(f"Illegal mix of collations ({a[0]},EXPLICIT) and ({b[0]},EXPLICIT) for {where}")
+    return a if is_binary(a[0]) else b      # MySQL: between a _bin and a _ci collation, _bin

@@ -1,0 +1,64 @@
+"""Collation keys of Arrow data (engine/collation.py says why keys; the evaluator's ``collation_key(x)``
+and the scan's filter kernels call this).
+
+A key of a dictionary-encoded array is a dictionary array with the same codes over the keys of its
+dictionary, and a key of a run-end encoded array keeps its runs: the work is once per distinct stored
+value, never a decode of the rows. A dictionary of keys may hold one key twice ('a' and 'A' both key
+'A'); every consumer (compare, IN, hashing, group-by, sort) reads values through the codes.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import kernels
+from engine import collation
+from kernels.general_ci_weights import REPLACEMENT, weight_table
+
+_GENERAL_CI = np.array(weight_table(), dtype=np.uint16)
+
+
+def collation_keys(d, name: str, pad: bool = True):
+    """The keys of strings ``d`` under collation ``name`` (PAD SPACE when ``pad``; LIKE compares
+    without padding). Any Datum of strings in, the same shape out; NULL stays NULL."""
+    if isinstance(d, pa.Scalar):
+        if not d.is_valid:
+            return d
+        return collation_keys(pa.array([d.as_py()], d.type), name, pad)[0]
+    if isinstance(d, pa.ChunkedArray):
+        return pa.chunked_array([collation_keys(c, name, pad) for c in d.chunks], d.type)
+    if pa.types.is_dictionary(d.type):
+        return pa.DictionaryArray.from_arrays(d.indices, collation_keys(d.dictionary, name, pad))
+    if pa.types.is_run_end_encoded(d.type):
+        return pa.RunEndEncodedArray.from_arrays(d.run_ends, collation_keys(d.values, name, pad))
+    if not (pa.types.is_string(d.type) or pa.types.is_large_string(d.type)):
+        return d        # a NULL-typed column: nothing to key
+    ascii, trailing_space = _shape(d)
+    if collation.is_binary(name):
+        return pc.utf8_rtrim(d, characters=" ") if pad and trailing_space else d
+    if ascii and not (pad and trailing_space):
+        return pc.ascii_upper(d)        # general_ci weighs an ASCII letter as its capital, the rest as itself
+    return kernels.collation_key(d, _GENERAL_CI, REPLACEMENT, pad)
+
+
+def _shape(d: pa.Array) -> tuple[bool, bool]:
+    """(whether every byte the rows span is ASCII, whether some row ends with a space): two passes
+    over the buffers (NumPy) that let most columns skip the kernel (and every trailing-space trim)."""
+    large = pa.types.is_large_string(d.type)
+    buffers = d.buffers()
+    if buffers[1] is None or buffers[2] is None or not len(d):
+        return True, False
+    offsets = np.frombuffer(buffers[1], np.int64 if large else np.int32, count=len(d) + 1, offset=d.offset * (8 if large else 4))
+    data = np.frombuffer(buffers[2], np.uint8)[offsets[0]:offsets[-1]]
+    ends = offsets[1:][offsets[1:] > offsets[:-1]] - offsets[0] - 1
+    return (not len(data) or int(data.max()) < 0x80), bool(len(ends) and (data[ends] == 0x20).any())
+
+
+@functools.lru_cache(maxsize=256)
+def list_keys(values: tuple, name: str, pad: bool = True) -> tuple:
+    """The keys of a few constant strings (an IN list's, a LIKE escape), None kept; cached, as the
+    filter kernels cache a built IN list."""
+    return tuple(collation_keys(pa.array(list(values), pa.string()), name, pad).to_pylist())

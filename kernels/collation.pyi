@@ -1,0 +1,14 @@
+"""Type stubs for the compiled kernels/collation.pyx (see its module docstring)."""
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
+
+# Public API (re-exported by kernels/__init__.py): a string Array in, its collation keys out, nulls kept.
+def collation_key(arr: pa.Array, table: npt.NDArray[np.uint16], replacement: int = 0xFFFD,
+                  pad: bool = True) -> pa.Array: ...
+
+# Low-level kernel: buffers in, caller-allocated outputs modified in place; returns the bytes written.
+def collation_keys(offsets: Offsets, data: npt.NDArray[np.uint8], table: npt.NDArray[np.uint16],
+                   replacement: int, pad: bool, out_offsets: Offsets, out_data: npt.NDArray[np.uint8]) -> int: ...

@@ -1,0 +1,76 @@
+"""Collation keys (kernels/collation.pyx): the compiled kernel and the NumPy reference against a
+Python model of utf8mb4_general_ci (each character's weight from the table, trailing spaces dropped)
+on random text of every UTF-8 width, with nulls, empties, trailing spaces, slices and large_string."""
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kernels
+from kernels.general_ci_weights import REPLACEMENT, weight_table
+from kernels.reference import collation as reference
+
+try:
+    from kernels import collation as compiled
+except ImportError:
+    if kernels.IMPLEMENTATION == "compiled":
+        raise
+    compiled = None
+
+IMPLEMENTATIONS = [impl for impl in (compiled, reference) if impl is not None]
+TABLE = np.array(weight_table(), dtype=np.uint16)
+PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# ASCII (spaces, a tab), two-byte letters that fold to ASCII, to other two-byte letters and to
+# three-byte ones (U+0250 weighs U+2C6F), three-byte and four-byte characters
+ALPHABET = st.sampled_from(list("abcXYZ 09_%\t") + ["é", "É", "ß", "ø", "ı", "ɐ", "€", "中", "ｆ", "😀", "𝒜"])
+TEXT = st.lists(ALPHABET, max_size=12).map("".join)
+
+
+def model(s, pad=True):
+    """The key of one Python string: its characters' weights, trailing spaces dropped (PAD SPACE)."""
+    if s is None:
+        return None
+    key = "".join(chr(REPLACEMENT) if ord(ch) > 0xFFFF else chr(TABLE[ord(ch)]) for ch in s)
+    return key.rstrip(" ") if pad else key
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__.split(".")[-2])
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("pad", [True, False])
+@given(values=st.lists(st.none() | TEXT, max_size=40), cut=st.integers(0, 5))
+@PROPERTY_SETTINGS
+def test_keys_match_the_model(impl, large, pad, values, cut):
+    arr = pa.array(values, pa.large_string() if large else pa.string())
+    arr = arr.slice(min(cut, len(arr)))          # a slice: offsets not starting at 0
+    keys = impl.collation_key(arr, TABLE, REPLACEMENT, pad)
+    assert keys.type == arr.type
+    keys.validate(full=True)
+    assert keys.to_pylist() == [model(v, pad) for v in arr.to_pylist()]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__.split(".")[-2])
+def test_edges(impl):
+    values = ["", " ", "   ", None, "a  ", " a", "Straße", "ÀÁÂÃÄÅàáâãäå", "😀", "x😀 ", "ǅ"]
+    keys = impl.collation_key(pa.array(values), TABLE)
+    assert keys.to_pylist() == ["", "", "", None, "A", " A", "STRASSE"[:4] + "SE", "A" * 12,
+                                chr(REPLACEMENT), "X" + chr(REPLACEMENT), model("ǅ")]
+    assert impl.collation_key(pa.array([], pa.string()), TABLE).to_pylist() == []
+    assert impl.collation_key(pa.array([None, None], pa.string()), TABLE).to_pylist() == [None, None]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__.split(".")[-2])
+def test_refuses_what_is_not_one_string_array(impl):
+    with pytest.raises(TypeError):
+        impl.collation_key(pa.array([1, 2]), TABLE)
+    with pytest.raises(TypeError):
+        impl.collation_key(pa.chunked_array([["a"]]), TABLE)
+
+
+def test_the_table_is_general_ci():
+    """Spot checks of the table against MySQL's documented utf8mb4_general_ci equalities (the whole
+    table is checked against a running MariaDB in tests/sql/test_collation_mariadb.py)."""
+    assert model("aÀáÂãÄå") == "A" * 7
+    assert model("ß") == "S" and model("Æ") != model("AE") and model("ø") != model("o")
+    assert model("Ǆ") == model("ǆ")

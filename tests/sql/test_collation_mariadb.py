@@ -1,0 +1,114 @@
+"""MariaDB as the oracle of utf8mb4_general_ci and utf8mb4_bin (marker ``mariadb``: ``make test-mariadb``):
+the weight table behind Canopy's collation keys against the server's WEIGHT_STRING for every BMP
+character, and the same comparisons, filters, groups, joins and orders run on both engines over the same
+rows. Results are compared where MySQL defines them exactly: which rows match, how many per group, the
+order of ``ORDER BY name, id``. Deliberate differences are in docs/sql-semantics.md."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import engine
+from kernels.general_ci_weights import weight_table
+from tests.sql.test_collations import WORDS, _rows
+from tests.sql.test_mariadb_oracle import mariadb  # noqa: F401 - the server fixture
+
+pytestmark = pytest.mark.mariadb
+
+
+def test_weight_table_is_the_servers(mariadb):  # noqa: F811
+    connection = mariadb("mysql")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT seq, HEX(WEIGHT_STRING(CONVERT(CHAR(seq USING utf32) USING utf8mb4) "
+                           "COLLATE utf8mb4_general_ci)) FROM seq_0_to_65535")
+            server = {code: int(weight, 16) for code, weight in cursor.fetchall()}
+            cursor.execute("SELECT HEX(WEIGHT_STRING(_utf8mb4 0xF09F9880 COLLATE utf8mb4_general_ci))")
+            assert cursor.fetchall()[0][0] == "FFFD"      # every character above U+FFFF
+    finally:
+        connection.close()
+    table = weight_table()
+    assert [code for code in range(0x10000) if table[code] != server[code]] == []
+
+
+EXPRESSIONS = [
+    "'a' = 'A'", "'a' = 'a   '", "'a ' = 'a'", "'a' < 'a '", "'ß' = 's'", "'ß' = 'ss'", "'Æ' = 'AE'", "'ø' = 'o'",
+    "'É' = 'e'", "'ı' = 'i'", "'Ǆ' = 'ǆ'", "'😀' = '🙂'", "'a' < 'B'", "'Z' > 'a'", "'_' < 'a'", "'é' < 'f'",
+    "'a ' LIKE 'a'", "'a' LIKE 'a '", "'ÄÖü' LIKE '%o%'", "'Straße' LIKE 'STRASE'", "'x' IN ('X', 'y')",
+    "BINARY 'a' = 'A'", "'a' COLLATE utf8mb4_bin = 'A'", "'a' COLLATE utf8mb4_bin = 'a  '",
+    "'A' COLLATE utf8mb4_bin LIKE 'a'", "'ab' COLLATE utf8mb4_bin < 'aB'", "'a' = 'A' COLLATE utf8mb4_bin",
+    "NULLIF('a', 'A ')", "CASE 'é' WHEN 'E' THEN 1 ELSE 0 END", "'b' BETWEEN 'A' AND 'C'",
+]
+
+
+@pytest.fixture(scope="module")
+def both(mariadb):  # noqa: F811
+    ids, names = _rows(400, 7)
+    setup = mariadb(None)
+    with setup.cursor() as cursor:
+        cursor.execute("DROP DATABASE IF EXISTS collations")
+        cursor.execute("CREATE DATABASE collations CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
+    setup.close()
+    maria = mariadb("collations")
+    maria.autocommit(True)
+    ddl = ("CREATE TABLE people (id BIGINT, name VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci, "
+           "exact VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)")
+    words = "CREATE TABLE words (w VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci, n INT)"
+    with maria.cursor() as cursor:
+        cursor.execute("SET NAMES utf8mb4 COLLATE utf8mb4_general_ci")
+        cursor.execute(ddl)
+        cursor.executemany("INSERT INTO people VALUES (%s, %s, %s)", list(zip(ids, names, names)))
+        cursor.execute(words)
+        cursor.executemany("INSERT INTO words VALUES (%s, %s)", [(w, i) for i, w in enumerate(WORDS)])
+    con = engine.connect()
+    con.execute(ddl)
+    con.load_table("people", pa.table({"id": pa.array(ids, pa.int64()), "name": names, "exact": names}))
+    con.execute(words)
+    for i, w in enumerate(WORDS):
+        con.execute("INSERT INTO words VALUES (%s, %s)", (w, i))
+    yield maria, con
+    maria.close()
+    con.close()
+
+
+def _same(both, sql):
+    maria, con = both
+    with maria.cursor() as cursor:
+        cursor.execute(sql)
+        want = [tuple(int(v) if isinstance(v, int) else v for v in row) for row in cursor.fetchall()]
+    got = [tuple(int(v) if isinstance(v, (bool, int)) else v for v in row) for row in con.execute(sql).fetchall()]
+    assert got == want, sql
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS)
+def test_expressions_agree(both, expression):
+    _same(both, f"SELECT {expression}")
+
+
+QUERIES = [
+    "SELECT id FROM people WHERE name = 'ALICE' ORDER BY id",
+    "SELECT id FROM people WHERE name = 'zoe' ORDER BY id",
+    "SELECT id FROM people WHERE exact = 'alice' ORDER BY id",
+    "SELECT id FROM people WHERE name IN ('bob', 'STRASSE', 'Strase') ORDER BY id",
+    "SELECT id FROM people WHERE name LIKE '%SE' ORDER BY id",
+    "SELECT id FROM people WHERE name LIKE 'a_b%' ORDER BY id",
+    "SELECT id FROM people WHERE exact LIKE 'A%' ORDER BY id",
+    "SELECT id FROM people WHERE name > 'emile' ORDER BY id",
+    "SELECT MIN(id), COUNT(*) FROM people GROUP BY name ORDER BY 1",
+    "SELECT MIN(id), COUNT(*) FROM people GROUP BY exact ORDER BY 1",
+    "SELECT COUNT(DISTINCT name), COUNT(DISTINCT exact), COUNT(*) FROM people",
+    "SELECT COUNT(*) FROM (SELECT DISTINCT name FROM people) d",
+    "SELECT id FROM people ORDER BY name, id",
+    "SELECT id FROM people ORDER BY name DESC, id",
+    "SELECT id FROM people ORDER BY exact, id",
+    "SELECT p.id, w.n FROM people p JOIN words w ON p.name = w.w ORDER BY 1, 2",
+    "SELECT p.id, w.n FROM people p JOIN words w ON p.exact = w.w ORDER BY 1, 2",
+    "SELECT id FROM people WHERE name IN (SELECT w FROM words WHERE n < 3) ORDER BY id",
+    "SELECT COUNT(*) FROM (SELECT name FROM people UNION SELECT w FROM words) u",
+    "SELECT COUNT(*) FROM people WHERE name = exact",
+]
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_queries_agree(both, sql):
+    _same(both, sql)
