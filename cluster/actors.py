@@ -90,7 +90,7 @@ class _LeafTransaction:
 
 @dataclass
 class _StagedLoad:
-    """The chunks a streaming load (``cluster.ray_runner._RayLoad``) has sent this leaf so far, decoded,
+    """The chunks a streaming load (``cluster.ray_load.RayLoad``) has sent this leaf so far, decoded,
     by the driver's chunk number: each chunk is [(partition, batch)]. They wait here until the load's
     commit prepares them (``prepare(..., staged=...)``) or its abort drops them."""
     table_id: int

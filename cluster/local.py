@@ -1,10 +1,11 @@
 """The embedded runner: an aggregator and N leaves in this process.
 
-Plans have the same shape as on the Ray runner: leaf stages run once per partition on the leaf that hosts
-the partition, their output is routed by the stage's exchange (gather to the aggregator, broadcast to
-every partition, repartition by the hash of keys with the same kernel that places rows of sharded
-tables), and the final stage runs once on the aggregator. Partition tasks of a stage run on a thread
-pool: the Arrow kernels release the GIL, so leaves use the machine's cores.
+Queries go through the one scheduler (:mod:`cluster.scheduler`), as on the Ray runner; this runner is its
+executor with threads: a stage's tasks run on a thread pool (the Arrow kernels release the GIL, so leaves
+use the machine's cores), or one after the other on the calling thread when the stage is small, and
+their output is routed in memory by :func:`cluster.exchange.route_batches`. Rows are placed on
+partitions by :mod:`cluster.placement`; a statement's writes commit as one transaction over the
+partition stores (:mod:`engine.storage.columnstore.commit`).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import pyarrow as pa
@@ -20,16 +22,14 @@ import pyarrow.compute as pc
 from cluster.exchange import concat, route_batches
 from cluster.leaf import Leaf, LeafStorage
 from cluster.placement import Placement
-from cluster.scheduler import (Output, Where, consumed, scanned_tables, submission_order, task_inputs, tasks_of,
-                               where)
+from cluster.scheduler import Inputs, Output, Query, ScheduledRunner, Where, scanned_tables, where
 from cluster.specs import ExchangeSpec, PartitionRef
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
-from engine.exec.operators.base import Deadline, statement_deadline
+from engine.exec.operators.base import Deadline
 from engine.exec.profile import TaskProfile
-from engine.exec.progress import query_progress
 from engine.exec.stages import StageSpec, decode_stage, encode_stage
-from engine.runner import LoadWriter, Runner
+from engine.runner import LoadWriter
 from engine.storage.columnstore import Committer
 from engine.storage.columnstore.datadir import DataDirectory
 
@@ -51,7 +51,14 @@ def _interruptible(deadline: Optional[Deadline], interrupted: threading.Event) -
     return Deadline(deadline.timeout_ms, deadline.at, cancelled=cancelled, where=deadline.where)
 
 
-class LocalRunner(Runner):
+@dataclass
+class _LocalQuery:
+    """The embedded executor's state of one query (``cluster.scheduler.Query.state``)."""
+    interrupted: threading.Event        # set on Ctrl-C or any failure: the pool's tasks stop at a batch
+    snapshots: dict                     # leaf id -> {(table id, partition): snapshot} (see _pin)
+
+
+class LocalRunner(ScheduledRunner):
     def __init__(self, leaves: int = 2, partitions_per_leaf: int = 4, threads: Optional[int] = None,
                  data_dir: Optional[str] = None, **storage_options):
         """``data_dir``: keep tables in durable columnstores there (reopened and recovered if it exists);
@@ -218,44 +225,30 @@ class LocalRunner(Runner):
             [(leaf, p) for leaf in self.leaves for p in leaf.partitions]
         return list(self._pool.map(lambda key: fn(key[0].storage.store(table.table_id, key[1])), keys))
 
-    # -- queries ----------------------------------------------------------------------------------
-    def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
-        """``profile``: an engine.exec.profile.QueryProfile that receives every task's operator
-        counters and every exchange's rows and bytes (EXPLAIN ANALYZE)."""
+    # -- queries: the scheduler's executor (cluster.scheduler) ------------------------------------
+    def open(self, query: Query, stages: Sequence[StageSpec]) -> None:
         if self._closed:
             raise CanopyInternalError("the runner has been shut down")
-        outputs: dict[int, Output] = {}        # each stage's routed output (cluster.scheduler)
         # statement_timeout, and Ctrl-C: every task checks the deadline per batch, so an interrupt in
         # this thread stops the tasks running on the pool within one batch instead of after them
         interrupted = threading.Event()
-        deadline = _interruptible(statement_deadline.get(), interrupted)
-        progress = query_progress.get()
-        if progress is not None:
-            progress.start(sum(self.num_leaves if s.parallel else 1 for s in stages), len(stages))
-        snapshots = self._pin(stages)
-        for spec in submission_order(stages):
-            if deadline is not None:
-                deadline.check()
-            # What a remote leaf would receive; in process the spec itself serves (operators are
-            # immutable). Tests set CANOPY_CHECK_STAGE_CODEC=1 so every plan proves it can travel.
-            stage = decode_stage(encode_stage(spec)) if _CHECK_STAGE_CODEC else spec
-            reads = consumed(stage.root)
-            inputs = {t: task_inputs(reads, t, outputs) for t in tasks_of(stage, self.num_leaves)}
-            try:
-                results = self._run_tasks(stage, inputs, params, profile, deadline, snapshots, interrupted, progress)
-            except KeyboardInterrupt:
-                interrupted.set()
-                raise
-            if stage.output_kind is None:
-                schema = stage.root.schema
-                result = [b for out in results for b in out]
-                return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
-            routed = self._route_output(stage, results)
-            outputs[stage.stage_id] = Output(stage.output_kind, tuple(
-                (PartitionRef.of_batches(d, routed[d]),) for d in range(len(routed))))
-            if profile is not None:
-                profile.add_exchange(stage.stage_id, routed)
-        raise CanopyInternalError("a plan without a final stage")
+        query.deadline = _interruptible(query.deadline, interrupted)
+        query.state = _LocalQuery(interrupted, self._pin(stages))
+
+    def cancel_query(self, query: Query) -> None:
+        query.state.interrupted.set()
+
+    def run_stage(self, query: Query, stage: StageSpec, tasks, inputs) -> Output:
+        results = self._run_tasks(query, stage, inputs)
+        routed = self._route_output(stage, results)
+        if query.profile is not None:
+            query.profile.add_exchange(stage.stage_id, routed)
+        return Output(stage.output_kind, tuple((PartitionRef.of_batches(d, routed[d]),) for d in range(len(routed))))
+
+    def run_final(self, query: Query, stage: StageSpec, tasks, inputs) -> pa.Table:
+        schema = stage.root.schema
+        result = [b for out in self._run_tasks(query, stage, inputs) for b in out]
+        return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
 
     def _pin(self, stages: Sequence[StageSpec]) -> dict[int, dict]:
         """leaf id -> {(table id, partition): snapshot} of every store the stages scan, taken while no
@@ -269,11 +262,15 @@ class LocalRunner(Runner):
                                    for table_id in tables for partition, store in leaf.storage.stores_of(table_id)}
                     for leaf in self.leaves}
 
-    def _run_tasks(self, stage: StageSpec, inputs: dict, params, profile=None, deadline=None, snapshots=None,
-                   interrupted=None, progress=None) -> list[list[pa.RecordBatch]]:
+    def _run_tasks(self, query: Query, stage: StageSpec, inputs: Inputs) -> list[list[pa.RecordBatch]]:
         """Run the tasks ``inputs`` names (task -> its inputs, as ``scheduler.task_inputs`` gives them)
         where ``scheduler.where`` places them: one per leaf, or once on the aggregator or leaf 0."""
+        # What a remote leaf would receive; in process the spec itself serves (operators are
+        # immutable). Tests set CANOPY_CHECK_STAGE_CODEC=1 so every plan proves it can travel.
+        stage = decode_stage(encode_stage(stage)) if _CHECK_STAGE_CODEC else stage
         tasks = list(inputs)
+        params, profile, deadline, progress = query.params, query.profile, query.deadline, query.progress
+        snapshots = query.state.snapshots
         task_profiles = {t: TaskProfile(stage.stage_id, stage.root) for t in tasks} if profile is not None else {}
         placed = where(stage)
 
@@ -290,7 +287,7 @@ class LocalRunner(Runner):
         if len(tasks) == 1 or self._stage_input_rows(stage, inputs) < INLINE_STAGE_ROWS:
             outputs = [task(t) for t in tasks]
         else:
-            outputs = self._run_parallel(task, tasks, interrupted, progress)
+            outputs = self._run_parallel(task, tasks, query.state.interrupted, progress)
         for task_profile in task_profiles.values():     # the tasks have ended: no writer is left
             profile.add_task(task_profile)
         return outputs

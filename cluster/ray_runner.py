@@ -4,14 +4,13 @@ Shape: N named :class:`cluster.actors.LeafActor`s (``<name>-leaf-<i>``), spread 
 each owning ``partitions_per_leaf`` partitions of every sharded table and a copy of every reference table
 in its own process, plus a named :class:`cluster.actors.AggregatorActor` (``<name>-aggregator``) that keeps
 the deployment's shape and catalog so a second driver can reconnect by name. The driver holds the catalog
-and plays the aggregator: it routes inserted rows with ``kernels.split_batch`` and runs the once-only
-stages that read no table. A load streams: the driver routes each parsed block and sends every leaf its
-rows in chunks as it goes (``_RayLoad``), which the leaves stage until the load's transaction.
+and plays the aggregator: it places inserted rows (:mod:`cluster.placement`) and runs the once-only
+stages that read no table.
 
-A query's stages are submitted all at once; Ray starts each task when its inputs exist. A parallel stage
-runs one task per leaf; a task returns its meta plus one transport payload per destination (per leaf for
-a repartition, one for gather/broadcast), and the consuming tasks take those object refs as arguments, so
-exchange data moves leaf -> object store -> leaf and reaches the driver only for the final stage.
+Queries go through the one scheduler (:mod:`cluster.scheduler`); this runner is its executor through
+:class:`cluster.ray_queries.RayQueries` (tasks submitted to the leaf actors, exchange data moving leaf ->
+object store -> leaf). A load streams (:mod:`cluster.ray_load`): the driver places each parsed block and
+sends every leaf its rows in chunks as it goes, which the leaves stage until the load's transaction.
 
 Durability: with a ``data_dir`` the driver opens it as the embedded runner does (``cluster.json``,
 ``catalog.json``, ``commit.log``, the lock) and each leaf opens its columnstores under ``leaf-N`` of it.
@@ -26,13 +25,12 @@ routes them into the same transaction. Durable leaves flush and merge on a backg
 Consistent reads: every write is a snapshot epoch, published when every leaf has applied it; a query
 reads the epoch published when it started, on every leaf and in every stage (:mod:`cluster.versions`).
 
-Failures: Ray errors become :mod:`engine.errors` types here. Ray restarts a leaf that dies
-(``max_restarts``). With a ``data_dir`` the restarted leaf reopens its partitions from disk, keeping the
-statements whose commit record is in the log, and a query it died under is retried once (see ``run``);
-in memory it has lost them: the query fails with an ``ExecutionError`` (an ``OperationalError``) naming
-the leaf, and queries over its tables fail with an error saying so until they are dropped and reloaded.
-A query that fails for any reason, runs past ``statement_timeout`` or is interrupted (Ctrl-C) is
-cancelled on every leaf: queued tasks are cancelled, running ones stop at their next batch.
+Failures: Ray errors become :mod:`engine.errors` types here (``_translate``). Ray restarts a leaf that
+dies (``max_restarts``). With a ``data_dir`` the restarted leaf reopens its partitions from disk, keeping
+the statements whose commit record is in the log, and a query it died under is retried once (the
+scheduler's retry, :meth:`RayQueries.recover`); in memory it has lost them: the query fails with an
+``ExecutionError`` (an ``OperationalError``) naming the leaf, and queries over its tables fail with an
+error saying so until they are dropped and reloaded.
 """
 from __future__ import annotations
 
@@ -55,27 +53,18 @@ import ray
 import ray.exceptions as rex
 
 import engine.catalog
-from cluster import transport
 from cluster.actors import AggregatorActor, DurableLeaf, LeafActor
-from cluster.exchange import route_payloads
 from cluster.leaf import Leaf
 from cluster.placement import Placement
-from cluster.scheduler import Output, Where, consumed, submission_order, task_inputs, tasks_of, where
-from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec, TransportOptions
+from cluster.ray_load import LoadStats, RayLoad
+from cluster.ray_queries import RayQueries
 from cluster.ray_start import init_ray
+from cluster.scheduler import LeafDied, ScheduledRunner
 from engine.catalog import Catalog, TableDef
-from engine.errors import CanopyInternalError, ExecutionError
-from engine.exec.operators.base import Deadline, conform, statement_deadline
-from engine.exec.profile import TaskProfile
-from engine.exec.progress import query_progress
-from engine.exec.stages import StageSpec, encode_stage
+from engine.errors import ExecutionError
+from engine.exec.operators.base import Deadline
 from engine.fair_locks import FairMutex
-from engine.runner import LoadWriter, Runner
 from engine.storage.columnstore.datadir import DataDirectory
-
-
-INLINE_STAGE_BYTES = 64 * 1024     # an encoded stage up to this size travels inside each task's arguments
-STAGE_CACHE = 256                   # encoded stages kept by the driver
 
 
 class _RayLeaf(LeafActor):
@@ -100,27 +89,7 @@ _LeafRemote = ray.remote(concurrency_groups={"control": 1})(_RayLeaf)
 _AggregatorRemote = ray.remote(num_cpus=0)(AggregatorActor)
 
 
-def _retrieve_errors(submitted: list) -> None:
-    """Take the errors of a cancelled query's failed tasks, so Ray does not print each one later as an
-    "Unhandled error" traceback when its refs are dropped (Ctrl-C showed ~25 lines of "query cancelled
-    on leaf 0"). A task's first return (its meta) tells whether it failed; only then are its other
-    returns (which hold the same error, no data) taken too. Tasks still running are left alone."""
-    for _, out in submitted:
-        try:
-            ray.get(out[0], timeout=0)
-            continue                       # it succeeded: its payloads are data, not errors
-        except rex.GetTimeoutError:
-            continue
-        except (rex.RayError, Exception):  # noqa: BLE001 - the error is the point: now it is handled
-            pass
-        for ref in out[1:]:
-            try:
-                ray.get(ref, timeout=0)
-            except (rex.RayError, Exception):  # noqa: BLE001
-                pass
-
-
-class RayRunner(Runner):
+class RayRunner(RayQueries, ScheduledRunner):
     """``leaves`` leaf actors on the Ray cluster at ``address`` (None: join the Ray this process already
     runs, or a running cluster ``ray start --head`` recorded on this machine, or start a private local one
     with ``num_cpus``: see :mod:`cluster.ray_start`; ``"auto"``: the cluster this machine belongs to).
@@ -153,12 +122,8 @@ class RayRunner(Runner):
         self.detached = detached
         self.max_restarts = max_restarts
         self.transport_options = {"compression": compression, "throttle_bytes_per_s": throttle_bytes_per_s}
-        self.last_profile: list[dict] = []
         self.last_load: Optional[LoadStats] = None   # what the latest committed load sent the leaves
-        self.retries = 0                        # queries that succeeded on a retry after a leaf died
-        # id(StageSpec) -> (the spec, its payload for tasks, the exchanges it reads): stage encoding and
-        # the object-store put are per plan, not per query (the spec keeps its id from being reused)
-        self._stages: "collections.OrderedDict[int, tuple]" = collections.OrderedDict()
+        self._init_queries()
         self.aggregator = Leaf(-1, ())          # runs the once-only stages that read no table
         self._write_lock = FairMutex()     # one transaction at a time (and no DDL during one), in turn
         # Row counts and distinct counts answered here: the optimizer asks for them hundreds of times a
@@ -275,6 +240,11 @@ class RayRunner(Runner):
             return          # catalog.json is saved by every catalog change (engine.catalog_store)
         ray.get(self._registry.save_catalog.remote(_catalog_state(self.catalog)))
 
+    @property
+    def retries(self) -> int:
+        """Queries that succeeded on a retry after a leaf died (cluster.scheduler)."""
+        return self.scheduler.retries
+
     def leaf_info(self) -> list[dict]:
         """Each leaf's process id, host, whether Ray restarted it, its task counters and snapshot versions."""
         return self._get([leaf.ping.remote() for leaf in self.leaves])
@@ -313,8 +283,8 @@ class RayRunner(Runner):
         self._write([(table, self._place(table, data), False)])
         return data.num_rows
 
-    def begin_load(self, table: TableDef) -> "_RayLoad":
-        return _RayLoad(self, table)
+    def begin_load(self, table: TableDef) -> "RayLoad":
+        return RayLoad(self, table)
 
     def replace_table(self, table: TableDef, data: Optional[pa.Table]) -> None:
         self.replace_tables([(table, data)])
@@ -341,7 +311,7 @@ class RayRunner(Runner):
         return self.placement.by_leaf(table, data)
 
     def _write(self, writes: Sequence[tuple[TableDef, dict, bool]], on_commit=None, delete=None,
-               staged: Optional["_RayLoad"] = None) -> int:
+               staged: Optional["RayLoad"] = None) -> int:
         """One transaction over any number of tables. ``writes``: (table, pieces as ``_place`` makes
         them, replace); ``delete``: (table, matcher, rewrite or None) of a DELETE / UPDATE (see
         ``delete_rows``), prepared first; ``staged``: a streaming load whose rows the leaves already
@@ -515,242 +485,6 @@ class RayRunner(Runner):
                               for i, leaf in enumerate(leaves)])
         return [result for results in per_leaf for result in results]
 
-    # -- queries ----------------------------------------------------------------------------------
-    def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
-        """Run one query's stages. A query is read-only (a write's rows go through ``_write`` after it),
-        so when a leaf dies under it and its partitions are durable, its failed tasks are retried
-        once on the restarted leaf: the tasks that had completed keep their outputs (objects in the
-        store, owned by this driver), the dead leaf's tasks and the ones that consumed their outputs run
-        again. In memory the restarted leaf has lost its partitions, so the error stays."""
-        if self._closed:
-            raise CanopyInternalError("the runner has been shut down")
-        deadline = statement_deadline.get()
-        progress = query_progress.get()
-        if progress is not None:
-            progress.start(sum(self.num_leaves if s.parallel else 1 for s in stages), len(stages))
-        epoch = self._start_reading()       # every task of every stage, a retry's too, reads this epoch
-        try:
-            return self._attempts(stages, params, profile, deadline, epoch)
-        finally:
-            self._stop_reading(epoch)
-
-    def _attempts(self, stages, params, profile, deadline, epoch: int) -> pa.Table:
-        done: dict = {}
-        for attempt in range(2):
-            query = _Query(uuid.uuid4().hex, deadline, reuse=done, profile=profile, epoch=epoch)
-            if profile is not None:             # a retry counts the whole query again
-                profile.operators.clear()
-                profile.exchanges.clear()
-            try:
-                table = self._run(query, stages, tuple(params))
-                self.last_profile = query.metas if query.metas is not None else \
-                    self._get(query.meta_refs, deadline=deadline)
-                if profile is not None:
-                    self._collect_profile(profile, self.last_profile)
-                self.retries += attempt
-                return table
-            except _LeafDied as error:
-                if self._data is None or attempt:
-                    self.cancel(query.query_id, query.submitted)
-                    if attempt:
-                        raise ExecutionError(f"{error} (the query was already retried once after leaf "
-                                             f"{error.leaf} restarted)") from None
-                    raise
-                # the other leaves' tasks run on: what they complete is not done again
-                settled = self._settle(query, deadline)
-                done = self._completed(query.tasks)
-                if not settled:
-                    self.cancel(query.query_id, query.submitted)
-                self._wait_alive(error.leaf, deadline, error)
-            except BaseException:
-                # Ctrl-C, statement_timeout, a leaf's error: stop the query's other tasks too
-                self.cancel(query.query_id, query.submitted)
-                raise
-        raise CanopyInternalError("unreachable")
-
-    def _fetch(self, query: "_Query", refs: list, final: bool) -> list:
-        """The payloads ``refs``; for the final stage with every task's meta in the same ``ray.get``
-        (they are ready by then: every task feeds the final stage), saving a round trip per query."""
-        progress = query_progress.get()
-        if progress is not None:
-            self._watch(query, refs, progress)
-        if not final:
-            return self._get(refs, deadline=query.deadline)
-        values = self._get(list(refs) + query.meta_refs, deadline=query.deadline)
-        query.metas = values[len(refs):]
-        return values[:len(refs)]
-
-    def _watch(self, query: "_Query", refs: list, progress) -> None:
-        """Wait for ``refs`` a quarter second at a time, telling ``progress`` of each task that ended
-        (its meta: stage and rows sent). Errors are left for the ``ray.get`` that follows to raise."""
-        waiting = list(refs)
-        while True:
-            metas = [ref for ref in query.meta_refs if ref not in query.reported]
-            ended = ray.wait(metas, num_returns=len(metas), timeout=0)[0] if metas else []
-            for ref in ended:
-                query.reported.add(ref)
-                try:
-                    meta = ray.get(ref)
-                except rex.RayError:
-                    continue
-                progress.task_done(meta["stage"], sum(link["rows"] for link in meta.get("links", ())))
-            progress.tick()
-            if not waiting or query.deadline is not None and query.deadline.expired():
-                return
-            waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.25)[1]
-
-    def _stage_payload(self, spec: StageSpec):
-        """The encoded stage a task receives: bytes inline in the task (small) or one object in the
-        store (large); cached per StageSpec object, which a plan-cache hit hands over again."""
-        return self._stage_entry(spec)[1]
-
-    def _consumed(self, spec: StageSpec) -> tuple[int, ...]:
-        return self._stage_entry(spec)[2]
-
-    def _stage_entry(self, spec: StageSpec) -> tuple:
-        entry = self._stages.get(id(spec))
-        if entry is not None and entry[0] is spec:
-            self._stages.move_to_end(id(spec))
-            return entry
-        encoded = encode_stage(spec)
-        payload = encoded if len(encoded) <= INLINE_STAGE_BYTES else ray.put(encoded)
-        entry = self._stages[id(spec)] = (spec, payload, consumed(spec.root))
-        while len(self._stages) > STAGE_CACHE:
-            self._stages.popitem(last=False)
-        return entry
-
-    def _collect_profile(self, profile, metas: list[dict]) -> None:
-        """The leaves' operator counters and link counters into the QueryProfile (EXPLAIN ANALYZE)."""
-        for meta in metas:
-            profile.add_counters(meta["stage"], meta.get("operators", {}))
-            if meta["kind"] is not None:
-                profile.add_links(meta["stage"], meta["links"],
-                                  self.num_leaves if meta["kind"] == "broadcast" else 1)
-
-    def _settle(self, query: "_Query", deadline: Optional[Deadline], limit_s: float = 60.0) -> bool:
-        """Wait until every task of a failed attempt has ended (at most ``limit_s`` and the deadline)."""
-        refs = [out[0] for _, out in query.submitted]
-        remaining = deadline.remaining() if deadline is not None else None
-        _, pending = ray.wait(refs, num_returns=len(refs), timeout=limit_s if remaining is None else min(limit_s, remaining))
-        return not pending
-
-    def _completed(self, tasks: dict) -> dict:
-        """The tasks of a failed attempt that completed: (stage id, task) -> their output refs."""
-        done = {}
-        for key, out in tasks.items():
-            try:
-                ray.get(out[0], timeout=0)
-            except (rex.RayError, rex.GetTimeoutError):
-                continue
-            done[key] = out
-        return done
-
-    def _wait_alive(self, leaf: int, deadline: Optional[Deadline], error: Exception, timeout: float = 60.0) -> None:
-        """Wait until Ray has restarted ``leaf`` (its constructor reopened its durable partitions)."""
-        until = time.monotonic() + (timeout if deadline is None or deadline.timeout_ms is None
-                                    else min(timeout, deadline.remaining()))
-        while True:
-            try:
-                ray.get(self.leaves[leaf].ping.remote(), timeout=max(0.1, until - time.monotonic()))
-                return
-            except (rex.RayError, rex.GetTimeoutError):
-                if time.monotonic() >= until:
-                    if deadline is not None and deadline.expired():
-                        raise deadline.error() from None
-                    raise error from None
-                time.sleep(0.1)
-
-    def _run(self, query: "_Query", stages: Sequence[StageSpec], params: tuple) -> pa.Table:
-        deadline = query.deadline
-        outputs: dict[int, Output] = {}        # each stage's payload refs per destination (cluster.scheduler)
-
-        def inputs_of(spec: StageSpec, task: int) -> tuple[list, list]:
-            layout, refs = [], []
-            for stage_id, chosen in task_inputs(self._consumed(spec), task, outputs):
-                layout.append((stage_id, len(chosen)))
-                refs.extend(ref.data for ref in chosen)
-            return layout, refs
-
-        transport_options = TransportOptions(**self.transport_options)
-        for spec in submission_order(stages, self._consumed):
-            kind = spec.output_kind
-            exchange = ExchangeSpec.of(spec, self.num_leaves, self.partitions_per_leaf)
-            destinations = exchange.destinations
-            timed = deadline is not None and deadline.timeout_ms is not None
-            if timed:
-                deadline.check()
-            task_spec = TaskSpec(query.query_id, spec.stage_id, 0, self.num_partitions, params, exchange,
-                                 transport=transport_options, profile=query.profile is not None,
-                                 epoch=query.epoch, floor=self._floor(),
-                                 deadline=(deadline.timeout_ms, deadline.remaining()) if timed else None)
-            if where(spec) is Where.AGGREGATOR:
-                # once-only on the aggregator (this driver): its inputs come here
-                layout, refs = inputs_of(spec, 0)
-                inputs: dict[int, list[pa.RecordBatch]] = {}
-                payloads = iter(self._fetch(query, refs, final=kind is None))
-                for stage_id, count in layout:
-                    for payload in itertools.islice(payloads, count):
-                        inputs.setdefault(stage_id, []).extend(transport.decode(payload))
-                task_profile = TaskProfile(spec.stage_id, spec.root) if query.profile is not None else None
-                batches = self.aggregator.task_batches(spec, 0, self.num_partitions, params, inputs,
-                                                       task_profile, deadline)
-                if kind is None:
-                    table = _table(list(batches), spec.root.schema)
-                else:
-                    sent, links = route_payloads(batches, spec.root.schema, exchange, transport_options)
-                progress = query_progress.get()
-                if progress is not None:
-                    progress.task_done(spec.stage_id, table.num_rows if kind is None
-                                       else sum(link["rows"] for link in links))
-                if task_profile is not None:        # the task has ended
-                    query.profile.add_task(task_profile)
-                    if kind is not None:
-                        query.profile.add_links(spec.stage_id, links,
-                                                self.num_leaves if kind == "broadcast" else 1)
-                if kind is None:
-                    return table
-                outputs[spec.stage_id] = Output(kind, tuple((PartitionRef(d, ray.put(payload)),)
-                                                            for d, payload in enumerate(sent)))
-                continue
-
-            stage_ref = self._stage_payload(spec)
-            per_destination: list[list] = [[] for _ in range(destinations)]
-            for task in tasks_of(spec, self.num_leaves):
-                leaf = self.leaves[task]          # a once-only stage here reads reference tables: leaf 0
-                layout, refs = inputs_of(spec, task)
-                out = query.reuse.get((spec.stage_id, task)) if not any(r in query.rerun for r in refs) else None
-                if out is None:
-                    out = leaf.run_task.options(num_returns=1 + destinations).remote(
-                        dataclasses.replace(task_spec, task=task, inputs=tuple(layout)), stage_ref, *refs)
-                    query.submitted.append((leaf, out))
-                    query.rerun.update(out)
-                query.tasks[(spec.stage_id, task)] = out
-                query.meta_refs.append(out[0])
-                for d in range(destinations):
-                    per_destination[d].append(out[1 + d])
-            if kind is None:                # a final stage that reads reference tables ran on leaf 0
-                batches = [b for payload in self._fetch(query, per_destination[0], final=True)
-                           for b in transport.decode(payload)]
-                return _table(batches, spec.root.schema)
-            outputs[spec.stage_id] = Output(kind, tuple(tuple(PartitionRef(d, ref) for ref in refs)
-                                                        for d, refs in enumerate(per_destination)))
-        raise CanopyInternalError("a plan without a final stage")
-
-    def cancel(self, query_id: str, submitted: list) -> None:
-        """Stop a query on every leaf: queued tasks are cancelled, running ones stop at their next batch.
-        Waits (briefly) for the running ones, so the next query does not queue behind them."""
-        for leaf in self.leaves:
-            leaf.cancel.remote(query_id)
-        for _, out in submitted:
-            for ref in out:
-                try:
-                    ray.cancel(ref)
-                except (TypeError, ValueError, rex.RayError):
-                    pass        # already finished, or not cancellable (a return ref that is not the first)
-        if submitted:
-            ray.wait([out[0] for _, out in submitted], num_returns=len(submitted), timeout=10)
-            _retrieve_errors(submitted)
-
     # -- errors -----------------------------------------------------------------------------------
     def _get(self, refs, timeout: Optional[float] = None, deadline: Optional[Deadline] = None):
         """``ray.get`` with Ray's errors as the engine's; ``deadline``: a query's statement_timeout
@@ -801,7 +535,7 @@ class RayRunner(Runner):
             else:
                 message = (f"{who} died during the query; Ray restarts it (max_restarts={self.max_restarts}), but "
                            f"its in-memory partitions are lost: drop and reload the tables it held")
-            return _LeafDied(message, leaf) if leaf is not None else ExecutionError(message)
+            return LeafDied(message, leaf) if leaf is not None else ExecutionError(message)
         if isinstance(error, (rex.ObjectLostError, rex.OwnerDiedError)):
             return ExecutionError(f"exchange data of the query was lost (a leaf or node died): {_first_line(str(error))}")
         if isinstance(error, rex.GetTimeoutError):
@@ -851,223 +585,6 @@ class RayRunner(Runner):
             self._data = None
 
 
-LOAD_CHUNK_ROWS = 65536     # rows a streaming load gathers for one leaf before sending them as one chunk
-LOAD_MAX_OUTSTANDING = 8    # a leaf's unacknowledged chunks before the load waits for the oldest
-
-
-@dataclasses.dataclass
-class LoadStats:
-    """What one streaming load sent to the leaves (``RayRunner.last_load``)."""
-    rows: int = 0
-    chunks: int = 0
-    chunks_compressed: int = 0
-    bytes_raw: int = 0           # Arrow IPC bytes of the chunks
-    bytes_sent: int = 0          # bytes of the payloads (LZ4 where compressed)
-    waits: int = 0               # times the load waited for a leaf with LOAD_MAX_OUTSTANDING chunks unacknowledged
-    compression: str = "adaptive"
-
-    @property
-    def ratio(self) -> float:
-        return self.bytes_raw / self.bytes_sent if self.bytes_sent else 1.0
-
-
-class _RayLoad(LoadWriter):
-    """A load that streams to the leaves as it is read. Each added block is routed here on the driver;
-    the pieces bound for one leaf wait until they make LOAD_CHUNK_ROWS rows, then go to that leaf as one
-    chunk: a :mod:`cluster.transport` payload (Arrow IPC frames, one per partition) sent with
-    ``stage_chunk``, which the leaf decodes and keeps under the load's id. The commit sends what is left,
-    and one transaction (``RayRunner._write``) prepares the staged rows on every leaf together with those
-    of ``add_related`` tables (a pipeline batch's file marks), ``on_commit`` running inside it: the rows
-    and their marks become durable and visible together; ``abort`` drops the staged chunks.
-
-    Adaptive LZ4 (MemSQL 6.7's rule, per leaf): a chunk goes compressed when more than
-    ``transport.COMPRESS_AFTER`` chunks to its leaf are still unacknowledged (the link, or the leaf,
-    is the bottleneck), raw otherwise; the runner's ``compression="always"|"never"`` forces either. A
-    leaf with LOAD_MAX_OUTSTANDING chunks unacknowledged makes the load wait for the oldest, which bounds
-    the driver's memory. ``throttle_bytes_per_s`` (the runner's transport option, a benchmark mode)
-    models each leaf's link: a chunk occupies it for ``bytes / rate`` and counts as unacknowledged until
-    it is across and the leaf has answered.
-    """
-
-    def __init__(self, runner: RayRunner, table: TableDef):
-        super().__init__(runner, table)
-        self.load_id = uuid.uuid4().hex
-        leaves = runner.num_leaves
-        options = runner.transport_options
-        self.stats = LoadStats(compression=options["compression"])
-        self._throttle = options["throttle_bytes_per_s"]
-        self._held: list[dict[Optional[int], list]] = [{} for _ in range(leaves)]     # per leaf: partition -> pieces
-        self._held_rows = [0] * leaves
-        self._next_seq = [0] * leaves           # the number the next chunk to each leaf gets
-        self._sent_rows = [0] * leaves          # rows each leaf holds for this load (sent, or on their way)
-        self._unacked: list[collections.deque] = [collections.deque() for _ in range(leaves)]  # (ref, across at)
-        self._wire_free_at = [0.0] * leaves     # throttled: when each leaf's modelled link is idle again
-
-    # -- adding -------------------------------------------------------------------------------------
-    def add(self, data: "pa.Table | pa.RecordBatch") -> None:
-        if isinstance(data, pa.RecordBatch):
-            data = pa.Table.from_batches([data])
-        for leaf, pieces in self.runner._place(self.table, data).items():
-            held = self._held[leaf]
-            for key, batches in pieces.items():
-                held.setdefault(key, []).extend(batches)
-                self._held_rows[leaf] += sum(b.num_rows for b in batches)
-            if self._held_rows[leaf] >= LOAD_CHUNK_ROWS:
-                self._send(leaf)
-        self.rows += data.num_rows
-
-    def _send(self, leaf: int) -> None:
-        """Send what waits for ``leaf`` as chunks of about LOAD_CHUNK_ROWS rows (each partition's pieces
-        concatenated, then cut into as many slices as chunks, so partitions stay in their order)."""
-        held, rows = self._held[leaf], self._held_rows[leaf]
-        if not rows:
-            return
-        self._held[leaf], self._held_rows[leaf] = {}, 0
-        keys = list(held)
-        whole = [pa.concat_batches(held[key]) if len(held[key]) > 1 else held[key][0] for key in keys]
-        del held
-        count = max(1, round(rows / LOAD_CHUNK_ROWS))
-        for part in range(count):
-            slices = [(key, batch.slice(batch.num_rows * part // count,
-                                        batch.num_rows * (part + 1) // count - batch.num_rows * part // count))
-                      for key, batch in zip(keys, whole)]
-            slices = [(key, batch) for key, batch in slices if batch.num_rows]
-            self._send_chunk(leaf, [key for key, _ in slices], [batch for _, batch in slices])
-
-    def _send_chunk(self, leaf: int, keys: list, batches: list[pa.RecordBatch]) -> None:
-        self._reap(leaf)
-        mode = self.stats.compression
-        compress = mode == "always" or mode == "adaptive" and len(self._unacked[leaf]) > transport.COMPRESS_AFTER
-        payload, counters = transport.encode_payload(batches, self.table.arrow_schema, compress)
-        seq = self._next_seq[leaf]
-        self._next_seq[leaf] += 1
-        ref = self.runner.leaves[leaf].stage_chunk.remote(self.load_id, self.table.table_id, seq, keys, payload)
-        del payload
-        across = 0.0
-        if self._throttle:
-            across = self._wire_free_at[leaf] = \
-                max(self._wire_free_at[leaf], time.monotonic()) + counters.bytes_sent / self._throttle
-        self._unacked[leaf].append((ref, across))
-        self._sent_rows[leaf] += counters.rows
-        stats = self.stats
-        stats.chunks += 1
-        stats.chunks_compressed += counters.batches_compressed > 0
-        stats.bytes_raw += counters.bytes_raw
-        stats.bytes_sent += counters.bytes_sent
-        while len(self._unacked[leaf]) >= LOAD_MAX_OUTSTANDING:
-            stats.waits += 1
-            self._settle_oldest(leaf)
-
-    def _reap(self, leaf: int) -> None:
-        """Forget the chunks to ``leaf`` that are across and acknowledged (raising a leaf's error)."""
-        unacked = self._unacked[leaf]
-        if not unacked:
-            return
-        ready, _ = ray.wait([ref for ref, _ in unacked], num_returns=len(unacked), timeout=0)
-        ready = set(ready)
-        now = time.monotonic()
-        while unacked and unacked[0][0] in ready and unacked[0][1] <= now:
-            self.get(unacked.popleft()[0], "sending")
-
-    def _settle_oldest(self, leaf: int) -> None:
-        ref, across = self._unacked[leaf].popleft()
-        self.get(ref, "sending")
-        time.sleep(max(0.0, across - time.monotonic()))
-
-    def get(self, refs, doing: str):
-        """``ray.get`` of the load's calls; a leaf that died fails the load naming it."""
-        try:
-            return ray.get(refs)
-        except rex.RayActorError as error:
-            self.runner._forget()           # cached counts: the leaf may have lost rows
-            actor_id = getattr(error, "actor_id", None)
-            leaf = self.runner._leaf_by_actor.get(
-                actor_id if isinstance(actor_id, str) else getattr(actor_id, "hex", lambda: "")())
-            who = f"leaf {leaf} ({self.runner.name}-leaf-{leaf})" if leaf is not None else "a leaf"
-            raise ExecutionError(f"{who} died while {doing} the load into {self.table.name}: nothing of the load "
-                                 f"is visible; run it again once Ray has restarted the leaf") from None
-        except rex.RayError as error:
-            raise self.runner._translate(error) from None
-
-    # -- savepoints ---------------------------------------------------------------------------------
-    def savepoint(self) -> tuple:
-        held = [{key: (len(pieces), sum(b.num_rows for b in pieces)) for key, pieces in by_key.items()}
-                for by_key in self._held]
-        return self.rows, list(self._next_seq), list(self._sent_rows), held
-
-    def rollback_to(self, savepoint: tuple) -> None:
-        """Back to ``savepoint``: for a leaf that was sent chunks since, the pieces that waited here then
-        went first in those chunks; the leaf keeps that many rows of each partition and drops the rest.
-        Otherwise the waiting pieces are cut back here."""
-        self.rows, marks, sent_rows, held = savepoint
-        for leaf, mark in enumerate(marks):
-            if self._next_seq[leaf] > mark:
-                keep = {key: rows for key, (_, rows) in held[leaf].items()}
-                ref = self.runner.leaves[leaf].rollback_staged.remote(self.load_id, mark, keep)
-                self._unacked[leaf].append((ref, 0.0))
-                self._held[leaf], self._held_rows[leaf] = {}, 0
-                self._sent_rows[leaf] = sent_rows[leaf] + sum(keep.values())
-            else:
-                self._held[leaf] = {key: self._held[leaf][key][:count] for key, (count, _) in held[leaf].items()}
-                self._held_rows[leaf] = sum(rows for _, rows in held[leaf].values())
-                self._sent_rows[leaf] = sent_rows[leaf]
-
-    def add_related(self, table: TableDef, data: pa.Table) -> None:
-        self._related.append((table, self.runner._place(table, data), False))
-
-    # -- the end ------------------------------------------------------------------------------------
-    def staged_rows(self) -> dict[int, int]:
-        """{leaf: rows it must hold} for every leaf that was sent chunks."""
-        return {leaf: self._sent_rows[leaf] for leaf in range(self.runner.num_leaves) if self._next_seq[leaf]}
-
-    def commit(self, on_commit=None) -> int:
-        for leaf in range(self.runner.num_leaves):
-            self._send(leaf)
-        for leaf in range(self.runner.num_leaves):
-            while self._unacked[leaf]:
-                self._settle_oldest(leaf)
-        related, self._related = self._related, []
-        self.runner._write(related, on_commit=on_commit, staged=self)
-        self.stats.rows = self.rows
-        self.runner.last_load = self.stats
-        return self.rows
-
-    def abort(self) -> None:
-        """Drop what the leaves hold of the load (the abort of its transaction drops its staged chunks
-        too, should ``_write`` have started it) and what waits here."""
-        for leaf in range(self.runner.num_leaves):
-            if self._next_seq[leaf]:
-                self.runner.leaves[leaf].drop_staged.remote(self.load_id)
-        self._held = [{} for _ in range(self.runner.num_leaves)]
-        self._unacked = [collections.deque() for _ in range(self.runner.num_leaves)]
-        self._related = []
-        self.rows = 0
-
-
-class _LeafDied(ExecutionError):
-    """A leaf actor died under a query (``leaf``: its index); Ray restarts it."""
-
-    def __init__(self, message: str, leaf: int):
-        super().__init__(message)
-        self.leaf = leaf
-
-
-@dataclasses.dataclass
-class _Query:
-    """One attempt at running a query's stages."""
-    query_id: str
-    deadline: Optional[Deadline]
-    reuse: dict                                     # (stage id, task) -> outputs of a previous attempt
-    profile: object = None                          # a QueryProfile to fill (EXPLAIN ANALYZE)
-    epoch: Optional[int] = None                     # the snapshot epoch its scans read (cluster.versions)
-    metas: Optional[list] = None                    # every task's meta, once fetched
-    submitted: list = dataclasses.field(default_factory=list)      # (leaf, output refs) sent this attempt
-    meta_refs: list = dataclasses.field(default_factory=list)      # each task's meta, in stage order
-    tasks: dict = dataclasses.field(default_factory=dict)          # (stage id, task) -> output refs
-    rerun: set = dataclasses.field(default_factory=set)            # refs made by this attempt
-    reported: set = dataclasses.field(default_factory=set)         # meta refs told to the progress bar
-
-
 def _kill(actors) -> None:
     # At interpreter exit Ray may already be shut down; ray.kill would then start a fresh local Ray
     # (auto-init) while logging and modules are being torn down, which has crashed the process.
@@ -1086,10 +603,6 @@ def _find_actor(name: str, namespace: str):
         return ray.get_actor(name, namespace=namespace)
     except ValueError:
         return None
-
-
-def _table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
-    return pa.Table.from_batches([conform(b, schema) for b in batches], schema=schema)
 
 
 def _first_line(text: str) -> str:

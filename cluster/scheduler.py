@@ -1,20 +1,35 @@
-"""The stage graph of one query, as both runners walk it.
+"""The one scheduler: how a query's stages become tasks, for both runners.
 
-A plan arrives as StageSpecs, producers before consumers (engine.exec.stages). The scheduler decides for
-every stage where its tasks run (:func:`where`), in which order stages are handed out
-(:func:`submission_order`), and which outputs each task reads (:func:`task_inputs`): a stage's output is
-an :class:`Output`, one list of :class:`cluster.specs.PartitionRef` per destination, and a consuming
-task ``t`` reads destination ``t`` of each stage it consumes (every task reads destination 0 of a
-broadcast or a gather). The runners only execute: the embedded one runs a stage's tasks on its thread
-pool and keeps the routed batches in memory, the Ray one submits them to leaf actors as object refs.
+A plan arrives as StageSpecs, producers before consumers (engine.exec.stages). :class:`Scheduler` walks
+them once per query: in :func:`submission_order`, each stage's tasks placed by :func:`where` (one per
+leaf, or once on the aggregator or on leaf 0), described by frozen :class:`cluster.specs.TaskSpec`s, each
+reading the routed outputs of the stages it consumes (:func:`task_inputs`): a stage's output is an
+:class:`Output`, a tuple of :class:`cluster.specs.PartitionRef` per destination, and a consuming task
+``t`` reads destination ``t`` (every task reads destination 0 of a broadcast or a gather). The scheduler
+also owns the query's life: its deadline, checked before every stage; cancellation of every task when
+anything fails or the user interrupts; one retry when a leaf died under it and its executor can bring it
+back (:meth:`Executor.recover`).
+
+An :class:`Executor` only executes: the embedded runner (:mod:`cluster.local`) runs a stage's tasks on
+its thread pool and keeps the routed batches in memory; the Ray runner (:mod:`cluster.ray_runner`)
+submits them to leaf actors, which run them with the same :class:`cluster.leaf.Leaf` code and route
+their output with :mod:`cluster.exchange`, and hands object refs on.
 """
 from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Callable, Optional, Sequence
+import uuid
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Optional, Sequence
 
-from cluster.specs import PartitionRef
+import pyarrow as pa
+
+from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec
+from engine.errors import CanopyInternalError, ExecutionError
+from engine.exec.operators.base import Deadline, statement_deadline
+from engine.exec.progress import query_progress
+from engine.runner import Runner
 from engine.exec.operators.base import PhysicalOperator
 from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.stages import StageSpec
@@ -95,3 +110,150 @@ def scanned_tables(op: PhysicalOperator) -> list[tuple[int, bool]]:
     if isinstance(op, ScanExec):
         return [(op.table_id, op.replicated)]
     return [t for child in op.children for t in scanned_tables(child)]
+
+
+class LeafDied(ExecutionError):
+    """A leaf died under a query (``leaf``: its index); its executor may bring it back and retry."""
+
+    def __init__(self, message: str, leaf: int):
+        super().__init__(message)
+        self.leaf = leaf
+
+
+@dataclasses.dataclass
+class Query:
+    """One query as the scheduler and its executor share it. ``query_id`` is per attempt (a retry is a
+    new query to the leaves); ``state``: the executor's own (pinned snapshots, an epoch, its tasks)."""
+    params: tuple
+    deadline: Optional[Deadline]
+    profile: Any = None                 # an engine.exec.profile.QueryProfile to fill (EXPLAIN ANALYZE)
+    progress: Any = None                # an engine.exec.progress bar to tell of every task
+    query_id: str = ""
+    attempt: int = 0
+    state: Any = None
+
+
+# task -> [(producing stage id, the refs it reads)], as task_inputs gives them
+Inputs = dict[int, list[tuple[int, tuple[PartitionRef, ...]]]]
+
+
+class Executor(ABC):
+    """What the scheduler needs of a runner: run the tasks of one stage where :func:`where` places
+    them, and stop them. ``run_stage`` may return before the tasks end (Ray: refs to outputs still
+    being made); ``run_final`` returns the query's result."""
+    num_leaves: int
+    partitions_per_leaf: int
+
+    def consumed(self, stage: StageSpec) -> tuple[int, ...]:
+        """The exchange ids ``stage`` reads (a runner may cache them per plan)."""
+        return consumed(stage.root)
+
+    def open(self, query: Query, stages: Sequence[StageSpec]) -> None:
+        """Before the first attempt: pin what the query reads."""
+
+    def start_attempt(self, query: Query) -> None:
+        """Before each attempt (``query.query_id`` is new)."""
+
+    @abstractmethod
+    def run_stage(self, query: Query, stage: StageSpec, tasks: Sequence[TaskSpec], inputs: Inputs) -> Output:
+        """Run (or submit) ``tasks``; their output routed by ``tasks[i].exchange``."""
+
+    @abstractmethod
+    def run_final(self, query: Query, stage: StageSpec, tasks: Sequence[TaskSpec], inputs: Inputs) -> pa.Table:
+        """Run the final stage's one task; the query's result."""
+
+    def complete(self, query: Query) -> None:
+        """The attempt succeeded: collect what it measured (profile counters)."""
+
+    @abstractmethod
+    def cancel_query(self, query: Query) -> None:
+        """Stop every task of the current attempt (queued ones never start, running ones stop at their
+        next batch), so no task outlives the query."""
+
+    def recover(self, query: Query, error: LeafDied) -> bool:
+        """A leaf died under the attempt: bring it back and keep what can be reused for one more
+        attempt (True), or not (False: the error stands)."""
+        return False
+
+    def close(self, query: Query) -> None:
+        """After the last attempt, whatever its outcome."""
+
+
+class Scheduler:
+    """Runs queries' stages on an :class:`Executor`: the stage walk, task specs, input routing, the
+    deadline, cancellation and the one retry, written once for both runners."""
+
+    def __init__(self, executor: Executor):
+        self.executor = executor
+        self.retries = 0            # queries that succeeded on a retry after a leaf died
+
+    def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
+        executor = self.executor
+        query = Query(tuple(params), statement_deadline.get(), profile, query_progress.get())
+        if query.progress is not None:
+            query.progress.start(sum(executor.num_leaves if s.parallel else 1 for s in stages), len(stages))
+        executor.open(query, stages)
+        try:
+            for attempt in range(2):
+                query.query_id, query.attempt = uuid.uuid4().hex, attempt
+                if profile is not None:             # a retry counts the whole query again
+                    profile.operators.clear()
+                    profile.exchanges.clear()
+                executor.start_attempt(query)
+                try:
+                    table = self._walk(query, stages)
+                    executor.complete(query)
+                    self.retries += attempt
+                    return table
+                except LeafDied as error:
+                    if attempt or not executor.recover(query, error):
+                        executor.cancel_query(query)
+                        if attempt:
+                            raise ExecutionError(f"{error} (the query was already retried once after leaf "
+                                                 f"{error.leaf} restarted)") from None
+                        raise
+                except BaseException:
+                    # Ctrl-C, statement_timeout, a leaf's error: stop the query's other tasks too
+                    executor.cancel_query(query)
+                    raise
+        finally:
+            executor.close(query)
+        raise CanopyInternalError("unreachable")
+
+    def _walk(self, query: Query, stages: Sequence[StageSpec]) -> pa.Table:
+        executor = self.executor
+        leaves, per_leaf = executor.num_leaves, executor.partitions_per_leaf
+        deadline = query.deadline
+        outputs: dict[int, Output] = {}
+        for stage in submission_order(stages, executor.consumed):
+            if deadline is not None:
+                deadline.check()
+            timed = deadline is not None and deadline.timeout_ms is not None
+            exchange = ExchangeSpec.of(stage, leaves, per_leaf)
+            reads = executor.consumed(stage)
+            inputs = {t: task_inputs(reads, t, outputs) for t in tasks_of(stage, leaves)}
+            tasks = [TaskSpec(query.query_id, stage.stage_id, t, leaves * per_leaf, query.params, exchange,
+                              inputs=tuple((stage_id, len(refs)) for stage_id, refs in inputs[t]),
+                              profile=query.profile is not None,
+                              deadline=(deadline.timeout_ms, deadline.remaining()) if timed else None)
+                     for t in inputs]
+            if stage.output_kind is None:
+                return executor.run_final(query, stage, tasks, inputs)
+            outputs[stage.stage_id] = executor.run_stage(query, stage, tasks, inputs)
+        raise CanopyInternalError("a plan without a final stage")
+
+
+class ScheduledRunner(Runner, Executor):
+    """A runner whose queries go through the one :class:`Scheduler`, itself the executor."""
+
+    @property
+    def scheduler(self) -> Scheduler:
+        scheduler = self.__dict__.get("_scheduler")
+        if scheduler is None:
+            scheduler = self.__dict__["_scheduler"] = Scheduler(self)
+        return scheduler
+
+    def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
+        """``profile``: an engine.exec.profile.QueryProfile that receives every task's operator
+        counters and every exchange's rows and bytes (EXPLAIN ANALYZE)."""
+        return self.scheduler.run(stages, params, profile)

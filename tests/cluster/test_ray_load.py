@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import cluster.ray_load as ray_load
 import cluster.ray_runner as ray_runner
 import engine
 from engine.load import delimited
@@ -38,7 +39,7 @@ def con(request, ray_session, tmp_path_factory):
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch):
     """Chunks of 100 rows per leaf and parsed blocks of 4 KiB: a 3000-row file sends dozens of chunks."""
-    monkeypatch.setattr(ray_runner, "LOAD_CHUNK_ROWS", 100)
+    monkeypatch.setattr(ray_load, "LOAD_CHUNK_ROWS", 100)
     monkeypatch.setattr(delimited, "STREAM_CHUNK_BYTES", 4096)
 
 
