@@ -25,10 +25,11 @@ client, and the session stays usable.
 from __future__ import annotations
 
 import contextlib
+import functools
 import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Optional
+from typing import Callable, Optional
 
 import pyarrow as pa
 from sqlglot import exp
@@ -47,7 +48,8 @@ from engine.sql.handlers.pipelines import PipelineStatements
 from engine.sql.handlers.session_state import SessionStatements, timeout_ms
 from engine.sql.handlers.writes import WriteStatements
 from engine.sql.parameters import bind_placeholders, mark_placeholders, parameterize_literals
-from engine.sql.parser import Statement, parse
+from engine.sql.accounts import AlterUser, CreateUser, DropUser, Grant, ShowGrants
+from engine.sql.parser import OptimizeTable, RenameTables, SavepointStatement, Statement, parse
 from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values, plans_equal
 from engine.sql.plan_picture import PlanPicture
 from engine.sql.query import execution_summary, explain_parts, explain_text, plan_query, reads_tables, run_query
@@ -556,11 +558,11 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
                 if _is_load_data(node):
                     result = self._load_data(node)
                 else:
-                    handler = getattr(self, "_stmt_" + type(node).__name__, None)
+                    handler = statement_handlers().get(type(node))
                     if handler is None:
                         words = " ".join(statement.text.split()[:2]).upper()
                         raise UnsupportedError(f"statement {words} ... is not supported")
-                    result = handler(node, statement)
+                    result = handler(self, node, statement)
         except Error as error:
             self.warnings = [("Error", 0, str(error))]
             raise
@@ -583,8 +585,6 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
 
     def _query(self, node, statement) -> Result:
         return run_query(self._plan(node), self.runner)
-
-    _stmt_Select = _stmt_Union = _stmt_Intersect = _stmt_Except = _stmt_Subquery = _stmt_Values = _query
 
     def _stmt_Describe(self, node: exp.Describe, statement) -> Result:
         target = node.this
@@ -626,6 +626,45 @@ def _plan_cache_of(runner) -> PlanCache:
         cache = PlanCache()
         runner.plan_cache = cache          # shared by every session of this cluster
     return cache
+
+
+@functools.cache
+def statement_handlers() -> dict[type, Callable]:
+    """Every statement a session runs, by the parser's class for it, and the handler that runs it
+    (``handler(session, node, statement) -> Result``). LOAD DATA goes to ``Session._load_data``."""
+    # the parser makes these only when it meets their SQL (engine.sql.parser imports them the same way)
+    from engine.pipelines import statements as pipeline
+
+    queries = {kind: Session._query for kind in (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery,
+                                                 exp.Values)}
+    return {
+        **queries,
+        exp.Describe: Session._stmt_Describe,                  # DESCRIBE, EXPLAIN [ANALYZE]
+        # catalog (engine.sql.handlers.catalog, .alter)
+        exp.Create: CatalogStatements._stmt_Create, exp.Drop: CatalogStatements._stmt_Drop,
+        exp.Use: CatalogStatements._stmt_Use, exp.Show: CatalogStatements._stmt_Show,
+        exp.Analyze: CatalogStatements._stmt_Analyze, OptimizeTable: CatalogStatements._stmt_OptimizeTable,
+        exp.Alter: AlterStatements._stmt_Alter, RenameTables: AlterStatements._stmt_RenameTables,
+        # writes (engine.sql.handlers.writes)
+        exp.Insert: WriteStatements._stmt_Insert, exp.Update: WriteStatements._stmt_Update,
+        exp.Delete: WriteStatements._stmt_Delete, exp.TruncateTable: WriteStatements._stmt_TruncateTable,
+        # transactions and session state (engine.sql.handlers.session_state)
+        exp.Transaction: SessionStatements._stmt_Transaction, exp.Commit: SessionStatements._stmt_Commit,
+        exp.Rollback: SessionStatements._stmt_Rollback, SavepointStatement: SessionStatements._stmt_SavepointStatement,
+        exp.Set: SessionStatements._stmt_Set, exp.Kill: SessionStatements._stmt_Kill,
+        # accounts (engine.sql.handlers.accounts)
+        CreateUser: AccountStatements._stmt_CreateUser, AlterUser: AccountStatements._stmt_AlterUser,
+        DropUser: AccountStatements._stmt_DropUser, Grant: AccountStatements._stmt_Grant,
+        ShowGrants: AccountStatements._stmt_ShowGrants,
+        # pipelines (engine.sql.handlers.pipelines)
+        pipeline.CreatePipeline: PipelineStatements._stmt_CreatePipeline,
+        pipeline.StartPipeline: PipelineStatements._stmt_StartPipeline,
+        pipeline.StopPipeline: PipelineStatements._stmt_StopPipeline,
+        pipeline.AlterPipeline: PipelineStatements._stmt_AlterPipeline,
+        pipeline.DropPipeline: PipelineStatements._stmt_DropPipeline,
+        pipeline.ShowPipelines: PipelineStatements._stmt_ShowPipelines,
+        pipeline.ShowCreatePipeline: PipelineStatements._stmt_ShowCreatePipeline,
+    }
 
 
 # Statements that run inside an open transaction; any other commits it first.
