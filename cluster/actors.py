@@ -512,7 +512,7 @@ class LeafActor:
         self.versions.prune(spec.floor)
         try:
             deadline.check()
-            batches = self.leaf.task_batches(stage, spec.task, spec.num_partitions, spec.params, inputs, profile,
+            batches = self.leaf.task_batches(stage, spec, inputs, profile,
                                              deadline, self.versions.view(spec.epoch))
             sent, counters = route_payloads(batches, stage.root.schema, spec.exchange, spec.transport,
                                             deadline.check)

@@ -10,6 +10,7 @@ from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
 
+from cluster.specs import TaskSpec
 from engine.errors import CanopyInternalError
 from engine.exec.operators.base import Deadline, TaskContext
 from engine.exec.stages import StageSpec
@@ -82,22 +83,20 @@ class Leaf:
         self.partitions = tuple(partitions)
         self.storage = storage or LeafStorage()
 
-    def run_task(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
-                 exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None,
-                 deadline: Optional[Deadline] = None, snapshots: Optional[dict] = None) -> list[pa.RecordBatch]:
+    def run_task(self, stage: StageSpec, task: TaskSpec, exchange_inputs: dict[int, list[pa.RecordBatch]],
+                 profile=None, deadline: Optional[Deadline] = None, snapshots=None) -> list[pa.RecordBatch]:
         """Run one task of a stage to completion over all of this leaf's partitions (the stage's
-        output, not yet routed). ``profile``: a TaskProfile that counts each operator's output;
-        ``deadline``: checked at every operator's batch boundaries (statement_timeout, cancel)."""
-        return list(self.task_batches(stage, task, num_partitions, params, exchange_inputs, profile, deadline,
-                                      snapshots))
+        output, not yet routed). ``exchange_inputs``: the batches of each exchange the task reads;
+        ``profile``: a TaskProfile that counts each operator's output; ``deadline``: checked at every
+        operator's batch boundaries (statement_timeout, cancel)."""
+        return list(self.task_batches(stage, task, exchange_inputs, profile, deadline, snapshots))
 
-    def task_batches(self, stage: StageSpec, task: int, num_partitions: int, params: Sequence,
-                     exchange_inputs: dict[int, list[pa.RecordBatch]], profile=None,
-                     deadline: Optional[Deadline] = None, snapshots: Optional[dict] = None) -> Iterator[pa.RecordBatch]:
+    def task_batches(self, stage: StageSpec, task: TaskSpec, exchange_inputs: dict[int, list[pa.RecordBatch]],
+                     profile=None, deadline: Optional[Deadline] = None, snapshots=None) -> Iterator[pa.RecordBatch]:
         """The same task as a stream of its non-empty output batches (a Ray leaf sends them as they come).
         ``snapshots``: (table id, partition) -> this leaf's stores' snapshots pinned for the query (a
         dict, or anything with its ``get``: a Ray leaf's :class:`cluster.versions.EpochView`)."""
-        ctx = TaskContext(task, num_partitions, params, self.storage, exchange_inputs, self.partitions,
+        ctx = TaskContext(task.task, task.num_partitions, task.params, self.storage, exchange_inputs, self.partitions,
                           profile, deadline)
         ctx.snapshots = snapshots if snapshots is not None else {}
-        return (b for b in stage.root.execute(task, ctx) if b.num_rows)
+        return (b for b in stage.root.execute(task.task, ctx) if b.num_rows)

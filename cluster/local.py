@@ -23,7 +23,7 @@ from cluster.exchange import concat, route_batches
 from cluster.leaf import Leaf, LeafStorage
 from cluster.placement import Placement
 from cluster.scheduler import Inputs, Output, Query, ScheduledRunner, Where, scanned_tables, where
-from cluster.specs import ExchangeSpec, PartitionRef
+from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
 from engine.exec.operators.base import Deadline
@@ -239,7 +239,7 @@ class LocalRunner(ScheduledRunner):
         query.state.interrupted.set()
 
     def run_stage(self, query: Query, stage: StageSpec, tasks, inputs) -> Output:
-        results = self._run_tasks(query, stage, inputs)
+        results = self._run_tasks(query, stage, tasks, inputs)
         routed = self._route_output(stage, results)
         if query.profile is not None:
             query.profile.add_exchange(stage.stage_id, routed)
@@ -247,7 +247,7 @@ class LocalRunner(ScheduledRunner):
 
     def run_final(self, query: Query, stage: StageSpec, tasks, inputs) -> pa.Table:
         schema = stage.root.schema
-        result = [b for out in self._run_tasks(query, stage, inputs) for b in out]
+        result = [b for out in self._run_tasks(query, stage, tasks, inputs) for b in out]
         return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
 
     def _pin(self, stages: Sequence[StageSpec]) -> dict[int, dict]:
@@ -262,24 +262,25 @@ class LocalRunner(ScheduledRunner):
                                    for table_id in tables for partition, store in leaf.storage.stores_of(table_id)}
                     for leaf in self.leaves}
 
-    def _run_tasks(self, query: Query, stage: StageSpec, inputs: Inputs) -> list[list[pa.RecordBatch]]:
-        """Run the tasks ``inputs`` names (task -> its inputs, as ``scheduler.task_inputs`` gives them)
-        where ``scheduler.where`` places them: one per leaf, or once on the aggregator or leaf 0."""
+    def _run_tasks(self, query: Query, stage: StageSpec, tasks: Sequence[TaskSpec],
+                   inputs: Inputs) -> list[list[pa.RecordBatch]]:
+        """Run ``tasks`` (their inputs as ``scheduler.task_inputs`` gives them) where ``scheduler.where``
+        places them: one per leaf, or once on the aggregator or leaf 0."""
         # What a remote leaf would receive; in process the spec itself serves (operators are
         # immutable). Tests set CANOPY_CHECK_STAGE_CODEC=1 so every plan proves it can travel.
         stage = decode_stage(encode_stage(stage)) if _CHECK_STAGE_CODEC else stage
-        tasks = list(inputs)
-        params, profile, deadline, progress = query.params, query.profile, query.deadline, query.progress
+        profile, deadline, progress = query.profile, query.deadline, query.progress
         snapshots = query.state.snapshots
-        task_profiles = {t: TaskProfile(stage.stage_id, stage.root) for t in tasks} if profile is not None else {}
+        task_profiles = {t.task: TaskProfile(stage.stage_id, stage.root) for t in tasks} if profile is not None else {}
         placed = where(stage)
 
-        def task(t: int) -> list[pa.RecordBatch]:
+        def task(spec: TaskSpec) -> list[pa.RecordBatch]:
+            t = spec.task
             leaf = self.leaves[t] if placed is Where.LEAVES else self.leaves[0] if placed is Where.LEAF0 \
                 else self.aggregator
             exchange_inputs = {sid: [b for ref in refs for b in ref.data] for sid, refs in inputs[t]}
-            out = leaf.run_task(stage, t, self.num_partitions, params, exchange_inputs, task_profiles.get(t),
-                                deadline, (snapshots or {}).get(leaf.leaf_id))
+            out = leaf.run_task(stage, spec, exchange_inputs, task_profiles.get(t), deadline,
+                                (snapshots or {}).get(leaf.leaf_id))
             if progress is not None:
                 progress.task_done(stage.stage_id, sum(b.num_rows for b in out))
             return out

@@ -125,7 +125,7 @@ class RayQueries(Executor):
             for payload in itertools.islice(payloads, count):
                 decoded.setdefault(stage_id, []).extend(transport.decode(payload))
         task_profile = TaskProfile(stage.stage_id, stage.root) if query.profile is not None else None
-        batches = self.aggregator.task_batches(stage, 0, task.num_partitions, task.params, decoded,
+        batches = self.aggregator.task_batches(stage, task, decoded,
                                                task_profile, query.deadline)
         if kind is None:
             table = _table(list(batches), stage.root.schema)

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import engine
+from cluster.specs import ExchangeSpec, TaskSpec
 from engine.exec.operators.base import Deadline
 from engine.storage import memory
 
@@ -100,8 +101,9 @@ def test_the_deadline_is_checked_at_every_operators_batch_boundaries(con):
     batches = leaf.storage.store(con.session.catalog.table("canopy", "t").table_id, 0).scan(["k"])
     assert sum(1 for _ in batches) > 10          # the scan has many batches to stop between
     with pytest.raises(engine.OperationalError, match="query cancelled"):
-        leaf.run_task(leaf_stage, 0, runner.num_partitions, (), {},
-                      deadline=Deadline(None, cancelled=cancelled))
+        task = TaskSpec("q", leaf_stage.stage_id, 0, runner.num_partitions, (),
+                        ExchangeSpec.of(leaf_stage, runner.num_leaves, runner.partitions_per_leaf))
+        leaf.run_task(leaf_stage, task, {}, deadline=Deadline(None, cancelled=cancelled))
     assert len(checks) == 6
     assert Deadline.after(None).remaining() is None and not Deadline.after(None).expired()
 
