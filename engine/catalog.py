@@ -40,6 +40,15 @@ class UniqueKey:
 
 
 @dataclass(frozen=True)
+class IndexDef:
+    """A secondary index (``KEY`` / ``INDEX`` / ``CREATE INDEX``): a hash index on its first column,
+    built per stored segment (engine.storage.hash_index) and used by equality lookups."""
+
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TableDef:
     """A table. ``shard_key`` empty + not reference = keyless (rows spread evenly over partitions).
     ``unique_keys``: the PRIMARY KEY first, then UNIQUE keys; each contains the shard key (as in
@@ -54,6 +63,14 @@ class TableDef:
     table_id: int = field(default_factory=lambda: next(_table_ids))
     unique_keys: tuple[UniqueKey, ...] = ()
     auto_increment: Optional[str] = None
+    indexes: tuple[IndexDef, ...] = ()
+
+    @property
+    def indexed_columns(self) -> tuple[str, ...]:
+        """The columns a hash index answers equality lookups on: the first column of each unique key
+        and secondary index (an index on (a, b) finds rows by a)."""
+        firsts = [k.columns[0] for k in self.unique_keys] + [i.columns[0] for i in self.indexes]
+        return tuple(dict.fromkeys(firsts))
 
     @property
     def primary_key(self) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from typing import Optional
 import pyarrow as pa
 
 import engine.catalog as catalog_module
-from engine.catalog import Catalog, ColumnDef, TableDef, UniqueKey, ViewDef
+from engine.catalog import Catalog, ColumnDef, IndexDef, TableDef, UniqueKey, ViewDef
 from engine.errors import ExecutionError, StorageCorruptionError
 from engine.storage.columnstore.files import read_checked_json, write_checked_json
 from engine.types import SqlType
@@ -138,6 +138,7 @@ def _table_to_json(table: TableDef) -> dict:
             "sort_key": list(table.sort_key), "reference": table.reference,
             "unique_keys": [[k.name, list(k.columns)] for k in table.unique_keys],
             "auto_increment": table.auto_increment,
+            "indexes": [[i.name, list(i.columns)] for i in table.indexes],
             "columns": [{"name": c.name, "type": dataclasses.asdict(c.type), "nullable": c.nullable,
                          "has_default": c.has_default, "default": _value_to_json(c.default)}
                         for c in table.columns]}
@@ -152,7 +153,8 @@ def _table_from_json(data: dict, database: str) -> TableDef:
     return TableDef(database, data["name"], tuple(columns), tuple(data["shard_key"]), tuple(data["sort_key"]),
                     data["reference"], table_id=data["id"],
                     unique_keys=tuple(UniqueKey(name, tuple(cols)) for name, cols in data.get("unique_keys", ())),
-                    auto_increment=data.get("auto_increment"))
+                    auto_increment=data.get("auto_increment"),
+                    indexes=tuple(IndexDef(name, tuple(cols)) for name, cols in data.get("indexes", ())))
 
 
 def _value_to_json(value):

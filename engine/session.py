@@ -42,7 +42,7 @@ from engine.result import Result
 from engine.sessions import Activity, registry_of
 from engine.sql import ddl, keys
 from engine.sql.handlers.accounts import AccountStatements
-from engine.sql.handlers.alter import AlterStatements
+from engine.sql.handlers.alter import AlterStatements, index_statement_table
 from engine.sql.handlers.catalog import CatalogStatements
 from engine.sql.handlers.pipelines import PipelineStatements
 from engine.sql.handlers.session_state import SessionStatements, timeout_ms
@@ -220,6 +220,9 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             names = [(t.text("db"), t.name) for t in node.find_all(exp.Table)]
         elif isinstance(node, exp.Alter) and isinstance(node.this, exp.Table):
             names = [(node.this.text("db"), node.this.name)]
+        elif isinstance(node, (exp.Create, exp.Drop)) and (node.args.get("kind") or "").upper() == "INDEX":
+            target = index_statement_table(node)        # CREATE / DROP INDEX name ON t
+            names = [(target.text("db"), target.name)] if target is not None else []
         elif type(node).__name__ == "RenameTables":
             names = [old for old, _ in node.pairs]
         elif isinstance(node, exp.Drop) and (node.args.get("kind") or "").upper() == "TABLE":

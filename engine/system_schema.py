@@ -141,7 +141,11 @@ def table_indexes(table: TableDef) -> list[tuple[str, bool, tuple[str, ...], str
         out.append(("PRIMARY", True, primary, "HASH"))
     for key in getattr(table, "unique_keys", ()) or ():
         name, columns = (key.name, tuple(key.columns)) if hasattr(key, "columns") else (None, tuple(key))
+        if primary and name == "PRIMARY":
+            continue                # listed above (unique_keys holds the primary key first)
         out.append((name or columns[0], True, columns, "HASH"))
+    for index in getattr(table, "indexes", ()) or ():
+        out.append((index.name, False, tuple(index.columns), "HASH"))
     if table.shard_key:
         out.append(("__SHARDKEY", False, tuple(table.shard_key), "METADATA_ONLY"))
     if table.sort_key:

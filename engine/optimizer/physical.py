@@ -173,7 +173,10 @@ class PhysicalPlanner:
 
     def _Scan(self, node: Scan):
         table = node.table
-        op = ScanExec(table.table_id, table.name, node.fields, node.column_names, node.filters, table.reference)
+        stored = {c.lower() for c in node.column_names}
+        indexed = tuple(c for c in table.indexed_columns if c.lower() in stored)
+        op = ScanExec(table.table_id, table.name, node.fields, node.column_names, node.filters, table.reference,
+                      indexed=indexed)
         if table.reference:
             return op, REPLICATED
         if table.shard_key:

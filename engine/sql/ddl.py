@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from engine import collation
 from engine import types as T
-from engine.catalog import Catalog, ColumnDef, TableDef, UniqueKey
+from engine.catalog import Catalog, ColumnDef, IndexDef, TableDef, UniqueKey
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
 from engine.plan.binder import Binder, ExprContext
@@ -28,6 +28,7 @@ def table_def_from_create(node: exp.Create, options: TableOptions, database: str
     primary_key: tuple[str, ...] = ()
     uniques: list[tuple[Optional[str], tuple[str, ...]]] = []      # (name or None, columns)
     auto_increment: Optional[str] = None
+    index_items: list[exp.IndexColumnConstraint] = []
     binder = Binder(catalog, database)
     table_collation = _table_collation(node)
     for item in schema.expressions:
@@ -60,7 +61,7 @@ def table_def_from_create(node: exp.Create, options: TableOptions, database: str
         elif isinstance(item, (exp.IndexColumnConstraint,)):
             if item.args.get("kind") and str(item.args["kind"]).upper() in ("FULLTEXT", "SPATIAL"):
                 raise UnsupportedError(f"{str(item.args['kind']).upper()} keys are not supported")
-            continue            # plain KEY / INDEX: secondary indexes are not built; the data is columnar
+            index_items.append(item)        # KEY / INDEX name (cols): a hash index (resolved below)
         else:
             raise UnsupportedError(f"table element {item.sql(dialect='mysql')[:60]} in CREATE TABLE")
     if not columns:
@@ -91,8 +92,40 @@ def table_def_from_create(node: exp.Create, options: TableOptions, database: str
     unique_keys = _unique_keys(primary_key, uniques, resolve, shard_key, options.reference, table.name)
     sort_key = resolve(options.sort_key, "SORT KEY")
     db = table.db or database
+    indexes: tuple[IndexDef, ...] = ()
+    for item in index_items:
+        indexes += (index_def(item, unique_keys + indexes, resolve),)
     return TableDef(db, table.name, tuple(columns), shard_key, sort_key, options.reference,
-                    unique_keys=unique_keys, auto_increment=auto_increment)
+                    unique_keys=unique_keys, auto_increment=auto_increment, indexes=indexes)
+
+
+def index_def(item: exp.IndexColumnConstraint, taken, resolve) -> IndexDef:
+    """The IndexDef of ``KEY|INDEX [name] (cols) [USING HASH|BTREE]`` (CREATE TABLE, ALTER TABLE ADD):
+    an unnamed index is named after its first column (``_2``, ``_3``... when taken), as MySQL does;
+    a name a key or index of the table already has is an error (MySQL's 1061)."""
+    kind = str(item.args.get("kind") or "").upper()
+    if kind in ("FULLTEXT", "SPATIAL"):
+        raise UnsupportedError(f"{kind} keys are not supported")
+    for option in item.args.get("options") or []:
+        using = option.args.get("using") if isinstance(option, exp.IndexConstraintOption) else None
+        if using is None or str(using).upper() not in ("HASH", "BTREE"):
+            raise UnsupportedError(f"index option {option.sql(dialect='mysql')} (only USING HASH / BTREE; "
+                                   f"every index is a hash index)")
+    columns = tuple(c.name for c in item.expressions if isinstance(c, (exp.Column, exp.Ordered, exp.Identifier)))
+    if not columns or len(columns) != len(item.expressions):
+        raise UnsupportedError(f"index {item.sql(dialect='mysql')[:60]}: only plain column lists are supported")
+    return new_index(item.this.name if item.this is not None else None, resolve(columns, "index"), taken)
+
+
+def new_index(name: Optional[str], columns: tuple[str, ...], taken) -> IndexDef:
+    names = {k.name.lower() for k in taken}
+    if name is None:
+        name, n = columns[0], 2
+        while name.lower() in names:
+            name, n = f"{columns[0]}_{n}", n + 1
+    elif name.lower() in names:
+        raise BindError(f"Duplicate key name {name!r}")
+    return IndexDef(name, columns)
 
 
 def _unique_keys(primary_key, uniques, resolve, shard_key, reference: bool, table: str) -> tuple[UniqueKey, ...]:
@@ -234,6 +267,8 @@ def show_create_table(table: TableDef) -> str:
     for key in table.unique_keys:
         columns = ", ".join(f"`{k}`" for k in key.columns)
         lines.append(f"  PRIMARY KEY ({columns})" if key.name == "PRIMARY" else f"  UNIQUE KEY `{key.name}` ({columns})")
+    for index in table.indexes:
+        lines.append(f"  KEY `{index.name}` ({', '.join(f'`{k}`' for k in index.columns)}) USING HASH")
     if not table.reference:
         lines.append(f"  SHARD KEY ({', '.join(f'`{k}`' for k in table.shard_key)})")
     if table.sort_key:

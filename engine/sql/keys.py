@@ -30,6 +30,7 @@ from engine.errors import ConstraintError, UnsupportedError
 
 MAX_WARNINGS = 64          # MySQL's max_error_count: SHOW WARNINGS lists at most this many
 DUPLICATE_CODE = 1062      # MySQL's ER_DUP_ENTRY
+INDEX_CHECK_KEYS = 1 << 16  # a check of at most this many keys looks them up in the hash index
 
 
 def duplicate_message(key: UniqueKey, rows: pa.Table, index: int) -> str:
@@ -107,7 +108,13 @@ def existing(runner, table: TableDef, key: UniqueKey, rows: pa.Table) -> np.ndar
 def _held_keys(columns: Sequence[str], candidates: pa.Table, collations: Sequence, store) -> pa.Table:
     """On a partition: the ``candidates`` keys (collation keys of string columns) it stores (run on
     the leaf by map_partitions)."""
-    batches = [b for b in store.scan(list(columns)) if b.num_rows]
+    # the first key column's values looked up in its hash index (engine.storage.hash_index): only
+    # the segments holding one of them are read, not the partition (not for a collated string
+    # column: the candidates are its collation keys, not stored values)
+    first_collated = any(name == columns[0] for name, _ in collations)
+    bounds = [(columns[0], "index", candidates.column(0))] \
+        if candidates.num_rows <= INDEX_CHECK_KEYS and not first_collated else None
+    batches = [b for b in store.scan(list(columns), bounds=bounds) if b.num_rows]
     if not batches:
         return candidates.schema.empty_table()
     stored = _keyed(pa.Table.from_batches(batches).cast(candidates.schema), collations)

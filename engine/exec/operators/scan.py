@@ -29,17 +29,29 @@ class ScanExec(PhysicalOperator):
     filters: tuple[Expr, ...] = ()
     replicated: bool = False
     batch_rows: Optional[int] = None
+    # stored names of the columns a hash index answers equality on (TableDef.indexed_columns)
+    indexed: tuple[str, ...] = ()
 
     def describe(self) -> str:
         where = f" filter={and_all(list(self.filters))}" if self.filters else ""
         kind = "reference " if self.replicated else ""
-        return f"Scan {kind}{self.table_name} [{', '.join(self.column_names)}]{where}"
+        lookup = self.index_lookup_column()
+        via = f" index lookup on {lookup}" if lookup else ""
+        return f"Scan {kind}{self.table_name} [{', '.join(self.column_names)}]{where}{via}"
+
+    def index_lookup_column(self) -> Optional[str]:
+        """The indexed column an equality / IN conjunct of the filter looks up, if any."""
+        if not self.indexed or not self.filters:
+            return None
+        predicate = KernelFilter.of(and_all(list(self.filters)))
+        bounds = _storage_bounds(predicate, dict(zip([f.id for f in self.fields], self.column_names)), self.indexed)
+        return next((column for column, op, _ in bounds if op == "index"), None)
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         ids = [f.id for f in self.fields]
         # Simple conjuncts (column <op> constant, IN, LIKE 'abc%') run in the filter kernels.
         predicate = KernelFilter.of(and_all(list(self.filters))) if self.filters else None
-        bounds = _storage_bounds(predicate, dict(zip(ids, self.column_names))) if predicate else None
+        bounds = _storage_bounds(predicate, dict(zip(ids, self.column_names)), self.indexed) if predicate else None
         # Columns come as stored (run-end / dictionary encoded): the kernel conjuncts compare them
         # encoded and only the surviving rows are decoded. Every batch leaving the scan is plain.
         # Runtime join filters (Bloom filters from hash joins above): applied first, on the stored
@@ -83,9 +95,12 @@ class _RuntimeFilter:
         return _filter_encoded(batch, kernels.selection(mask))
 
 
-def _storage_bounds(predicate: KernelFilter, names: dict[str, str]) -> list[tuple[str, str, object]]:
-    """The kernel conjuncts storage can check against zone maps, by stored column name."""
+def _storage_bounds(predicate: KernelFilter, names: dict[str, str],
+                    indexed: tuple[str, ...] = ()) -> list[tuple[str, str, object]]:
+    """The kernel conjuncts storage can check against zone maps, by stored column name; an equality
+    or IN on a column of ``indexed`` also as ``(column, "index", values)``: a hash index lookup."""
     bounds = []
+    with_index = {c.lower() for c in indexed}
     for p in predicate.kernel:
         if p.negated or p.column not in names or p.key is not None:      # zone maps hold stored values
             continue
@@ -93,4 +108,6 @@ def _storage_bounds(predicate: KernelFilter, names: dict[str, str]) -> list[tupl
             bounds.append((names[p.column], p.op, p.args if p.op == "between" else p.args[0]))
         elif p.kind == "in":
             bounds.append((names[p.column], "in", p.args))
+        if names[p.column].lower() in with_index and (p.kind == "in" or (p.kind == "compare" and p.op == "eq")):
+            bounds.append((names[p.column], "index", tuple(p.args)))
     return bounds

@@ -14,7 +14,7 @@ import dataclasses
 
 from sqlglot import exp
 
-from engine.catalog import ColumnDef, TableDef, UniqueKey
+from engine.catalog import ColumnDef, IndexDef, TableDef, UniqueKey
 from engine.errors import BindError, UnsupportedError
 from engine.result import Result
 from engine.sql import ddl, dml
@@ -40,15 +40,61 @@ class AlterStatements:
                 continue
             if isinstance(action, exp.AddConstraint) and all(isinstance(e, exp.IndexColumnConstraint)
                                                              for e in action.expressions):
-                continue            # ADD INDEX / KEY: secondary indexes are not built (as in CREATE TABLE)
+                for item in action.expressions:             # ADD INDEX / KEY name (cols): a hash index
+                    plan.add_index(item)
+                continue
+            if isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "INDEX":
+                for target in action.args.get("tables") or [action.this]:   # DROP INDEX / KEY name
+                    plan.drop_index(target.name)
+                continue
             if binder is None:
                 from engine.plan.binder import Binder
                 binder = Binder(self.catalog, self.database)
             plan.apply(action, binder)
         if plan.rewrites:
             self._rewrite_table(table, *plan.table_def())
-        elif plan.name != table.name:
-            self._rename_tables([(table, dataclasses.replace(table, name=plan.name))])
+        elif plan.name != table.name or plan.indexes != table.indexes:
+            # a rename or an index change: the catalog only (an index is built from the stored
+            # rows on its first lookup, engine.storage.hash_index)
+            self._rename_tables([(table, dataclasses.replace(table, name=plan.name, indexes=plan.indexes))])
+        return Result(None, rowcount=0)
+
+    def _create_index(self, node: exp.Create) -> Result:
+        """CREATE INDEX name ON t (cols): ALTER TABLE t ADD INDEX name (cols)."""
+        index = node.this
+        for name, value in node.args.items():
+            if name not in ("this", "kind", "replace", "refresh", "unique", "exists", "concurrently") \
+                    and value not in (None, False, [], ""):
+                raise UnsupportedError(f"CREATE INDEX with {name.upper()}")
+        if node.args.get("unique"):
+            raise UnsupportedError("CREATE UNIQUE INDEX (declare a UNIQUE KEY in CREATE TABLE)")
+        if node.args.get("replace") or node.args.get("exists") or node.args.get("concurrently"):
+            raise UnsupportedError("CREATE OR REPLACE / IF NOT EXISTS / CONCURRENTLY INDEX")
+        params = index.args.get("params")
+        columns = list(params.args.get("columns") or []) if params is not None else []
+        for name, value in (params.args.items() if params is not None else ()):
+            if name not in ("columns", "with_storage") and value not in (None, False, [], ""):
+                raise UnsupportedError(f"CREATE INDEX with {name.upper()}")
+        if any(isinstance(c, exp.Ordered) and c.args.get("desc") for c in columns):
+            raise UnsupportedError("CREATE INDEX with a DESC column (a hash index has no order)")
+        table = self._table(index.args["table"])
+        item = exp.IndexColumnConstraint(this=index.this.copy() if index.this is not None else None,
+                                         expressions=[c.this.copy() if isinstance(c, exp.Ordered) else c.copy()
+                                                      for c in columns])
+        plan = _Rewrite(table)
+        plan.add_index(item)
+        self._rename_tables([(table, dataclasses.replace(table, indexes=plan.indexes))])
+        return Result(None, rowcount=0)
+
+    def _drop_index(self, node: exp.Drop, target: exp.Table) -> Result:
+        """DROP INDEX name ON t."""
+        if node.args.get("exists"):
+            raise UnsupportedError("DROP INDEX IF EXISTS")
+        table = self._table(target)
+        plan = _Rewrite(table)
+        for name in node.args.get("tables") or [node.this]:
+            plan.drop_index(name.name)
+        self._rename_tables([(table, dataclasses.replace(table, indexes=plan.indexes))])
         return Result(None, rowcount=0)
 
     def _stmt_RenameTables(self, node, statement) -> Result:
@@ -113,6 +159,19 @@ class _Rewrite:
         self.sources: list[exp.Expression] = [exp.column(c.name, quoted=True) for c in self.old.columns]
         self.renames: dict[str, str] = {}       # old key column name (lower) -> new name
         self.auto_increment = self.old.auto_increment
+        self.indexes: tuple[IndexDef, ...] = self.old.indexes
+
+    def add_index(self, item: exp.IndexColumnConstraint) -> None:
+        def resolve(names, what):
+            return tuple(self.columns[self._index(n)].name for n in names)
+        self.indexes += (ddl.index_def(item, self.old.unique_keys + self.indexes, resolve),)
+
+    def drop_index(self, name: str) -> None:
+        if any(k.name.lower() == name.lower() for k in self.old.unique_keys):
+            raise UnsupportedError(f"DROP INDEX {name}: it is the table's PRIMARY or UNIQUE key")
+        if all(i.name.lower() != name.lower() for i in self.indexes):
+            raise BindError(f"Can't DROP {name!r}; check that column/key exists")
+        self.indexes = tuple(i for i in self.indexes if i.name.lower() != name.lower())
 
     def _index(self, name: str) -> int:
         for i, column in enumerate(self.columns):
@@ -201,11 +260,30 @@ class _Rewrite:
         table = TableDef(self.old.database, self.name, tuple(self.columns), renamed(self.old.shard_key),
                          renamed(self.old.sort_key), self.old.reference,
                          unique_keys=tuple(UniqueKey(k.name, renamed(k.columns)) for k in self.old.unique_keys),
-                         auto_increment=self.auto_increment)
+                         auto_increment=self.auto_increment, indexes=self._kept_indexes(renamed))
         return table, self.sources
+
+    def _kept_indexes(self, renamed) -> tuple[IndexDef, ...]:
+        """The indexes over the new columns: a dropped column leaves its indexes (MySQL), an index
+        left without a column goes."""
+        names = {c.name.lower() for c in self.columns}
+        out = []
+        for index in self.indexes:
+            columns = tuple(c for c in renamed(index.columns) if c.lower() in names)
+            if columns:
+                out.append(IndexDef(index.name, columns))
+        return tuple(out)
 
 
 def _literal(column: ColumnDef) -> exp.Expression:
     """A column's DEFAULT as SQL (engine.plan.expressions.Literal prints it as a typed literal)."""
     from engine.plan.expressions import Literal
     return exp.maybe_parse(str(Literal(column.default, column.type)), dialect="mysql")
+
+
+def index_statement_table(node):
+    """The table of ``CREATE INDEX name ON t (...)`` / ``DROP INDEX name ON t`` (None if absent)."""
+    if isinstance(node, exp.Create):
+        return node.this.args.get("table") if isinstance(node.this, exp.Index) else None
+    on = node.args.get("cluster")
+    return on.this if isinstance(on, exp.OnProperty) and isinstance(on.this, exp.Table) else None

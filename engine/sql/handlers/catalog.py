@@ -43,6 +43,8 @@ class CatalogStatements:
             return Result(None, rowcount=1 if created else 0)
         if kind == "VIEW":
             return self._create_view(node)
+        if kind == "INDEX":
+            return self._create_index(node)
         if kind != "TABLE":
             raise UnsupportedError(f"CREATE {kind}")
         target = node.this.this if isinstance(node.this, exp.Schema) else node.this
@@ -147,6 +149,12 @@ class CatalogStatements:
                     self.database = None
                 dropped += len(tables)
             return Result(None, rowcount=dropped)
+        if kind == "INDEX":
+            from engine.sql.handlers.alter import index_statement_table
+            target = index_statement_table(node)
+            if target is None:
+                raise UnsupportedError("DROP INDEX without ON table")
+            return self._drop_index(node, target)
         if kind == "VIEW":
             views = [(ddl.database_of(t, self.database), t.name) for t in targets]
             for database, name in views:        # all names checked first

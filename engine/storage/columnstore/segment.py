@@ -274,6 +274,9 @@ class Segment:
         self._file = previous._file if previous is not None else _SegmentFile(self.path, info)
         self._cache = cache if cache is not None and cache.budget > 0 else None
         self._deleted: Optional[np.ndarray] = None
+        # column name -> HashIndex over every row of the file (deleted ones too: positions stay
+        # valid when the delete file changes), shared with the Segments of later manifests
+        self._indexes: dict = previous._indexes if previous is not None else {}
         if previous is not None and previous.info.deletes == info.deletes:
             self._deleted = previous._deleted
 
@@ -384,6 +387,32 @@ class Segment:
                       if batch_rows and batch.num_rows > batch_rows else [batch])
             for piece in pieces:
                 yield piece if encoded or not indices else decode_batch(piece, schema)
+
+    def hash_index(self, name: str):
+        """The :class:`engine.storage.hash_index.HashIndex` of column ``name``, built on first use
+        (None for a type it does not cover)."""
+        with self._lock:
+            if name in self._indexes:
+                return self._indexes[name]
+        from engine.storage.hash_index import HashIndex
+        chunks = [b.column(0) for b in self.batches([name], None, with_deleted=True)]
+        column = pa.chunked_array(chunks, self.schema.field(name).type).combine_chunks()
+        index = HashIndex.build(column)
+        with self._lock:
+            self._indexes[name] = index
+        return index
+
+    def rows_at(self, names: Sequence[str], positions: np.ndarray) -> Optional[pa.RecordBatch]:
+        """The live rows among ``positions`` (file order, deleted rows counted), columns ``names``,
+        decoded: what an index lookup reads of this segment."""
+        deleted = self.deleted_mask()
+        if deleted is not None:
+            positions = positions[~deleted[positions]]
+        table = pa.Table.from_batches(list(self.batches(names, None, with_deleted=True)),
+                                      schema=pa.schema([self.schema.field(n) for n in names]))
+        if not len(positions):
+            return None
+        return table.take(pa.array(positions, type=pa.int64())).combine_chunks().to_batches()[0]
 
     def run_end_column(self, name: str) -> Optional[pa.Array]:
         """The whole column as one run-end-encoded array when it is stored run-end encoded, else None

@@ -1,0 +1,113 @@
+"""A hash index over one stored column: value hash -> row positions, for equality lookups.
+
+A partition's stored pieces are immutable (a columnstore segment file, a memory store's sealed
+batch), so each gets its index once, built from the column on first use and kept beside the piece in
+memory; the index is derived data, so a data_dir has nothing to make durable or recover: a reopened
+partition rebuilds each segment's index on its first lookup.
+
+Layout: the rows' 64-bit hashes, sorted, with the row positions in that order (a static hash table).
+A lookup hashes the wanted values and binary-searches them (numpy, vectorised): it returns
+candidate positions, a superset of the matching rows (hashes collide; strings hash by their utf8mb4_general_ci key,
+so a case- or accent-insensitive comparison finds its rows too). The caller still evaluates the filter on them.
+NULL rows are not indexed: NULL equals nothing.
+
+>>> import pyarrow as pa
+>>> index = HashIndex.build(pa.array([5, 7, None, 5]))
+>>> index.lookup(pa.array([5])).tolist()
+[0, 3]
+>>> index.lookup(pa.array([6])).tolist()
+[]
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pandas.util import hash_array
+
+
+def value_hashes(array: pa.Array) -> Optional[np.ndarray]:
+    """uint64 per value (NULLs: any value; the caller drops them), equal for values that compare
+    equal; None for a type the index does not cover."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    t = array.type
+    if pa.types.is_dictionary(t):
+        array, t = array.dictionary_decode(), t.value_type
+    if pa.types.is_run_end_encoded(t):
+        array, t = pc.run_end_decode(array), t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        # utf8mb4_general_ci keys (PAD SPACE): equal under any collation => equal keys, so a lookup
+        # finds the rows of a case/accent-insensitive or binary comparison alike (lazy import: the
+        # keys are the evaluator's, engine.exec.collation_keys)
+        from engine.exec.collation_keys import collation_keys
+        keys = collation_keys(array, "utf8mb4_general_ci").fill_null("")
+        return hash_array(keys.to_numpy(zero_copy_only=False), categorize=False)
+    if pa.types.is_decimal(t):
+        return hash_array(array.cast(pa.string()).fill_null("").to_numpy(zero_copy_only=False), categorize=False)
+    if pa.types.is_temporal(t):
+        array, t = array.view(pa.int64() if t.bit_width == 64 else pa.int32()), None
+    if t is None or pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return array.cast(pa.int64()).fill_null(0).to_numpy().view(np.uint64)
+    if pa.types.is_floating(t):
+        values = array.cast(pa.float64()).fill_null(0.0).to_numpy() + 0.0      # -0.0 == 0.0
+        return hash_array(values, categorize=False)
+    return None
+
+
+class HashIndex:
+    """The index of one column of one immutable piece (see the module docstring)."""
+
+    __slots__ = ("hashes", "positions")
+
+    def __init__(self, hashes: np.ndarray, positions: np.ndarray):
+        self.hashes = hashes
+        self.positions = positions
+
+    @classmethod
+    def build(cls, column) -> Optional["HashIndex"]:
+        """The index of ``column`` (every row, in stored order); None for a type it does not cover."""
+        hashes = value_hashes(column)
+        if hashes is None:
+            return None
+        positions = np.arange(len(hashes), dtype=np.int64)
+        if column.null_count:
+            valid = pc.is_valid(column).to_numpy(zero_copy_only=False)
+            hashes, positions = hashes[valid], positions[valid]
+        order = np.argsort(hashes, kind="stable")
+        return cls(hashes[order], positions[order])
+
+    def lookup(self, values: pa.Array) -> np.ndarray:
+        """Sorted, distinct positions of the rows whose hash is one of ``values``' (a superset of the
+        rows equal to one of them)."""
+        wanted = value_hashes(values)
+        if values.null_count:
+            wanted = wanted[pc.is_valid(values).to_numpy(zero_copy_only=False)]
+        low = np.searchsorted(self.hashes, wanted, side="left")
+        high = np.searchsorted(self.hashes, wanted, side="right")
+        counts = high - low
+        total = int(counts.sum())
+        if total == 0:
+            return np.empty(0, dtype=np.int64)
+        # the ranges [low, high) laid end to end: start of each range repeated, plus 0..count-1
+        starts = np.repeat(low - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+        return np.unique(self.positions[starts + np.arange(total)])
+
+    @property
+    def nbytes(self) -> int:
+        return self.hashes.nbytes + self.positions.nbytes
+
+
+def lookup_values(bound_values, column_type: pa.DataType) -> Optional[pa.Array]:
+    """The looked-up literals as an array of the column's type; None when one does not convert
+    exactly (the scan then reads every row and its filter decides)."""
+    try:
+        if isinstance(bound_values, pa.ChunkedArray):
+            bound_values = bound_values.combine_chunks()
+        if isinstance(bound_values, pa.Array):          # the keys a unique check looks for (engine.sql.keys)
+            return bound_values.cast(column_type, safe=True)
+        return pa.array(list(bound_values), type=column_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return None
