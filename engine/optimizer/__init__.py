@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from engine.optimizer.context import OptimizerContext
+from engine.optimizer.rules.existence_joins import existence_joins
 from engine.optimizer.rules.factor_or import factor_or
 from engine.optimizer.rules.order_joins import order_joins
 from engine.optimizer.rules.prune_columns import prune_columns
@@ -12,9 +13,10 @@ from engine.optimizer.rules.transitive_predicates import transitive_predicates
 from engine.plan.logical import LogicalPlan
 
 # Order matters: OR-factoring first exposes join keys hidden in ORs (Q19); filters are pushed into MultiJoin inputs before join ordering (so estimates see them),
-# pushed again into the scans of the ordered tree, and columns are pruned last. Transitive predicates
+# pushed again into the scans of the ordered tree, and columns are pruned last. Inner joins that only
+# prove existence (under a semi join) become semi joins once ordered, so the order saw their true sizes. Transitive predicates
 # read the filters pushdown put on the MultiJoin inputs and add what they imply before joins are ordered.
-RULES = (factor_or, pushdown_filters, transitive_predicates, order_joins, reduce_aggregates, pushdown_filters, top_n, prune_columns)
+RULES = (factor_or, pushdown_filters, transitive_predicates, order_joins, existence_joins, reduce_aggregates, pushdown_filters, top_n, prune_columns)
 
 
 def optimize_logical(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:

@@ -87,6 +87,11 @@ WHERE = [
     "SELECT id FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.g = t1.g LIMIT 1)",
     "SELECT id FROM t1 WHERE EXISTS (SELECT 1 FROM t2 JOIN t2 AS u ON t2.a = u.g WHERE u.v = t1.a)",
     "SELECT id FROM t1 WHERE EXISTS (SELECT 1 FROM t2 LEFT JOIN e ON e.a = t2.a WHERE t2.v = t1.a OR e.v = t1.g)",
+    # an inner join below IN / NOT IN read on one side only (a semi join there: existence_joins)
+    "SELECT id FROM t1 WHERE a IN (SELECT x.a FROM t2 AS x, t2 AS y WHERE x.a = y.a AND x.g <> y.g)",
+    "SELECT id FROM t1 WHERE a NOT IN (SELECT y.v FROM t2 AS x JOIN t2 AS y ON x.g = y.g WHERE x.v > 12)",
+    "SELECT id FROM t1 WHERE g IN (SELECT DISTINCT x.g FROM t2 AS x, t1 AS y WHERE x.a = y.a AND y.g > 1)",
+    "SELECT id FROM t1 WHERE NOT EXISTS (SELECT 1 FROM t2 AS x, t2 AS y WHERE x.a = y.v AND y.g = t1.g)",
 ]
 
 QUANTIFIED = [
