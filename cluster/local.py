@@ -330,6 +330,8 @@ class LocalRunner(ScheduledRunner):
 
     def _route_output(self, stage: StageSpec, outputs: list[list[pa.RecordBatch]]) -> dict[int, list[pa.RecordBatch]]:
         """Where the output of a stage goes, keyed by the consuming task (a leaf, or task 0)."""
+        if stage.output_kind == "keep":         # each task's output stays with the same task (leaf)
+            return {t: out for t, out in enumerate(outputs)}
         batches = [b for out in outputs for b in out]
         exchange = ExchangeSpec.of(stage, self.num_leaves, self.partitions_per_leaf)
         # a large exchange splits on the leaf pool (the kernels release the GIL)

@@ -96,6 +96,8 @@ class RayQueries(Executor):
         if where(stage) is Where.AGGREGATOR:
             return self._run_here(query, stage, tasks[0], inputs[0])
         per_destination = self._submit(query, stage, tasks, inputs)
+        if stage.output_kind == "keep":     # each task's output stays on its leaf, for the same task
+            per_destination = [[ref] for ref in per_destination[0]]
         return Output(stage.output_kind, tuple(tuple(PartitionRef(d, ref) for ref in refs)
                                                for d, refs in enumerate(per_destination)))
 

@@ -54,7 +54,8 @@ def tasks_of(stage: StageSpec, num_leaves: int) -> range:
 
 @dataclasses.dataclass(frozen=True)
 class Output:
-    """A stage's routed output: ``refs[d]``, the refs bound for destination ``d``."""
+    """A stage's routed output: ``refs[d]``, the refs bound for destination ``d`` (a keep's
+    destination ``d`` is task ``d``'s own output, read by task ``d`` of each consumer)."""
     kind: str
     refs: tuple[tuple[PartitionRef, ...], ...]
 

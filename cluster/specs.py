@@ -17,7 +17,8 @@ import kernels
 class ExchangeSpec:
     """Where a stage's output goes. ``kind``: ``gather`` (to the one consuming task), ``broadcast``
     (every consuming task reads all of it), ``repartition`` (row by the hash of ``keys``, to the leaf of
-    its partition, the placement rule of sharded tables) or None (a final stage: the query's result).
+    its partition, the placement rule of sharded tables), ``keep`` (each task's output stays for the
+    same task of the consumers: a materialized CTE kept on its leaves) or None (a final stage).
     ``destinations``: payloads one producing task makes (a leaf each for a repartition, else one)."""
     kind: Optional[str]
     keys: tuple[str, ...] = ()

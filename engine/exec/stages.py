@@ -22,13 +22,15 @@ class StageSpec:
     stage_id: int
     root: PhysicalOperator
     parallel: bool                     # run on every partition (True) or once (False)
-    output_kind: Optional[str]         # gather | broadcast | repartition | None for the final stage
+    output_kind: Optional[str]         # gather | broadcast | repartition | keep | None for the final stage
     output_keys: tuple[str, ...] = ()
     scans_tables: bool = False         # a once-only stage that reads reference tables runs on a leaf
 
 
 def split_stages(root: PhysicalOperator) -> list[StageSpec]:
-    """Stages in execution order (producers before consumers); the last is the final stage."""
+    """Stages in execution order (producers before consumers); the last is the final stage. An exchange
+    that appears at several places of the tree (the same object: a kept CTE read by several references)
+    is one stage, whose output every reader reads."""
     return _split(root, [])
 
 
@@ -58,13 +60,18 @@ def operator_names(root: PhysicalOperator) -> dict[int, tuple[int, tuple[int, ..
 def _split(root: PhysicalOperator, origins: list) -> list[StageSpec]:
     """``origins`` receives (stage_id, the planner's operator the stage was cut from)."""
     stages: list[StageSpec] = []
+    cut_already: dict[int, tuple[int, PhysicalOperator]] = {}      # id(exchange) -> (its stage, the stage's root)
 
     def cut(op: PhysicalOperator) -> PhysicalOperator:
         if isinstance(op, ExchangeExec):
-            child = cut(op.input)
-            stage_id = len(stages)
-            origins.append((stage_id, op))
-            stages.append(StageSpec(stage_id, child, op.parallel_input, op.kind, op.keys, reads_table(child)))
+            if id(op) in cut_already:
+                stage_id, child = cut_already[id(op)]
+            else:
+                child = cut(op.input)
+                stage_id = len(stages)
+                origins.append((stage_id, op))
+                stages.append(StageSpec(stage_id, child, op.parallel_input, op.kind, op.keys, reads_table(child)))
+                cut_already[id(op)] = (stage_id, child)
             try:
                 fields = child.fields
             except AttributeError:
@@ -112,6 +119,7 @@ def explain_physical(root: PhysicalOperator, annotate: Optional[Callable[[Physic
     line (an exchange is passed itself).
     """
     lines: list[str] = []
+    shown: set[int] = set()         # exchanges read at several places (kept CTEs) are shown once
 
     def note(op: PhysicalOperator) -> str:
         text = annotate(op) if annotate is not None else ""
@@ -120,7 +128,12 @@ def explain_physical(root: PhysicalOperator, annotate: Optional[Callable[[Physic
     def walk(op: PhysicalOperator, depth: int, tag: str) -> None:
         if isinstance(op, ExchangeExec):
             target = {"gather": "to the aggregator", "broadcast": "to every partition",
-                      "repartition": "to the partitions of their hash"}[op.kind]
+                      "repartition": "to the partitions of their hash",
+                      "keep": "stays where it was computed"}[op.kind]
+            if id(op) in shown:
+                lines.append("  " * depth + f"{op.describe()}  ({target}; computed once, shown above)")
+                return
+            shown.add(id(op))
             lines.append("  " * depth + f"{op.describe()}  ({target})" + note(op))
             source = "[leaves]" if op.parallel_input else ("[leaf, once]" if reads_table(op.input) else "[aggregator]")
             walk(op.input, depth + 1, source)

@@ -84,12 +84,21 @@ class PhysicalPlanner:
         # id(operator) -> the choices made for it by cost: (what was chosen, {alternative: seconds}),
         # each alternative priced the same way (for EXPLAIN: "hash 3 ms vs nested loop 40 ms")
         self.choices: dict[int, list[tuple[str, dict[str, float]]]] = {}
+        # kept CTEs (engine.optimizer.ctes) by number: the one exchange all their references read, and
+        # the distribution its rows keep
+        self._kept: dict[int, tuple[ExchangeExec, Distribution]] = {}
+        self._priced_once: set[int] = set()      # kept CTEs' exchanges already counted in a plan's cost
 
     def plan(self, root: LogicalPlan) -> PhysicalOperator:
         op, dist = self.build(root)
         op = self.to_single(op, dist)
         self._price(op)
         return op
+
+    def plan_cost(self, root: LogicalPlan) -> float:
+        """The estimated cost of ``root`` planned (a kept CTE counted once however often it is read)."""
+        op = self.plan(root)
+        return self.costs[id(op)]
 
     # -- costs -------------------------------------------------------------------------------------
     def _rows_out(self, op: PhysicalOperator) -> float:
@@ -101,6 +110,10 @@ class PhysicalPlanner:
     def _price(self, op: PhysicalOperator) -> float:
         """Fill ``costs`` for ``op``'s subtree: priced operators as planned, exchanges and sorts by
         their input rows, everything else free (the same in every alternative)."""
+        if isinstance(op, ExchangeExec) and op.kind == "keep":
+            if id(op) in self._priced_once:         # computed once, read by several references
+                return 0.0
+            self._priced_once.add(id(op))
         total = sum(self._price(child) for child in op.children)
         own = self._own.get(id(op))
         if own is None:
@@ -189,8 +202,22 @@ class PhysicalPlanner:
         return ValuesExec(node.fields, node.rows), REPLICATED
 
     def _CteScan(self, node: CteScan):
-        # a materialized CTE is at most broadcast_row_limit rows (engine.optimizer.ctes): every reader has all of it
-        return CteScanExec(node.fields, node.name, node.index), REPLICATED
+        if not node.kept:
+            # gathered and handed to every reader (at most broadcast_row_limit rows: engine.optimizer.ctes)
+            return CteScanExec(node.fields, node.name, node.index), REPLICATED
+        # Kept on the leaves: the definition is planned once, into this plan; every reference reads the
+        # same exchange (one stage) where its rows were computed, renamed to the reference's columns.
+        if node.index not in self._kept:
+            op, dist = self.build(node.definition)
+            keep = ExchangeExec(op, "keep", (), parallel_input=dist.partitioned, label=node.name)
+            self._kept[node.index] = (keep, dist if dist.partitioned else SINGLE)
+        keep, dist = self._kept[node.index]
+        renames = {f.id: r.id for f, r in zip(node.definition.fields, node.fields)}
+        exprs = tuple((r, ColumnRef(f.id, f.type, f.name)) for f, r in zip(node.definition.fields, node.fields))
+        if dist.kind == "hashed":
+            dist = Distribution("hashed", tuple(renames[k] for k in dist.keys)) \
+                if all(k in renames for k in dist.keys) else ANY
+        return ProjectExec(keep, exprs), dist
 
     def _Filter(self, node: Filter):
         op, dist = self.build(node.input)

@@ -73,15 +73,21 @@ class CteScan(LogicalPlan):
     """One reference to a WITH query that is computed once per statement and read by all its references
     (``engine.optimizer.ctes``): its rows are those of materialized CTE number ``index``, whose columns
     are ``fields`` by position. ``definition`` is that CTE's optimized plan, for estimates only: it is
-    not an input (rules do not rewrite it, it runs apart)."""
+    not an input (rules do not rewrite it, it runs apart).
+
+    ``kept``: the result stays distributed on the leaves that computed it, and the definition is planned
+    into the same plan as its readers (one stage, read by all of them); otherwise it is gathered before
+    the plan and every task that reads it gets all of it (small CTEs)."""
 
     fields: tuple[Field, ...]
     name: str
     index: int
     definition: LogicalPlan = field(compare=False, repr=False)
+    kept: bool = False
 
     def describe(self) -> str:
-        return f"CteScan {self.name} (materialized cte{self.index})"
+        where = ", kept on the leaves" if self.kept else ""
+        return f"CteScan {self.name} (materialized cte{self.index}{where})"
 
 
 @dataclass(frozen=True)

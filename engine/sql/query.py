@@ -65,7 +65,8 @@ def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], 
     query: Query = binder.bind_statement(node)
     ctx = OptimizerContext(Estimator(statistics), num_partitions=num_partitions,
                            num_tasks=getattr(getattr(statistics, "runner", None), "num_leaves", None))
-    query, ctes = materialize_ctes(query, binder.cte_uses, ctx, lambda plan: optimize_logical(plan, ctx))
+    query, ctes = materialize_ctes(query, binder.cte_uses, ctx, lambda plan: optimize_logical(plan, ctx),
+                                   lambda plan: PhysicalPlanner(ctx).plan_cost(optimize_logical(plan, ctx)))
     init_plans = []
     planner = PhysicalPlanner(ctx)
     for cte in ctes:

@@ -77,3 +77,44 @@ def test_empty_cte_is_read_as_empty(both):
            "SELECT COUNT(*), (SELECT COUNT(*) FROM g) FROM g x JOIN g y ON x.b = y.b")
     assert con.execute(sql).fetchall() == duck.execute(sql).fetchall()
     assert "CTE g materialized once, read 3x" in plan_of(con, sql)
+
+
+# -- CTEs above the broadcast limit: kept on the leaves where the planner prices that cheaper -------------
+
+@pytest.fixture(scope="module")
+def big():
+    """250k rows: a CTE grouping by ``a`` is estimated at 250k groups, above ``broadcast_row_limit``."""
+    rng = np.random.default_rng(12)
+    n = 250_000
+    data = pa.table({"a": np.arange(n), "b": rng.integers(0, 50, n), "c": rng.integers(-50, 50, n)})
+    con, duck = canopy_and_duckdb("CREATE TABLE u (a BIGINT, b BIGINT, c BIGINT, SHARD KEY (a))", "u", data)
+    yield con, duck
+    con.close()
+
+
+KEPT = [
+    # the same aggregate read twice in full: computed once, each reference reads it where it was computed
+    ("WITH g AS (SELECT a, b, SUM(c) AS s FROM u GROUP BY a, b) "
+     "SELECT x.b, COUNT(*), SUM(x.s - y.s) FROM g x JOIN g y ON x.a = y.a + 1 GROUP BY x.b ORDER BY x.b", True),
+    # a window over it (no filter reaches through), read three times
+    ("WITH g AS (SELECT a, b, SUM(c) AS s, RANK() OVER (PARTITION BY b ORDER BY a) AS r FROM u GROUP BY a, b) "
+     "SELECT x.b, SUM(x.s + y.s + z.s) FROM g x JOIN g y ON x.b = y.b AND x.r = y.r + 1 "
+     "JOIN g z ON x.b = z.b AND x.r = z.r - 1 GROUP BY x.b ORDER BY x.b", True),
+    # each reference wants a few rows: inlined, its filter reaches the scan
+    ("WITH g AS (SELECT a, b, SUM(c) AS s FROM u GROUP BY a, b) "
+     "SELECT x.a, x.s, y.s FROM g x JOIN g y ON x.a = y.a + 1 WHERE x.a < 50 AND y.a < 50 ORDER BY x.a", False),
+    # read only by IN: inlined, where it becomes a semi join (no pairs)
+    ("WITH p AS (SELECT x.a, x.b AS b1, y.b AS b2 FROM u x JOIN u y ON x.a = y.a + 3 AND x.b <> y.b) "
+     "SELECT COUNT(*), SUM(c) FROM u WHERE a IN (SELECT a FROM p) AND a + 1 IN (SELECT a FROM p)", False),
+]
+
+
+@pytest.mark.parametrize("sql, kept", KEPT)
+def test_a_big_cte_is_kept_where_cheaper(big, sql, kept):
+    con, duck = big
+    assert con.execute(sql).fetchall() == duck.execute(sql).fetchall()
+    plan = plan_of(con, sql)
+    assert ("Exchange keep (CTE " in plan) == kept, plan
+    assert "materialized once" not in plan       # too big to gather
+    if kept:
+        assert plan.count("computed once, shown above") >= 1

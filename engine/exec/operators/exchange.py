@@ -1,7 +1,8 @@
 """Exchanges: where data moves between stages. The stage splitter cuts the plan at each ExchangeExec;
 the producing stage's output is routed by ``kind`` (gather to one task, broadcast to all, repartition by
-the hash of ``keys`` with the same kernel that places rows of sharded tables), and the consuming stage
-reads its share through an ExchangeSourceExec."""
+the hash of ``keys`` with the same kernel that places rows of sharded tables, keep: each task's output
+stays with the same task of the consuming stages, as a materialized CTE's rows stay on their leaves),
+and the consuming stage reads its share through an ExchangeSourceExec."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,9 +16,10 @@ from engine.exec.operators.base import PhysicalOperator, TaskContext, conform
 @dataclass(frozen=True)
 class ExchangeExec(PhysicalOperator):
     input: PhysicalOperator
-    kind: str                      # gather | broadcast | repartition
+    kind: str                      # gather | broadcast | repartition | keep
     keys: tuple[str, ...] = ()     # field ids hashed by repartition
     parallel_input: bool = True    # does the producing stage run on every partition, or once
+    label: str = ""                # what a keep holds, for EXPLAIN (a CTE's name)
 
     @property
     def fields(self):
@@ -33,7 +35,8 @@ class ExchangeExec(PhysicalOperator):
 
     def describe(self) -> str:
         keys = f" by [{', '.join(self.keys)}]" if self.keys else ""
-        return f"Exchange {self.kind}{keys}"
+        label = f" (CTE {self.label})" if self.label else ""
+        return f"Exchange {self.kind}{keys}{label}"
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         raise RuntimeError("ExchangeExec is replaced by the stage splitter and never executed")

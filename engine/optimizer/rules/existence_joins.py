@@ -39,7 +39,7 @@ def existence_joins(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
     from engine.optimizer.rules.order_joins import _map_inputs
     plan = _map_inputs(plan, lambda child: existence_joins(child, ctx))
     if isinstance(plan, Join) and plan.kind in _FILTERING:
-        reduced = _as_set(plan.right, _right_reads(plan))
+        reduced = as_set(plan.right, _right_reads(plan))
         if reduced is not None:
             return dataclasses.replace(plan, right=reduced)
     return plan
@@ -55,7 +55,7 @@ def _right_reads(join: Join) -> set[str]:
     return ids & join.right.field_ids()
 
 
-def _as_set(plan: LogicalPlan, needed: set[str]) -> Optional[LogicalPlan]:
+def as_set(plan: LogicalPlan, needed: set[str]) -> Optional[LogicalPlan]:
     """``plan`` rewritten for a reader of only the columns ``needed`` that ignores duplicate rows (the
     same set of values of those columns, maybe fewer copies), or None when nothing changes."""
     if not needed:
@@ -65,12 +65,12 @@ def _as_set(plan: LogicalPlan, needed: set[str]) -> Optional[LogicalPlan]:
         below: set[str] = set()
         for _, e in kept:
             below |= e.column_ids()
-        inner = _as_set(plan.input, below)
+        inner = as_set(plan.input, below)
         if inner is None:
             return None
         return Project(inner, kept)
     if isinstance(plan, Filter):
-        inner = _as_set(plan.input, needed | plan.predicate.column_ids())
+        inner = as_set(plan.input, needed | plan.predicate.column_ids())
         return None if inner is None else dataclasses.replace(plan, input=inner)
     if isinstance(plan, Aggregate):
         if plan.aggregates or plan.grouping_sets or not plan.keys:
@@ -78,12 +78,12 @@ def _as_set(plan: LogicalPlan, needed: set[str]) -> Optional[LogicalPlan]:
         below = set()
         for _, e in plan.keys:
             below |= e.column_ids()
-        inner = _as_set(plan.input, below)
+        inner = as_set(plan.input, below)
         return None if inner is None else dataclasses.replace(plan, input=inner)
     if not isinstance(plan, Join):
         return None
     if plan.kind in _FILTERING:
-        inner = _as_set(plan.left, needed | _left_reads(plan))
+        inner = as_set(plan.left, needed | _left_reads(plan))
         return None if inner is None else dataclasses.replace(plan, left=inner)
     if plan.kind != "inner" or not plan.left_keys:
         return None
@@ -94,8 +94,8 @@ def _as_set(plan: LogicalPlan, needed: set[str]) -> Optional[LogicalPlan]:
     else:
         return None
     semi = Join(left, right, "semi", left_keys, right_keys, plan.residual)
-    left = _as_set(left, needed | _left_reads(semi))
-    right = _as_set(right, _right_reads(semi))
+    left = as_set(left, needed | _left_reads(semi))
+    right = as_set(right, _right_reads(semi))
     return dataclasses.replace(semi, left=left or semi.left, right=right or semi.right)
 
 
