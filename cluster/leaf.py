@@ -11,7 +11,8 @@ from typing import Iterator, Optional, Sequence
 import pyarrow as pa
 
 from cluster.specs import TaskSpec
-from engine.errors import CanopyInternalError
+from engine.errors import CanopyInternalError, MemoryLimitError
+from engine.exec.memory import MemoryPool, format_bytes
 from engine.exec.operators.base import Deadline, TaskContext
 from engine.exec.stages import StageSpec
 from engine.storage import MemoryPartitionStore, PartitionStore
@@ -96,7 +97,30 @@ class Leaf:
         """The same task as a stream of its non-empty output batches (a Ray leaf sends them as they come).
         ``snapshots``: (table id, partition) -> this leaf's stores' snapshots pinned for the query (a
         dict, or anything with its ``get``: a Ray leaf's :class:`cluster.versions.EpochView`)."""
+        # memory_limit: the task's own pool (its spill files go with it when the task ends)
+        memory = MemoryPool(task.memory_limit, where=f" on leaf {self.leaf_id}" if self.leaf_id >= 0 else "")
         ctx = TaskContext(task.task, task.num_partitions, task.params, self.storage, exchange_inputs, self.partitions,
-                          profile, deadline)
+                          profile, deadline, memory)
         ctx.snapshots = snapshots if snapshots is not None else {}
-        return (b for b in stage.root.execute(task.task, ctx) if b.num_rows)
+        return _task_output(stage, ctx)
+
+
+def _task_output(stage: StageSpec, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+    """A task's non-empty output batches, the memory they hold reserved while the task runs (its
+    caller keeps them: an exploding join stops at the limit instead of filling the machine), and an
+    allocation failure (Python's MemoryError, Arrow's) reported as the query's MemoryLimitError."""
+    reservation = ctx.memory.reservation(f"the output of stage {stage.stage_id} ({stage.root.describe().split(' ')[0]})")
+    try:
+        for batch in stage.root.execute(ctx.task, ctx):
+            if batch.num_rows:
+                reservation.grow(batch.nbytes)
+                yield batch
+    except MemoryError as error:            # pa.ArrowMemoryError is one too
+        limit = ctx.memory.limit
+        raise MemoryLimitError(
+            f"out of memory running stage {stage.stage_id} ({format_bytes(ctx.memory.reserved)} reserved by "
+            f"the query, memory_limit = {format_bytes(limit) if limit else 'none'}): {error}",
+            operator=stage.root.describe().split(" ")[0], limit=limit) from None
+    finally:
+        reservation.free()
+        ctx.memory.close()

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec
 from engine.errors import CanopyInternalError, ExecutionError
+from engine.exec.memory import statement_memory_limit
 from engine.exec.operators.base import Deadline, statement_deadline
 from engine.exec.progress import query_progress
 from engine.runner import Runner
@@ -225,6 +226,7 @@ class Scheduler:
         executor = self.executor
         leaves, per_leaf = executor.num_leaves, executor.partitions_per_leaf
         deadline = query.deadline
+        memory_limit = statement_memory_limit.get()      # each task's memory pool (engine.exec.memory)
         outputs: dict[int, Output] = {}
         for stage in submission_order(stages, executor.consumed):
             if deadline is not None:
@@ -236,7 +238,8 @@ class Scheduler:
             tasks = [TaskSpec(query.query_id, stage.stage_id, t, leaves * per_leaf, query.params, exchange,
                               inputs=tuple((stage_id, len(refs)) for stage_id, refs in inputs[t]),
                               profile=query.profile is not None,
-                              deadline=(deadline.timeout_ms, deadline.remaining()) if timed else None)
+                              deadline=(deadline.timeout_ms, deadline.remaining()) if timed else None,
+                              memory_limit=memory_limit)
                      for t in inputs]
             if stage.output_kind is None:
                 return executor.run_final(query, stage, tasks, inputs)

@@ -55,7 +55,8 @@ class TaskSpec:
     task reads, ``(producing stage id, number of payloads)`` in the order the payloads follow;
     ``deadline``: (statement_timeout ms, seconds left) or None; ``profile``: count each operator's
     output (EXPLAIN ANALYZE); ``epoch``: the snapshot epoch the task's scans read (None: the stores as
-    they are now) and ``floor``, the oldest one a running query still reads (:mod:`cluster.versions`)."""
+    they are now) and ``floor``, the oldest one a running query still reads (:mod:`cluster.versions`);
+    ``memory_limit``: the statement's memory_limit in bytes (None: unlimited)."""
     query_id: str
     stage_id: int
     task: int
@@ -68,6 +69,7 @@ class TaskSpec:
     epoch: Optional[int] = None
     floor: Optional[int] = None
     deadline: Optional[tuple[int, float]] = None
+    memory_limit: Optional[int] = None          # bytes one query's operators may hold (engine.exec.memory)
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ def TimestampFromTicks(ticks: float) -> datetime.datetime:  # noqa: N802 - PEP 2
 def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_per_leaf: int = 4,
             cluster: Optional[str] = None, load_dir: Optional[str] = None, progress: Optional[bool] = None,
             statement_timeout: Optional[int] = None, autocommit: bool = True, multi_statements: bool = False,
-            **options: Any) -> "Connection":
+            memory_limit: Any = None, **options: Any) -> "Connection":
     """Start a runner (``cluster="local"`` runs leaves in-process, ``"ray"`` as Ray actors; None reads
     ``$CANOPY_RUNNER``, default local) and open a connection on it.
 
@@ -108,7 +108,10 @@ def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_p
     (default: one statement per call, so an injected ``; DROP TABLE t`` fails); ``progress`` forces the
     progress bar of long loads on or off (default: on a terminal or in a notebook); ``statement_timeout``
     (milliseconds, also ``SET statement_timeout = N``) cancels a query running longer; ``autocommit=False``
-    opens a transaction at the first write, ended by ``commit()`` / ``rollback()``. Extra ``options``
+    opens a transaction at the first write, ended by ``commit()`` / ``rollback()``. ``memory_limit``
+    (bytes or a size such as ``'4GB'``, also ``SET memory_limit = '4GB'``): what one query may hold in
+    each process before its operators spill to disk; past it, MemoryLimitError (default: half the
+    machine's memory; docs/memory.md). Extra ``options``
     go to :func:`engine.runner.start_runner` unchanged.
     """
     # Imported here: engine.session pulls in the whole SQL stack, and engine/__init__ must stay light.
@@ -121,7 +124,8 @@ def connect(database: Optional[str] = "canopy", *, leaves: int = 2, partitions_p
         raise ProgrammingError(f"connect: {exc}") from exc
     try:
         session = Session(runner, database=database, load_dir=load_dir, progress=progress,
-                          statement_timeout=statement_timeout, multi_statements=multi_statements)
+                          statement_timeout=statement_timeout, multi_statements=multi_statements,
+                          memory_limit=memory_limit)
         session.set_autocommit(autocommit)
         from engine.pipelines import resume_pipelines
         resume_pipelines(runner)       # a data_dir's pipelines, started again if they were running

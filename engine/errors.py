@@ -96,6 +96,16 @@ class QueryTimeoutError(ExecutionError):
     """The query ran past ``statement_timeout`` / ``max_execution_time``."""
 
 
+class MemoryLimitError(ExecutionError):
+    """A query needed more memory than ``memory_limit`` allows, also after spilling what its operators
+    can spill to disk. ``operator`` names the operator that asked (``HashJoin``, ``Sort`` ...) and
+    ``limit`` is the limit in bytes. Only the query fails: the session and the process go on."""
+
+    def __init__(self, message: str, operator: str = "", limit: Optional[int] = None):
+        self.operator, self.limit = operator, limit
+        super().__init__(message)
+
+
 class VariableError(CanopyError, ProgrammingError):
     """``SET`` or ``@@name`` of an unknown system variable, a read-only one, or a value it cannot take."""
 
@@ -164,6 +174,7 @@ PEP249_CLASS = {
     StorageCorruptionError: OperationalError,
     QueryCancelledError: OperationalError,
     QueryTimeoutError: OperationalError,
+    MemoryLimitError: OperationalError,
     VariableError: ProgrammingError,
     AccessDeniedError: OperationalError,
     BadDataError: DataError,

@@ -35,8 +35,10 @@ import pyarrow as pa
 from sqlglot import exp
 
 import engine.lazy_pandas  # noqa: F401 - first: pyarrow must not import pandas for nothing (see there)
-from engine.errors import AccessDeniedError, BadDataError, BindError, CanopyInternalError, Error, ParseError, UnsupportedError
-from engine.exec.operators.base import Deadline, statement_deadline
+from engine.errors import (AccessDeniedError, BadDataError, BindError, CanopyInternalError, Error, MemoryLimitError,
+                           ParseError, UnsupportedError)
+from engine.exec.memory import default_memory_limit, format_bytes, parse_memory_limit, statement_memory_limit
+from engine.exec.operators.base import Deadline, check_statement_deadline, statement_deadline
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
 from engine.result import Result
 from engine.sessions import Activity, registry_of
@@ -66,7 +68,8 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
     def __init__(self, runner, database: Optional[str] = "canopy", *, load_dir: Optional[str] = None,
                  progress: Optional[bool] = None, statement_timeout: Optional[int] = None,
                  multi_statements: bool = False, user: Optional[str] = None, host: str = "localhost",
-                 create_database: bool = True, connection_id: Optional[int] = None):
+                 create_database: bool = True, connection_id: Optional[int] = None,
+                 memory_limit=None):
         """``load_dir``: LOAD DATA reads only files inside it (MySQL's secure_file_priv); ``progress``:
         a progress bar for long loads (None: when stderr is a terminal or in a notebook);
         ``statement_timeout``: milliseconds a call of ``execute`` may run its queries (0/None: no limit);
@@ -74,7 +77,9 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         ``user``: the MySQL account of a wire client (None: the embedding program, which may do
         anything); ``host``: where the client connects from (SHOW PROCESSLIST, ``USER()``).
         ``create_database``: create ``database`` when missing (the embedded default) or leave it.
-        ``connection_id``: one reserved from the cluster's registry (default: the next)."""
+        ``connection_id``: one reserved from the cluster's registry (default: the next).
+        ``memory_limit``: bytes (or a size such as ``'4GB'``) one query may hold in each process
+        before its operators spill to disk (default: half the machine's memory; docs/memory.md)."""
         self.runner = runner
         self.autocommit = True
         self.lock_wait_timeout = DEFAULT_LOCK_WAIT_TIMEOUT     # seconds (SET lock_wait_timeout)
@@ -98,6 +103,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             "lock_wait_timeout": lambda: self.lock_wait_timeout,
             "innodb_lock_wait_timeout": lambda: self.lock_wait_timeout,
             "last_insert_id": lambda: self.last_insert_id,
+            "memory_limit": lambda: self.memory_limit,
         })
         if load_dir is not None:
             self.variables.set("secure_file_priv", str(load_dir), force=True)
@@ -106,6 +112,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         self.warnings: list[tuple[str, int, str]] = []    # SHOW WARNINGS: the last statement's
         self.closed = False
         self.statement_timeout = timeout_ms(statement_timeout)
+        self.memory_limit = default_memory_limit() if memory_limit is None else parse_memory_limit(memory_limit)
         self.multi_statements = multi_statements
         self.user, self.host = user, host
         self.activity = Activity()
@@ -337,6 +344,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         self.questions += 1
         token = statement_deadline.set(Deadline.after(self.statement_timeout,
                                                       cancelled=lambda: self._cancel_requested))
+        memory_token = statement_memory_limit.set(self.memory_limit)
         # a progress bar for the plans this call runs, once they have run a second (engine.exec.progress)
         progress = TqdmQueryProgress() if progress_wanted(self.progress) else None
         progress_token = query_progress.set(progress)
@@ -347,6 +355,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             if progress is not None:
                 progress.close()
             statement_deadline.reset(token)
+            statement_memory_limit.reset(memory_token)
             self.activity = Activity()
             self._cancel_requested = False
             if self._killed:
@@ -358,6 +367,9 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             return action()
         except Error:
             raise
+        except MemoryError as error:        # pa.ArrowMemoryError too: an allocation outside the operators
+            raise MemoryLimitError(f"out of memory (memory_limit = {format_bytes(statement_memory_limit.get() or 0)}): "
+                                   f"{error}") from None
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as error:
             raise BadDataError(str(error).split("\n")[0]) from error
         except RecursionError:
@@ -546,10 +558,12 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             # an INSERT's VALUES rows hold no clause to refuse: not walked (a bulk INSERT has many)
             refuse_ignored(node.this if isinstance(node, exp.Insert) and isinstance(node.expression, exp.Values)
                            else node)
+        check_statement_deadline()          # statement_timeout: each step before the plan runs
         if isinstance(node, exp.Show) and str(node.this).upper() == "WARNINGS":
             return self._stmt_Show(node, statement)      # reads the warnings; must not reset them
         if isinstance(node, exp.Expression) and not isinstance(node, exp.Set):
             node = statement.node = substitute(node, self)    # @@variables, DATABASE(), USER() ...
+        check_statement_deadline()
         self.authorize(node)
         if not isinstance(node, (exp.Select, exp.SetOperation, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set)):
             self.plan_cache.invalidate()       # DDL, ANALYZE, writes: plans and estimates may be stale

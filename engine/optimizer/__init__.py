@@ -1,6 +1,7 @@
 """The optimizer: logical rewrite rules in order, then physical planning with explicit exchanges."""
 from __future__ import annotations
 
+from engine.exec.operators.base import check_statement_deadline
 from engine.optimizer.context import OptimizerContext
 from engine.optimizer.rules.existence_joins import existence_joins
 from engine.optimizer.rules.factor_or import factor_or
@@ -21,5 +22,6 @@ RULES = (factor_or, pushdown_filters, transitive_predicates, order_joins, existe
 
 def optimize_logical(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
     for rule in RULES:
+        check_statement_deadline()          # statement_timeout covers planning too
         plan = rule(plan, ctx)
     return plan

@@ -28,6 +28,7 @@ from engine.catalog import Catalog
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.collation_keys import list_keys
 from engine.exec.evaluate import fold_constant
+from engine.exec.operators.base import check_statement_deadline
 from engine.plan.bind_collation import common_collation, is_string, keyed, needs_key
 from engine.plan.bind_aggregates import EXTENDED, bind_extended
 from engine.plan.bind_functions import FunctionBinding
@@ -102,6 +103,9 @@ class SelectParts:
     correlated: list[Expr]
 
 
+_CHECK_EVERY = 1024         # expressions bound between two checks of statement_timeout
+
+
 class Binder(FunctionBinding):
     def __init__(self, catalog: Catalog, database: Optional[str], ids: Optional[IdGenerator] = None):
         self.catalog = catalog
@@ -113,6 +117,7 @@ class Binder(FunctionBinding):
         # each reference is bound on its own (fresh field ids); engine.optimizer.ctes finds the ones that
         # survive in the bound query and computes a CTE referenced more than once only once
         self.cte_uses: dict[int, tuple[int, str, LogicalPlan]] = {}
+        self._bound = 0                  # expressions bound: the statement's deadline is checked every few
 
     # ---------------------------------------------------------------------------------------------
     # queries
@@ -739,6 +744,9 @@ class Binder(FunctionBinding):
     # expressions
     # ---------------------------------------------------------------------------------------------
     def bind_expr(self, node: exp.Expression, ctx: ExprContext) -> Expr:
+        self._bound += 1
+        if self._bound % _CHECK_EVERY == 0:          # statement_timeout: a statement of 500,000 values
+            check_statement_deadline()
         if node is None:                             # an operand sqlglot left out: DAY() is Day(TsOrDsToDate())
             raise BindError(f"an argument is missing in {ctx.clause}")
         if isinstance(node, exp.Func) and any(required and node.args.get(name) is None

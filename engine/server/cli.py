@@ -28,6 +28,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="keep tables, accounts and pipelines durably in this directory")
     p.add_argument("--load-dir", help="LOAD DATA INFILE reads only files inside this directory "
                                       "(without it, only LOAD DATA LOCAL INFILE)")
+    p.add_argument("--memory-limit", help="what one query may hold in each process before it spills to "
+                   "disk, e.g. 4GB (default: half the machine's memory; each session may SET memory_limit)")
     p.add_argument("--user", help="administrator to create (or whose password to set) at start; "
                                   "default root when CANOPY_ROOT_PASSWORD is set")
     p.add_argument("--password", help="the administrator's password (default: $CANOPY_ROOT_PASSWORD)")
@@ -77,7 +79,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         resume_pipelines(runner)
         server = CanopyServer(runner, host=args.host, port=args.port, load_dir=args.load_dir,
                               admin=(user, password) if user else None, allow_anonymous=args.allow_anonymous,
-                              tls=(args.ssl_cert, args.ssl_key) if args.ssl_cert else None)
+                              tls=(args.ssl_cert, args.ssl_key) if args.ssl_cert else None,
+                              memory_limit=args.memory_limit)
     except BaseException as error:
         runner.shutdown()
         if isinstance(error, (Error, ServerStartError)):

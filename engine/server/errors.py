@@ -18,6 +18,7 @@ ERROR_CODES: dict[type, tuple[int, str]] = {
     E.VariableError: (1193, "HY000"),               # ER_UNKNOWN_SYSTEM_VARIABLE (refined below)
     E.QueryCancelledError: (1317, "70100"),         # ER_QUERY_INTERRUPTED
     E.QueryTimeoutError: (3024, "HY000"),           # ER_QUERY_TIMEOUT
+    E.MemoryLimitError: (1041, "HY000"),            # ER_OUT_OF_RESOURCES
     E.ExecutionError: (1105, "HY000"),              # ER_UNKNOWN_ERROR
     E.BadDataError: (1264, "22003"),                # ER_WARN_DATA_OUT_OF_RANGE
     E.ConstraintError: (1048, "23000"),             # ER_BAD_NULL_ERROR

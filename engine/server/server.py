@@ -45,8 +45,11 @@ class CanopyServer:
     def __init__(self, runner, *, host: str = "127.0.0.1", port: int = 3306, database: Optional[str] = None,
                  load_dir: Optional[str] = None, admin: Optional[tuple[str, str]] = None,
                  allow_anonymous: bool = False, tls: Optional[tuple[str, str]] = None,
-                 workers: int = 64, max_connections: int = 1000):
+                 workers: int = 64, max_connections: int = 1000, memory_limit=None):
+        """``memory_limit``: the sessions' initial memory_limit (bytes or '4GB'; None: the default)."""
+        from engine.exec.memory import parse_memory_limit
         self.runner = runner
+        self.memory_limit = None if memory_limit is None else parse_memory_limit(memory_limit)
         self.host, self.port = host, port
         self.database = database
         self.load_dir = load_dir
@@ -76,7 +79,8 @@ class CanopyServer:
         from engine.session import Session
         account_user = None if self.allow_anonymous and self.accounts.get(user) is None else user
         session = Session(self.runner, database=database or None, load_dir=self.load_dir, user=account_user,
-                          host=host, create_database=False, connection_id=connection_id)
+                          host=host, create_database=False, connection_id=connection_id,
+                          memory_limit=self.memory_limit)
         if database and account_user is not None:
             try:
                 from sqlglot import exp

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from sqlglot import exp
-from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import TokenType
 
-from engine.errors import BindError, ProgrammingError
+from engine.errors import BindError, Error, ProgrammingError
+from engine.sql import interruptible
 
 PLACEHOLDER_PREFIX = "canopy_p"
 
@@ -156,7 +156,9 @@ def parameterize_literals(sql: str) -> Optional[tuple[str, list[Any]]]:
     except KeyError:
         pass
     try:
-        tokens = _TOKENIZER.tokenize(sql)
+        tokens = interruptible.tokenize(sql)
+    except Error:           # statement_timeout / KILL QUERY while tokenizing
+        raise
     except Exception:       # noqa: BLE001 - not tokenizable: the ordinary path reports the error
         template = None
     else:
@@ -183,7 +185,6 @@ def parameterize_literals(sql: str) -> Optional[tuple[str, list[Any]]]:
 
 
 _NO_VALUE = object()
-_TOKENIZER = MySQL().tokenizer_class()
 
 
 def _literal_value(token) -> Any:

@@ -25,6 +25,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from engine.errors import ParseError, UnsupportedError
+from engine.sql import interruptible
 from engine.sql.accounts import is_account_statement, parse_account_statement
 
 DIALECT = "mysql"
@@ -50,7 +51,7 @@ class Statement:
 
 def tokenize(sql: str) -> list[Token]:
     try:
-        return sqlglot.Dialect.get_or_raise(DIALECT).tokenize(sql)
+        return interruptible.tokenize(sql)
     except TokenError:
         raise _unterminated(sql) from None
 
@@ -271,7 +272,7 @@ def _is_pipeline(tokens: list[Token]) -> bool:
 
 
 def _parse_tokens(tokens: list[Token], sql: str) -> Optional[exp.Expression]:
-    parsed = sqlglot.Dialect.get_or_raise(DIALECT).parser().parse(tokens, sql)
+    parsed = interruptible.parse_tokens(tokens, sql)
     if parsed and parsed[0] is not None:
         parsed[0].meta["sql"] = sql     # refusals quote names as typed (engine/plan/sql_words.py)
     return parsed[0] if parsed else None

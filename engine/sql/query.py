@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from engine.catalog import Catalog
 from engine.errors import BadDataError
+from engine.exec.memory import MemoryPool, statement_memory_limit
 from engine.exec.operators.base import PhysicalOperator
 from engine.exec.operators.cte_scan import CteScanExec
 from engine.exec.operators.exchange import ExchangeExec
@@ -97,9 +98,14 @@ def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfil
 
     params: list = []
     ctes: list[pa.Table] = []           # results of the materialized CTEs, by CteScan number
+    # the materialized CTEs are held (here, and shipped with the stages reading them) until the
+    # query ends: together they count against memory_limit (not spilled)
+    held = MemoryPool(statement_memory_limit.get()).reservation("a materialized CTE")
     for init in planned.init_plans:
         table = run(with_ctes(init.stages, ctes), params)
         if init.cte is not None:
+            held.operator = f"the materialized CTE {init.cte}"
+            held.grow(table.nbytes)
             ctes.append(table)
             continue
         if table.num_rows > 1:

@@ -30,6 +30,7 @@ from typing import Any, Optional
 from sqlglot import exp
 
 from engine.errors import UnsupportedError, VariableError
+from engine.exec.memory import default_memory_limit
 
 VERSION = "8.0.32-canopy-0.1.0"        # MySQL 8.0 for clients' feature checks, then Canopy's own
 VERSION_COMMENT = "Canopy 0.1.0: a distributed SQL analytics database (MySQL protocol)"
@@ -105,6 +106,7 @@ SYSTEM_VARIABLES: dict[str, Variable] = {
     "sql_warnings": _V(0),
     "max_execution_time": _V(0),                         # honoured: engine.session's statement_timeout
     "statement_timeout": _V(0),
+    "memory_limit": _V(default_memory_limit()),          # honoured: engine.exec.memory (bytes)
     # transactions: the session's own, see engine.session
     "autocommit": _V(1),
     "lock_wait_timeout": _V(50),

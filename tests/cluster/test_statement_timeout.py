@@ -111,3 +111,19 @@ def test_the_deadline_is_checked_at_every_operators_batch_boundaries(con):
 def _select(sql: str):
     from engine.sql.parser import parse
     return parse(sql)[0].node
+
+
+def test_the_timeout_covers_parsing_and_planning(con):
+    """A statement that takes far longer to read than to run (an IN list of 300,000 values: seconds
+    of tokenizing and parsing) stops at its timeout, not after it was read."""
+    import time
+    values = ",".join(str(i) for i in range(300_000))
+    con.execute("SET statement_timeout = 300")
+    try:
+        started = time.monotonic()
+        with pytest.raises(engine.OperationalError, match=r"query exceeded statement_timeout of 300 ms"):
+            con.execute(f"SELECT COUNT(*) FROM t WHERE k IN ({values})")
+        assert time.monotonic() - started < 2.5
+    finally:
+        con.execute("SET statement_timeout = 0")
+    assert con.execute("SELECT COUNT(*) FROM t WHERE k IN (1, 2, 3)").fetchall() == [(3,)]

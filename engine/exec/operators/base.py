@@ -14,6 +14,7 @@ from typing import Callable, Iterator, Optional, Sequence
 import pyarrow as pa
 
 from engine.errors import ExecutionError, QueryCancelledError, QueryTimeoutError
+from engine.exec.memory import MemoryPool, Reservation
 from engine.plan.logical import Field
 
 
@@ -71,6 +72,14 @@ class Deadline:
 statement_deadline: ContextVar[Optional[Deadline]] = ContextVar("statement_deadline", default=None)
 
 
+def check_statement_deadline() -> None:
+    """Raise QueryTimeoutError / QueryCancelledError when the running statement must stop: for the
+    steps before a plan runs (reading, binding, optimizing a statement), which check it themselves."""
+    deadline = statement_deadline.get()
+    if deadline is not None:
+        deadline.check()
+
+
 class TaskContext:
     """What an operator may touch while it runs one task of one stage on a leaf or the aggregator.
 
@@ -83,7 +92,7 @@ class TaskContext:
     def __init__(self, task: int, num_partitions: int, params: Sequence, storage=None,
                  exchange_inputs: Optional[dict[int, list[pa.RecordBatch]]] = None,
                  partitions: Optional[Sequence[int]] = None, profile=None,
-                 deadline: Optional[Deadline] = None):
+                 deadline: Optional[Deadline] = None, memory: Optional[MemoryPool] = None):
         self.task = task
         self.partition = task                       # kept for operators that log or label by task
         self.partitions = tuple(partitions) if partitions is not None else (task,)
@@ -96,6 +105,8 @@ class TaskContext:
         # a hash join built for a scan of its probe side (same task, registered before that side runs)
         self.runtime_filters: dict[int, dict] = {}
         self.deadline = deadline                    # statement_timeout / cancel, checked per batch
+        # memory_limit: the query's pool in this process, which blocking operators reserve from
+        self.memory = memory if memory is not None else MemoryPool(None)
         # (table id, partition) -> the store's snapshot pinned when the query started (embedded
         # runner; a Ray leaf resolves its query's snapshot epoch, cluster.versions): every scan of
         # the query reads the same cut of committed statements
@@ -155,9 +166,14 @@ def _profiled(execute):
     return run
 
 
-def collect(op: PhysicalOperator, partition: int, ctx: TaskContext) -> pa.Table:
-    """Run ``op`` to completion into one Table of its schema (blocking operators' inputs)."""
-    batches = [b for b in op.execute(partition, ctx) if b.num_rows]
+def collect(op: PhysicalOperator, partition: int, ctx: TaskContext,
+            reservation: Optional[Reservation] = None) -> pa.Table:
+    """Run ``op`` to completion into one Table of its schema (blocking operators' inputs).
+    ``reservation``: grown by each batch kept (MemoryLimitError once the query's pool is full)."""
+    batches = op.execute(partition, ctx)
+    if reservation is not None:
+        batches = accounted(batches, reservation)
+    batches = [b for b in batches if b.num_rows]
     schema = op.schema
     if not batches:
         return schema.empty_table()
@@ -165,6 +181,13 @@ def collect(op: PhysicalOperator, partition: int, ctx: TaskContext) -> pa.Table:
     if ctx.profile is not None:
         ctx.profile.held(op, table)
     return table
+
+
+def accounted(batches: Iterator[pa.RecordBatch], reservation: Reservation) -> Iterator[pa.RecordBatch]:
+    """``batches``, each reserved as it passes (for a consumer that keeps them all)."""
+    for batch in batches:
+        reservation.grow(batch.nbytes)
+        yield batch
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -63,7 +63,12 @@ class BatchedKeyJoinExec(PhysicalOperator):
         return f"BatchedKeyJoin {self.kind} ON {self.left_key} = {self.right_key}{strategy}"
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
-        build = collect(self.right, partition, ctx)
+        # what it collects counts against the query's memory_limit until it has produced its output
+        with ctx.memory.reservation("BatchedKeyJoin") as memory:
+            yield from self._execute(partition, ctx, memory)
+
+    def _execute(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
+        build = collect(self.right, partition, ctx, memory)
         build_keys = _as_int64(evaluate_array(self.right_key, _one_batch(build), ctx.params)) \
             if build.num_rows else (np.zeros(0, np.int64), None)
         keys, nulls = build_keys

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import itertools
 from typing import Iterator, Optional
 
 import numpy as np
@@ -9,7 +10,9 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.exec.evaluate import evaluate_array, evaluate_predicate
-from engine.exec.operators.base import PhysicalOperator, TaskContext, collect
+from engine.exec.memory import Reservation
+from engine.exec.operators.base import PhysicalOperator, TaskContext, conform
+from engine.exec.operators.spill_partitions import SpillPartitions, hash_type
 from engine.plan.expressions import ColumnRef, Expr
 from engine.plan.logical import Field
 
@@ -25,6 +28,10 @@ _SWAP_RATIO = 2
 # (16 bits a row: 512 KiB, L2-resident; a bigger build side rarely filters a probe side much, and
 # hashing it costs: TPC-H Q4 at SF1 with 1.9M lineitem keys a task went 1.62x slower in CPU time).
 BLOOM_MAX_KEYS = 1 << 18
+# What kernels.JoinTable holds per build row (its slots and chain links) and per probe row (the ids
+# of its match), for memory_limit's accounting.
+_TABLE_BYTES_PER_ROW = 24
+_PROBE_BYTES_PER_ROW = 8
 
 
 @dataclass(frozen=True)
@@ -83,12 +90,65 @@ class HashJoinExec(PhysicalOperator):
         return None
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
-        right = collect(self.right, partition, ctx)
+        # what it holds counts against the query's memory_limit until it has produced its output;
+        # past it, a grace hash join (NOT IN needs the whole build side: it cannot spill)
+        with ctx.memory.reservation("HashJoin", spillable=self.kind != "anti_null_aware") as memory:
+            yield from self._execute(partition, ctx, memory)
+
+    def _execute(self, partition: int, ctx: TaskContext, memory: Reservation) -> Iterator[pa.RecordBatch]:
+        held, rest = _hold(self.right.execute(partition, ctx), memory, _TABLE_BYTES_PER_ROW)
+        if rest is not None:
+            yield from self._grace(itertools.chain(held, rest), self.left.execute(partition, ctx), ctx, memory)
+            return
+        right = _table(held, self.right.schema)
+        del held
         if right.num_rows == 0 and self.kind in ("inner", "semi"):
             return
+        plain_right = right
         right, right_names = _with_keys(right, self.right_keys, "__rk", ctx)
         self._push_bloom_filter(right, right_names, ctx)
-        left = collect(self.left, partition, ctx)
+        held, rest = _hold(self.left.execute(partition, ctx), memory, _PROBE_BYTES_PER_ROW)
+        if rest is not None:
+            del right
+            yield from self._grace(plain_right.to_batches(), itertools.chain(held, rest), ctx, memory)
+            return
+        del plain_right
+        left = _table(held, self.left.schema)
+        del held
+        yield from self._join(left, right, right_names, ctx, memory)
+
+    def _grace(self, right_batches, left_batches, ctx: TaskContext, memory: Reservation) -> Iterator[pa.RecordBatch]:
+        """The inputs did not fit: write both to hash partitions of their keys on disk, then join
+        partition by partition (equal keys share a partition; a NULL key matches nothing in any)."""
+        hash_types = [hash_type(l.type.to_arrow(), r.type.to_arrow()) or _common_type(l.type.to_arrow(), r.type.to_arrow())
+                      for l, r in zip(self.left_keys, self.right_keys)]
+        sides = []
+        for batches, op, keys in ((right_batches, self.right, self.right_keys), (left_batches, self.left, self.left_keys)):
+            parts = SpillPartitions(ctx.memory, op.schema, keys, hash_types, ctx.params)
+            for batch in batches:
+                parts.add(batch)
+            memory.free()               # what was held is on disk now
+            sides.append(parts)
+        right_parts, left_parts = sides
+        try:
+            for index in range(len(right_parts.files)):
+                right = right_parts.read(index)
+                if right.num_rows == 0 and self.kind in ("inner", "semi"):
+                    left_parts.read(index)
+                    continue
+                left = left_parts.read(index)
+                memory.free()
+                memory.grow(right.nbytes + left.nbytes + _TABLE_BYTES_PER_ROW * right.num_rows
+                            + _PROBE_BYTES_PER_ROW * left.num_rows, spilled=True)
+                right, right_names = _with_keys(right, self.right_keys, "__rk", ctx)
+                yield from self._join(left, right, right_names, ctx, memory)
+        finally:
+            right_parts.discard()
+            left_parts.discard()
+
+    def _join(self, left: pa.Table, right: pa.Table, right_names, ctx: TaskContext,
+              memory: Reservation) -> Iterator[pa.RecordBatch]:
+        """Join the collected inputs (``right`` with its key columns ``right_names``)."""
         if left.num_rows == 0:
             if self.kind == "full" and right.num_rows:
                 yield _right_only(right.combine_chunks(), np.arange(right.num_rows), self.schema)
@@ -107,7 +167,7 @@ class HashJoinExec(PhysicalOperator):
         swap = self.residual is None and kind not in ("anti_null_aware", "full") and \
             right.num_rows > _SWAP_RATIO * left.num_rows
         if swap:
-            yield from self._build_left(left, right, left_keys, right_keys, out_names)
+            yield from self._build_left(left, right, left_keys, right_keys, out_names, memory)
             return
         table = kernels.JoinTable(right_keys)
         ids = table.lookup(left_keys)
@@ -140,7 +200,7 @@ class HashJoinExec(PhysicalOperator):
         scan, column, index = target
         ctx.runtime_filters.setdefault(id(scan), {})[id(self)] = (column, kernels.JoinBloom(right.column(right_names[index])))
 
-    def _build_left(self, left, right, left_keys, right_keys, out_names) -> Iterator[pa.RecordBatch]:
+    def _build_left(self, left, right, left_keys, right_keys, out_names, memory) -> Iterator[pa.RecordBatch]:
         """No residual, the left input much smaller: hash the left keys, probe with the right."""
         table = kernels.JoinTable(left_keys)
         ids = table.lookup(right_keys)
@@ -245,6 +305,30 @@ def _scan_of(op: PhysicalOperator, column: str):
             if any(f.id == column for f in side.fields):
                 return _scan_of(side, column)
     return None
+
+
+def _hold(batches, memory: Reservation, per_row: int):
+    """(the batches held, None) when all of ``batches`` fit in ``memory`` (each batch and ``per_row``
+    bytes a row: the hash table's share); else (those held, an iterator over the rest, starting with
+    the batch that did not fit). A reservation that cannot spill raises MemoryLimitError instead."""
+    held = []
+    batches = iter(batches)
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        size = batch.nbytes + per_row * batch.num_rows
+        if not memory.spillable:
+            memory.grow(size)
+        elif not memory.try_grow(size):
+            return held, itertools.chain([batch], batches)
+        held.append(batch)
+    return held, None
+
+
+def _table(batches: list, schema: pa.Schema) -> pa.Table:
+    if not batches:
+        return schema.empty_table()
+    return pa.Table.from_batches([conform(b, schema) for b in batches], schema=schema)
 
 
 def _with_keys(table: pa.Table, keys: tuple[Expr, ...], prefix: str, ctx: TaskContext):

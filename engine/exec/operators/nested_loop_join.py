@@ -38,8 +38,13 @@ class NestedLoopJoinExec(PhysicalOperator):
             + strategy
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
-        right = collect(self.right, partition, ctx).combine_chunks()
-        left = collect(self.left, partition, ctx).combine_chunks()
+        # what it collects counts against the query's memory_limit until it has produced its output
+        with ctx.memory.reservation("NestedLoopJoin") as memory:
+            yield from self._execute(partition, ctx, memory)
+
+    def _execute(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
+        right = collect(self.right, partition, ctx, memory).combine_chunks()
+        left = collect(self.left, partition, ctx, memory).combine_chunks()
         out_names = [f.id for f in self.fields]
         if left.num_rows == 0:
             if self.kind == "full":

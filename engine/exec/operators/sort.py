@@ -3,17 +3,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.exec.evaluate import evaluate_array
-from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, table_to_batches
+from engine.exec.memory import Reservation, SpillFile
+from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, table_to_batches
 from engine.plan.logical import SortKey
+
+# Rows per batch of a spilled run: the merge holds one such batch of every run at once.
+_RUN_BATCH_ROWS = 1 << 10
+_LAST = "__last_of_run"          # the merge's marker column: the last loaded row of a run
+_RUN = "__run"                   # and which run a loaded row came from
 
 
 @dataclass(frozen=True)
 class SortExec(PhysicalOperator):
-    """Sort a partition; with ``limit`` keep only the first rows (top-N)."""
+    """Sort a partition; with ``limit`` keep only the first rows (top-N).
+
+    Within ``memory_limit`` the input is held and sorted at once. Past it, an external merge sort:
+    what is held is sorted into a *run* spilled to disk (Arrow IPC, LZ4) with its sort keys as extra
+    columns, and once the input has ended the runs are merged (:meth:`_merge`), holding one batch of
+    each run at a time. With ``limit`` each run keeps only its first ``limit`` rows."""
 
     input: PhysicalOperator
     keys: tuple[SortKey, ...]
@@ -32,22 +44,115 @@ class SortExec(PhysicalOperator):
         return top + ", ".join(str(k) for k in self.keys)
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
-        table = collect(self.input, partition, ctx)
-        if table.num_rows == 0:
+        with ctx.memory.reservation("Sort", spillable=True) as memory:
+            yield from self._execute(partition, ctx, memory)
+
+    def _execute(self, partition: int, ctx: TaskContext, memory: Reservation) -> Iterator[pa.RecordBatch]:
+        schema = self.schema
+        held: list[pa.RecordBatch] = []
+        runs: list[SpillFile] = []
+        for batch in self.input.execute(partition, ctx):
+            if not batch.num_rows:
+                continue
+            # a held batch costs itself and, while sorting, its share of the sorted copy
+            if not memory.try_grow(2 * batch.nbytes):
+                if held:
+                    runs.append(self._spill_run(pa.Table.from_batches(held, schema=schema), ctx))
+                    held = []
+                    memory.free()
+                memory.grow(2 * batch.nbytes, spilled=True)
+            held.append(conform(batch, schema))
+        table = pa.Table.from_batches(held, schema=schema) if held else schema.empty_table()
+        if not runs:
+            if table.num_rows:
+                result = self._sorted(table, ctx)
+                del table, held
+                memory.resize(result.nbytes)        # the input is gone; what is left is its sorted copy
+                yield from table_to_batches(result)
             return
-        batch_like = table.combine_chunks().to_batches()[0] if table.num_rows else None
-        key_columns, sort_keys = [], []
-        for i, key in enumerate(self.keys):
-            key_columns.append(evaluate_array(key.expr, batch_like, ctx.params))
-            sort_keys.append((f"k{i}", "ascending" if key.ascending else "descending",
-                              "at_start" if key.nulls_first else "at_end"))
-        keys_table = pa.table(key_columns, names=[k[0] for k in sort_keys])
-        if self.limit is not None and self.limit < table.num_rows // 8 and not any(
-                c.null_count for c in key_columns):
+        if table.num_rows:
+            runs.append(self._spill_run(table, ctx))
+        del table, held
+        memory.free()
+        yield from self._merge(runs, memory)
+
+    def _sort_keys(self) -> list[tuple[str, str, str]]:
+        return [(f"__sk{i}", "ascending" if key.ascending else "descending",
+                 "at_start" if key.nulls_first else "at_end") for i, key in enumerate(self.keys)]
+
+    def _key_table(self, table: pa.Table, ctx: TaskContext) -> pa.Table:
+        batch = table.combine_chunks().to_batches()[0]
+        columns = [evaluate_array(key.expr, batch, ctx.params) for key in self.keys]
+        return pa.table(columns, names=[name for name, _, _ in self._sort_keys()])
+
+    def _order(self, keys_table: pa.Table, rows: int) -> pa.Array:
+        sort_keys = self._sort_keys()
+        if self.limit is not None and self.limit < rows // 8 and not any(
+                c.null_count for c in keys_table.columns):
             indices = pc.select_k_unstable(keys_table, k=self.limit, sort_keys=[k[:2] for k in sort_keys])
-            indices = pc.take(indices, pc.sort_indices(pc.take(keys_table, indices), sort_keys=sort_keys))
-        else:
-            indices = pc.sort_indices(keys_table, sort_keys=sort_keys)
-            if self.limit is not None:
-                indices = indices.slice(0, self.limit)
-        yield from table_to_batches(table.take(indices))
+            return pc.take(indices, pc.sort_indices(pc.take(keys_table, indices), sort_keys=sort_keys))
+        indices = pc.sort_indices(keys_table, sort_keys=sort_keys)
+        return indices.slice(0, self.limit) if self.limit is not None else indices
+
+    def _sorted(self, table: pa.Table, ctx: TaskContext) -> pa.Table:
+        return table.take(self._order(self._key_table(table, ctx), table.num_rows))
+
+    def _spill_run(self, table: pa.Table, ctx: TaskContext) -> SpillFile:
+        """``table`` sorted, with its key columns, written to a run file."""
+        keys = self._key_table(table, ctx)
+        order = self._order(keys, table.num_rows)
+        for name, column in zip(keys.column_names, keys.columns):
+            table = table.append_column(name, column)
+        table = table.take(order)
+        run = ctx.memory.spill_file(table.schema)
+        for batch in table.to_batches(max_chunksize=_RUN_BATCH_ROWS):
+            run.write(batch)
+        return run.finish()
+
+    def _merge(self, runs: list[SpillFile], memory: Reservation) -> Iterator[pa.RecordBatch]:
+        """Merge sorted runs, vectorised: the loaded rows (``pool``) are sorted together; every row up
+        to the first one marked as the last loaded row of its run is ≤ everything not yet loaded
+        (a run's unloaded rows are ≥ its last loaded one), so that prefix is emitted, and the run
+        whose marked row it ended on loads its next batch. Each step emits at least that run's whole
+        batch (the sort is stable and a run's rows enter the pool in order), so the merge ends after
+        as many steps as the runs have batches. Ties between runs come out in any order, as SQL allows."""
+        out_names = self.schema.names
+        sort_keys = self._sort_keys()
+        readers = [iter(run.read()) for run in runs]
+        pool: Optional[pa.Table] = None
+        pending = list(range(len(runs)))           # runs to load a batch from
+        emitted = 0
+        while True:
+            loaded = [] if pool is None else [pool]
+            for r in pending:
+                batch = next(readers[r], None)
+                if batch is None:
+                    runs[r].delete()
+                    continue
+                last = np.zeros(batch.num_rows, dtype=bool)
+                last[-1] = True
+                loaded.append(pa.Table.from_batches([batch]).append_column(_LAST, pa.array(last))
+                              .append_column(_RUN, pa.array(np.full(batch.num_rows, r, np.int32))))
+            if not loaded:
+                return
+            pool = pa.concat_tables(loaded) if len(loaded) > 1 else loaded[0]
+            memory.free()
+            memory.grow(2 * pool.nbytes, spilled=True)
+            pool = pool.take(pc.sort_indices(pool.select([k[0] for k in sort_keys]), sort_keys=sort_keys))
+            marks = pc.indices_nonzero(pool.column(_LAST)) if pool.num_rows else pa.array([], pa.uint64())
+            if len(marks) == 0:                    # every run is exhausted: the rest is in order
+                head, pool = pool, None
+            else:
+                end = marks[0].as_py() + 1
+                head, pool = pool.slice(0, end), pool.slice(end)
+                pending = [head.column(_RUN)[head.num_rows - 1].as_py()]
+            if self.limit is not None and emitted + head.num_rows >= self.limit:
+                head = head.slice(0, self.limit - emitted)
+                yield from table_to_batches(head.select(out_names))
+                return
+            emitted += head.num_rows
+            yield from table_to_batches(head.select(out_names))
+            if pool is None:
+                return
+            if pool.num_rows == 0:
+                pool = None

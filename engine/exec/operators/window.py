@@ -49,7 +49,12 @@ class WindowExec(PhysicalOperator):
         return "Window " + describe_window(self.partition_by, self.order_by, self.calls)
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
-        table = collect(self.input, partition, ctx)
+        # what it collects counts against the query's memory_limit until it has produced its output
+        with ctx.memory.reservation("Window") as memory:
+            yield from self._execute(partition, ctx, memory)
+
+    def _execute(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
+        table = collect(self.input, partition, ctx, memory)
         if table.num_rows == 0:
             return
         batch = table.combine_chunks().to_batches()[0]
@@ -58,6 +63,7 @@ class WindowExec(PhysicalOperator):
         order_keys = [_plain(evaluate_array(k.expr, batch, ctx.params)) for k in self.order_by]
         order = _sort_order(part_keys, order_keys, self.order_by, n)
         if order is not None:
+            memory.grow(batch.nbytes)           # the rows in window order: a copy
             batch = batch.take(order)
             part_keys = [k.take(order) for k in part_keys]
             order_keys = [k.take(order) for k in order_keys]

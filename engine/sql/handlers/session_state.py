@@ -205,6 +205,12 @@ def _set_statement_timeout(session, name: str, value):
     return lambda: setattr(session, "statement_timeout", timeout)
 
 
+def _set_memory_limit(session, name: str, value):
+    from engine.exec.memory import default_memory_limit, parse_memory_limit
+    limit = default_memory_limit() if value is None else parse_memory_limit(value)
+    return lambda: setattr(session, "memory_limit", limit)
+
+
 def timeout_ms(value) -> Optional[int]:
     """A statement timeout in whole milliseconds; 0 and None mean no limit."""
     if value is None:
@@ -244,6 +250,7 @@ _SETTERS = {
     # milliseconds, as PostgreSQL and SingleStore name it, and MySQL's max_execution_time
     "statement_timeout": _set_statement_timeout,
     "max_execution_time": _set_statement_timeout,
+    "memory_limit": _set_memory_limit,
     "lock_wait_timeout": _set_lock_wait_timeout,
     "innodb_lock_wait_timeout": _set_lock_wait_timeout,
     "character_set_client": _set_charset,

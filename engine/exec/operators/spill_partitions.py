@@ -1,0 +1,84 @@
+"""Rows written to disk in hash partitions of their keys: the grace hash join's and the partitioned
+hash aggregate's spill (not an operator; the operators that spill use it).
+
+Rows whose keys are equal land in the same partition, so an operator whose result for a key depends
+only on the rows with that key (a join, a GROUP BY) runs partition by partition, holding one at a
+time. The keys are hashed by ``kernels.split_batch`` (the exchanges' hash) after casting them to one
+type per key (``hash_types``), so two inputs whose key types differ only in width or encoding (INT
+against BIGINT, a dictionary against plain text) put equal keys in the same partition.
+
+The partition count is prime: the rows a task holds came through a repartition by the same hash
+modulo the cluster's partition count (a power of two), which a prime count spreads evenly again.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import pyarrow as pa
+
+import kernels
+from engine.exec.evaluate import evaluate_array
+from engine.exec.memory import MemoryPool, SpillFile
+from engine.exec.operators.base import conform
+from engine.plan.expressions import Expr
+
+PARTITIONS = 61
+
+
+def hash_type(a: pa.DataType, b: Optional[pa.DataType] = None) -> Optional[pa.DataType]:
+    """The type both sides' keys are hashed as (``b``: the other side's key type, if any); None when
+    they differ otherwise (the caller picks the type both cast to, as its comparison does)."""
+    b = a if b is None else b
+    a = a.value_type if pa.types.is_dictionary(a) else a
+    b = b.value_type if pa.types.is_dictionary(b) else b
+    if pa.types.is_integer(a) and pa.types.is_integer(b):
+        return pa.int64()
+    if all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in (a, b)):
+        return pa.large_string()
+    return a if a == b else None
+
+
+class SpillPartitions:
+    """``add`` batches of ``schema``; each row goes to the file of its keys' partition. ``keys``:
+    expressions over the batches (evaluated with ``params``), cast to ``hash_types`` for hashing."""
+
+    def __init__(self, pool: MemoryPool, schema: pa.Schema, keys: Sequence[Expr], hash_types: Sequence[pa.DataType],
+                 params: Sequence, partitions: int = PARTITIONS):
+        self.pool = pool
+        self.schema = schema
+        self.keys = tuple(keys)
+        self.hash_types = tuple(hash_types)
+        self.params = params
+        self.files: list[Optional[SpillFile]] = [None] * partitions
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        if not batch.num_rows:
+            return
+        batch = conform(batch, self.schema)
+        names = list(self.schema.names)
+        hashed = [f"__hash{i}" for i in range(len(self.keys))]
+        columns = list(batch.columns)
+        for expr, target in zip(self.keys, self.hash_types):
+            values = evaluate_array(expr, batch, self.params)
+            columns.append(values if values.type == target else values.cast(target))
+        keyed = pa.RecordBatch.from_arrays(columns, names=names + hashed)
+        for index, piece in enumerate(kernels.split_batch(keyed, hashed, len(self.files))):
+            if piece.num_rows:
+                if self.files[index] is None:
+                    self.files[index] = self.pool.spill_file(self.schema)
+                self.files[index].write(piece.select(names))
+
+    def read(self, index: int) -> pa.Table:
+        """Partition ``index`` whole (its file is deleted once read)."""
+        spilled = self.files[index]
+        if spilled is None:
+            return self.schema.empty_table()
+        table = spilled.read_all()
+        spilled.delete()
+        self.files[index] = None
+        return table
+
+    def discard(self) -> None:
+        for spilled in self.files:
+            if spilled is not None:
+                spilled.delete()
