@@ -250,8 +250,12 @@ class SpillFile:
             self._writer.close()
             self._sink.close()
             self._writer = None
+            try:
+                size = os.path.getsize(self.path)
+            except OSError:                 # the query ended and took its directory along
+                size = 0
             with self.pool._lock:
-                self.pool.spilled_bytes += os.path.getsize(self.path)
+                self.pool.spilled_bytes += size
         return self
 
     def read(self) -> Iterator[pa.RecordBatch]:

@@ -98,12 +98,29 @@ def test_sort_spills_past_the_limit_with_the_unlimited_answer(both, sql):
 # Joins on the shard key run where the rows are (no exchange holds them): each leaf's hash join holds
 # MiBs of both inputs and must spill (grace hash join) under the limit; answers are small aggregates.
 JOINS = [
-    "SELECT COUNT(*), SUM(l.a - r.a), MIN(r.s) FROM t l JOIN t r ON l.id = r.id",
+    "SELECT COUNT(*), SUM(l.a - r.a), MIN(r.x) FROM t l JOIN t r ON l.id = r.id",
     "SELECT COUNT(*), COUNT(r.id), SUM(r.x) FROM t l LEFT JOIN t r ON l.id = r.id AND r.a > 2500",
     "SELECT COUNT(*), SUM(l.a) FROM t l WHERE EXISTS (SELECT 1 FROM t r WHERE r.id = l.id AND r.s < l.s)",
     "SELECT COUNT(*), SUM(l.a) FROM t l WHERE NOT EXISTS (SELECT 1 FROM t r WHERE r.id = l.id AND r.x < l.x)",
-    "SELECT COUNT(*), SUM(l.x), MAX(d.s) FROM t l JOIN (SELECT DISTINCT s FROM t WHERE a < 4000) d ON l.s = d.s",
+    "SELECT COUNT(*), SUM(l.x), MAX(l.id) FROM t l JOIN (SELECT DISTINCT s FROM t WHERE a < 4000) d ON l.s = d.s",
 ]
+
+
+# GROUP BYs of tens of thousands of groups per leaf: the partial and the final aggregates spill
+# (partitioned hash aggregation); an outer aggregate keeps the answers small.
+AGGREGATES = [
+    ("SELECT COUNT(*), SUM(n), SUM(m), MIN(lo) FROM (SELECT id % 50000 AS g, COUNT(*) AS n, MAX(x) AS m, "
+     "MIN(a) AS lo FROM t GROUP BY id % 50000) q", "2MiB"),
+    ("SELECT COUNT(*), SUM(av) FROM (SELECT id, AVG(a) AS av FROM t GROUP BY id HAVING COUNT(*) = 1) q", "2MiB"),
+]
+
+
+@pytest.mark.parametrize("sql, limit", AGGREGATES)
+def test_hash_aggregate_spills_past_the_limit_with_the_unlimited_answer(both, sql, limit):
+    con, duck = both
+    unlimited = _run(con, sql)
+    assert_same_rows(_run(con, sql, limit), unlimited)
+    assert_same_rows(unlimited, duck.execute(sql).fetchall())
 
 
 @pytest.mark.parametrize("sql", JOINS)

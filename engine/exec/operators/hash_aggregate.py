@@ -13,9 +13,10 @@ from engine.exec import decimal64, decimal128
 from engine.exec.collation_keys import collation_keys
 from engine.exec.evaluate import evaluate_array
 from engine.exec.extended_aggregates import FUNCTIONS, builtin_by_ids, group_ids, is_extended
-from engine.exec.operators.base import PhysicalOperator, TaskContext, table_to_batches
+from engine.exec.operators.base import PhysicalOperator, TaskContext, accounted, table_to_batches
 from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.operators.scan import ScanExec
+from engine.exec.operators.spill_partitions import SpillPartitions, hash_type
 from engine.exec.operators.storage_aggregate import storage_states
 from engine.plan.expressions import AggCall, Call, ColumnRef, Expr
 from engine.plan.logical import Field
@@ -240,19 +241,23 @@ class HashAggregateExec(PhysicalOperator):
 
     # -- execution -----------------------------------------------------------------------------
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        # memory_limit: the hash table (its groups) or the input a path holds counts against the
+        # query's pool; past it the streaming kernel paths spill (partitioned hash aggregation), the
+        # others fail with MemoryLimitError
         try:
-            if any(is_extended(call) for _, call in self.aggregates):
-                yield from self._extended(partition, ctx)
-            elif self.mode in ("final", "merge"):
-                yield from self._final(partition, ctx)
-            else:
-                yield from self._first_phase(partition, ctx)
+            with ctx.memory.reservation("HashAggregate", spillable=bool(self.keys)) as memory:
+                if any(is_extended(call) for _, call in self.aggregates):
+                    yield from self._extended(partition, ctx, memory)
+                elif self.mode in ("final", "merge"):
+                    yield from self._final(partition, ctx, memory)
+                else:
+                    yield from self._first_phase(partition, ctx, memory)
         except (OverflowError, decimal128.DecimalOverflow) as error:
             # a SUM past DECIMAL(38) (kernels' 128-bit sums, Arrow's 256-bit ones), or an AVG
             sums = ", ".join(str(call) for _, call in self.aggregates if call.func in ("sum", "avg"))
             raise BadDataError(f"{error} in {sums or 'an aggregate'}") from None
 
-    def _extended(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+    def _extended(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
         if self.mode in ("partial", "single") and not self.keys and isinstance(self.input, ScanExec):
             # MIN / MAX of a string (collated) from the store's selection, as _first_phase does
             result = storage_states(self.aggregates, self.input, ctx)
@@ -260,7 +265,7 @@ class HashAggregateExec(PhysicalOperator):
                 yield from table_to_batches(result.cast(self.schema) if self.mode == "partial"
                                             else self._finish(result))
                 return
-        yield from self._by_group_ids(partition, ctx)
+        yield from self._by_group_ids(partition, ctx, memory)
 
     def _kernel_states(self, final: bool):
         """(aggregate index, kernel function, argument type, state name) of each partial state when
@@ -289,9 +294,13 @@ class HashAggregateExec(PhysicalOperator):
                 states.append((i, func, arg_type, name))
         return states
 
-    def _aggregate_with_kernels(self, batches, key_columns, state_columns, states) -> pa.Table:
+    def _aggregate_with_kernels(self, batches, key_columns, state_columns, states, memory=None,
+                                spill=None) -> pa.Table:
         """Stream ``batches`` through a Factorizer and one GroupedAggregate per state: no
-        concatenation of the input; memory grows with the groups, not the rows."""
+        concatenation of the input; memory grows with the groups, not the rows. ``memory``: reserves
+        the groups' estimated bytes after each batch; when they do not fit, ``spill(table)`` takes
+        the states so far (keys and states, as this method returns them) and the aggregation starts
+        afresh (without ``spill``: MemoryLimitError)."""
         aggs = [_FirstValues() if func == "first" else kernels.GroupedAggregate(func, arg_type)
                 for _, func, arg_type, _ in states]
         if not self.keys:
@@ -308,16 +317,79 @@ class HashAggregateExec(PhysicalOperator):
             # The exchange's rows are all here already: estimate the keys, size the table once.
             keyed = list(keyed)
             _reserve_for([factorizer] + aggs, [keys[0] for _, keys in keyed], sum(b.num_rows for b, _ in keyed))
+        names = [f.id for f, _ in self.keys] + [name for *_, name in states]
+        group_bytes = self._group_bytes(len(states))
         for batch, keys in keyed:
             ids = factorizer.factorize(keys)
             groups = factorizer.num_groups
             for agg, (i, func, arg_type, name), values in zip(aggs, states, state_columns(batch)):
                 agg.update(ids, groups, _as_state_type(values, arg_type))
+            if memory is not None and not memory.resize(groups * group_bytes):
+                if spill is None:
+                    memory.grow(groups * group_bytes - memory.size, spilled=True)     # raises
+                spill(pa.table(factorizer.uniques() + [agg.result(groups) for agg in aggs], names=names))
+                memory.free()
+                factorizer = kernels.Factorizer([f.type.to_arrow() for f, _ in self.keys])
+                aggs = [_FirstValues() if func == "first" else kernels.GroupedAggregate(func, arg_type)
+                        for _, func, arg_type, _ in states]
         groups = factorizer.num_groups
         columns = factorizer.uniques() + [agg.result(groups) for agg in aggs]
-        return pa.table(columns, names=[f.id for f, _ in self.keys] + [name for *_, name in states])
+        return pa.table(columns, names=names)
 
-    def _first_phase(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+    def _group_bytes(self, states: int) -> int:
+        """A group's estimated bytes in the Factorizer and the aggregates (memory_limit's accounting):
+        its keys (a string's 16 bytes of slot plus a guess at its text) and 16 bytes a state."""
+        keys = 0
+        for f, _ in self.keys:
+            t = f.type.to_arrow()
+            keys += t.bit_width // 8 if pa.types.is_primitive(t) and t.bit_width >= 8 else 48
+        return 32 + keys + 16 * states
+
+    def _state_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(f.id, f.type.to_arrow()) for f, _ in self.keys] + state_fields(self.aggregates))
+
+    def _spilled_groups(self, ctx: TaskContext) -> SpillPartitions:
+        """Partitions on disk of partial states by their keys (each table is cast to the states' schema)."""
+        schema = self._state_schema()
+        keys = [ColumnRef(f.id, f.type) for f, _ in self.keys]
+        return SpillPartitions(ctx.memory, schema, keys, [hash_type(schema.field(f.id).type) or schema.field(f.id).type
+                                                          for f, _ in self.keys], ctx.params)
+
+    def _merged_partitions(self, parts: SpillPartitions, memory) -> Iterator[pa.Table]:
+        """Each spilled partition's states merged (one row a group; no group in two partitions)."""
+        for index in range(len(parts.files)):
+            states = parts.read(index)
+            if states.num_rows:
+                memory.free()
+                memory.grow(states.nbytes, spilled=True)
+                yield self._merge_states(states.to_batches(), memory)
+
+    def _merge_states(self, batches, memory) -> pa.Table:
+        """Partial states (the states' schema) merged by key on the kernels or Arrow's group_by,
+        typed as the states' schema (without spilling: this is what runs on a spilled partition)."""
+        key_names = [f.id for f, _ in self.keys]
+        states = self._kernel_states(final=True)
+        if states is not None:
+            result = self._aggregate_with_kernels(
+                batches, lambda batch: [batch.column(name) for name in key_names],
+                lambda batch: [batch.column(name) for *_, name in states], states, memory)
+            for k, (_, _, _, name) in enumerate(states):     # SUM of counts: back to BIGINT
+                if name.endswith("|count"):
+                    result = result.set_column(len(key_names) + k, name, result.column(name).cast(pa.int64()))
+            return result
+        state_schema = self._state_schema()
+        batches = [b for b in batches if b.num_rows]
+        table = pa.Table.from_batches(batches, schema=state_schema) if batches else state_schema.empty_table()
+        specs, names = [], []
+        for f, call in self.aggregates:
+            for suffix, _, merge in _STATES[call.func]:
+                specs.append((f"{f.id}|{suffix}", merge))
+                names.append(f"{f.id}|{suffix}")
+        grouped = _group_by(_widen_sums(table, specs), key_names, specs)
+        key_columns, agg_columns = _split_grouped(grouped, key_names)
+        return pa.table(key_columns + _narrow_sums(agg_columns), names=key_names + names)
+
+    def _first_phase(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
         if not self.keys and isinstance(self.input, ScanExec):
             # COUNT(*) / MIN / MAX of a columnstore scan from its metadata and runs (None: read it)
             result = storage_states(self.aggregates, self.input, ctx)
@@ -326,7 +398,7 @@ class HashAggregateExec(PhysicalOperator):
                                             else self._finish(result))
                 return
         if self._distinct_counts_on_kernels():
-            result = self._count_distinct(partition, ctx)
+            result = self._count_distinct(partition, ctx, memory)
             yield from table_to_batches(self._finish(result))
             return
         counted = self._counted_scan_column(ctx)
@@ -345,12 +417,27 @@ class HashAggregateExec(PhysicalOperator):
                         for i, (_, call) in enumerate(self.aggregates) if call.arg is not None}
                 return [args.get(i) for i, *_ in states]
 
+            spilled: list[SpillPartitions] = []
+
+            def spill(table: pa.Table) -> None:
+                if not spilled:
+                    spilled.append(self._spilled_groups(ctx))
+                for batch in table.cast(self._state_schema()).to_batches():
+                    spilled[0].add(batch)
+
             result = self._aggregate_with_kernels(self.input.execute(partition, ctx), key_columns,
-                                                  state_columns, states)
-            if self.mode == "partial":
-                yield from table_to_batches(result.cast(self.schema))
-            else:
-                yield from table_to_batches(self._finish(result))
+                                                  state_columns, states, memory, spill if self.keys else None)
+            results = [result]
+            if spilled:                   # partitioned hash aggregation: merge each partition's states
+                spill(result)
+                del result, results
+                memory.free()
+                results = self._merged_partitions(spilled[0], memory)
+            for result in results:
+                if self.mode == "partial":
+                    yield from table_to_batches(result.cast(self.schema))
+                else:
+                    yield from table_to_batches(self._finish(result))
             return
         key_names = [f.id for f, _ in self.keys]
         columns: dict[str, list[pa.Array]] = {}
@@ -359,7 +446,7 @@ class HashAggregateExec(PhysicalOperator):
             if call.arg is not None:
                 arg_names[i] = f"a{i}"
         pieces = []
-        for batch in self.input.execute(partition, ctx):
+        for batch in accounted(self.input.execute(partition, ctx), memory):
             cols = [evaluate_array(e, batch, ctx.params) for _, e in self.keys]
             cols += [_state_input(call, evaluate_array(call.arg, batch, ctx.params))
                      for i, (_, call) in enumerate(self.aggregates) if i in arg_names]
@@ -444,10 +531,10 @@ class HashAggregateExec(PhysicalOperator):
                         and kernels.supports_group_key(call.arg.type.to_arrow())
                         for _, call in self.aggregates))
 
-    def _count_distinct(self, partition: int, ctx: TaskContext) -> pa.Table:
+    def _count_distinct(self, partition: int, ctx: TaskContext, memory) -> pa.Table:
         """COUNT(DISTINCT x) per aggregate into a ``kernels.DistinctCount`` (integers: a set of the
         values, no ids, no kept keys), sized once from a HyperLogLog estimate of the input."""
-        batches = [b for b in self.input.execute(partition, ctx) if b.num_rows]
+        batches = [b for b in accounted(self.input.execute(partition, ctx), memory) if b.num_rows]
         rows = sum(b.num_rows for b in batches)
         columns = []
         for _, call in self.aggregates:
@@ -534,42 +621,48 @@ class HashAggregateExec(PhysicalOperator):
             return pa.table({"__rows": pa.nulls(0)})
         return pa.table(arrays, names=names)
 
-    def _final(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+    def _final(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
         key_names = [f.id for f, _ in self.keys]
-        state_schema = pa.schema([pa.field(f.id, f.type.to_arrow()) for f, _ in self.keys]
-                                 + state_fields(self.aggregates))
         states = self._kernel_states(final=True)
         if states is not None:
-            key_names = [f.id for f, _ in self.keys]
+            spilled: list[SpillPartitions] = []
+
+            def spill(table: pa.Table) -> None:
+                if not spilled:
+                    spilled.append(self._spilled_groups(ctx))
+                for k, (_, _, _, name) in enumerate(states):     # SUM of counts: back to BIGINT
+                    if name.endswith("|count"):
+                        table = table.set_column(len(key_names) + k, name, table.column(name).cast(pa.int64()))
+                for batch in table.cast(self._state_schema()).to_batches():
+                    spilled[0].add(batch)
+
             result = self._aggregate_with_kernels(
                 self.input.execute(partition, ctx),
                 lambda batch: [batch.column(name) for name in key_names],
-                lambda batch: [batch.column(name) for *_, name in states], states)
+                lambda batch: [batch.column(name) for *_, name in states], states, memory, spill)
+            if spilled:                   # partitioned hash aggregation: merge each partition's states
+                spill(result)
+                del result
+                memory.free()
+                for merged in self._merged_partitions(spilled[0], memory):
+                    yield from table_to_batches(self._finish_or_states(merged))
+                return
             for k, (_, _, _, name) in enumerate(states):     # SUM of counts: back to BIGINT
                 if name.endswith("|count"):
                     result = result.set_column(len(key_names) + k, name, result.column(name).cast(pa.int64()))
             yield from table_to_batches(self._finish_or_states(result))
             return
-        batches = [b for b in self.input.execute(partition, ctx) if b.num_rows]
-        table = pa.Table.from_batches(batches, schema=state_schema) if batches else state_schema.empty_table()
-        if not self.keys and table.num_rows == 0 and ctx.task != 0:
+        batches = [b for b in accounted(self.input.execute(partition, ctx), memory) if b.num_rows]
+        if not self.keys and not batches and ctx.task != 0:
             return       # a scalar aggregate produces its one row in task 0 only
-        specs, names = [], []
-        for f, call in self.aggregates:
-            for suffix, _, merge in _STATES[call.func]:
-                specs.append((f"{f.id}|{suffix}", merge))
-                names.append(f"{f.id}|{suffix}")
-        grouped = _group_by(_widen_sums(table, specs), key_names, specs)
-        key_columns, agg_columns = _split_grouped(grouped, key_names)
-        result = pa.table(key_columns + _narrow_sums(agg_columns), names=key_names + names)
-        yield from table_to_batches(self._finish_or_states(result))
+        yield from table_to_batches(self._finish_or_states(self._merge_states(batches, memory)))
 
-    def _by_group_ids(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+    def _by_group_ids(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
         """Any mode, when an aggregate of ``engine.exec.extended_aggregates`` is among them: the input
         held whole, its keys factorized into dense group ids, then every aggregate's states (or
         merged states) computed per group id over whole columns."""
         merging = self.mode in ("final", "merge")
-        batches = [b for b in self.input.execute(partition, ctx) if b.num_rows]
+        batches = [b for b in accounted(self.input.execute(partition, ctx), memory) if b.num_rows]
         if merging and not self.keys and not batches and ctx.task != 0:
             return       # a scalar aggregate produces its one row in task 0 only
         schema = self.input.schema if merging else None
