@@ -558,12 +558,14 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             # an INSERT's VALUES rows hold no clause to refuse: not walked (a bulk INSERT has many)
             refuse_ignored(node.this if isinstance(node, exp.Insert) and isinstance(node.expression, exp.Values)
                            else node)
-        check_statement_deadline()          # statement_timeout: each step before the plan runs
+        if isinstance(node, _QUERIES):
+            check_statement_deadline()      # statement_timeout: each step before the plan runs
         if isinstance(node, exp.Show) and str(node.this).upper() == "WARNINGS":
             return self._stmt_Show(node, statement)      # reads the warnings; must not reset them
         if isinstance(node, exp.Expression) and not isinstance(node, exp.Set):
             node = statement.node = substitute(node, self)    # @@variables, DATABASE(), USER() ...
-        check_statement_deadline()
+        if isinstance(node, _QUERIES):
+            check_statement_deadline()
         self.authorize(node)
         if not isinstance(node, (exp.Select, exp.SetOperation, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set)):
             self.plan_cache.invalidate()       # DDL, ANALYZE, writes: plans and estimates may be stale
@@ -619,6 +621,12 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         result = ddl.text_result(["EXPLAIN"], [(line,) for line in text.splitlines()])
         result.picture = PlanPicture(explain_parts(planned, profiles), text, execution_summary(profiles))
         return result
+
+# Statements statement_timeout stops before their plan runs too (a SET, SHOW or DDL is never cut short:
+# SET statement_timeout = 0 must work under any timeout)
+_QUERIES = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values, exp.Describe, exp.Insert, exp.Update,
+            exp.Delete)
+
 
 def _same_tree(node: exp.Expression, values: list, original: str) -> bool:
     """Whether ``node`` with ``values`` bound is the tree ``original`` parses to (lifted literals)."""

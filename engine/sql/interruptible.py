@@ -39,7 +39,7 @@ class _Tokenizer(_MYSQL.tokenizer_class):
 class _Parser(_MYSQL.parser_class):
     def _advance(self, times: int = 1) -> None:
         super()._advance(times)
-        if self._index % EVERY < times:
+        if self._index >= EVERY and self._index % EVERY < times:   # a short statement never checks
             check_deadline()
 
 
