@@ -81,8 +81,11 @@ def parse_memory_limit(value) -> int:
 
 
 def format_bytes(size: int) -> str:
-    """>>> format_bytes(3 << 20), format_bytes(1536), format_bytes(12)
-    ('3.0 MiB', '1.5 KiB', '12 bytes')"""
+    """A size as errors show it.
+
+    >>> format_bytes(3 << 20), format_bytes(1536), format_bytes(12)
+    ('3.0 MiB', '1.5 KiB', '12 bytes')
+    """
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if size >= scale:
             return f"{size / scale:.1f} {unit}"
