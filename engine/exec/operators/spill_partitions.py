@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import kernels
 from engine.exec.evaluate import evaluate_array
@@ -60,7 +61,11 @@ class SpillPartitions:
         columns = list(batch.columns)
         for expr, target in zip(self.keys, self.hash_types):
             values = evaluate_array(expr, batch, self.params)
-            columns.append(values if values.type == target else values.cast(target))
+            values = values if values.type == target else values.cast(target)
+            if pa.types.is_floating(target):        # equal as the join compares them: -0.0 is 0.0, NaN is NaN
+                values = pc.add(values, 0.0)
+                values = pc.if_else(pc.is_nan(values), float("nan"), values)
+            columns.append(values)
         keyed = pa.RecordBatch.from_arrays(columns, names=names + hashed)
         for index, piece in enumerate(kernels.split_batch(keyed, hashed, len(self.files))):
             if piece.num_rows:
