@@ -100,7 +100,7 @@ class HashJoinExec(PhysicalOperator):
         if rest is not None:
             yield from self._grace(itertools.chain(held, rest), self.left.execute(partition, ctx), ctx, memory)
             return
-        right = _table(held, self.right.schema)
+        right = _table(held, self.right.schema, self.right, ctx)
         del held
         if right.num_rows == 0 and self.kind in ("inner", "semi"):
             return
@@ -113,7 +113,7 @@ class HashJoinExec(PhysicalOperator):
             yield from self._grace(plain_right.to_batches(), itertools.chain(held, rest), ctx, memory)
             return
         del plain_right
-        left = _table(held, self.left.schema)
+        left = _table(held, self.left.schema, self.left, ctx)
         del held
         yield from self._join(left, right, right_names, ctx, memory)
 
@@ -325,10 +325,13 @@ def _hold(batches, memory: Reservation, per_row: int):
     return held, None
 
 
-def _table(batches: list, schema: pa.Schema) -> pa.Table:
-    if not batches:
-        return schema.empty_table()
-    return pa.Table.from_batches([conform(b, schema) for b in batches], schema=schema)
+def _table(batches: list, schema: pa.Schema, op: PhysicalOperator, ctx: TaskContext) -> pa.Table:
+    """The held batches of ``op``'s output as one table (EXPLAIN ANALYZE shows what was held)."""
+    table = pa.Table.from_batches([conform(b, schema) for b in batches], schema=schema) if batches \
+        else schema.empty_table()
+    if ctx.profile is not None and table.num_rows:
+        ctx.profile.held(op, table)
+    return table
 
 
 def _with_keys(table: pa.Table, keys: tuple[Expr, ...], prefix: str, ctx: TaskContext):

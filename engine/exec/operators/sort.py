@@ -63,6 +63,8 @@ class SortExec(PhysicalOperator):
                 memory.grow(2 * batch.nbytes, spilled=True)
             held.append(conform(batch, schema))
         table = pa.Table.from_batches(held, schema=schema) if held else schema.empty_table()
+        if ctx.profile is not None and table.num_rows and not runs:
+            ctx.profile.held(self.input, table)         # EXPLAIN ANALYZE: what the sort collected
         if not runs:
             if table.num_rows:
                 result = self._sorted(table, ctx)
