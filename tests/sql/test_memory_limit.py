@@ -15,7 +15,7 @@ from engine.exec.memory import SpillFile, physical_memory
 from tests.oracle import assert_same_rows, canopy_and_duckdb
 
 ROWS = 60_000
-TINY = "4MiB"           # far below what the queries below hold: they must spill (or fail)
+TINY = "2MiB"           # far below what the queries below hold: they must spill (or fail)
 
 
 def _data(rows: int = ROWS) -> pa.Table:
@@ -177,7 +177,7 @@ def test_spill_files_are_removed_after_the_query(both, tmp_path, monkeypatch):
     assert written and all(path.startswith(str(tmp_path)) for path in written)
     assert list(tmp_path.iterdir()) == []
     written.clear()
-    _run(con, JOINS[0], "2MiB")
+    _run(con, JOINS[0], "1MiB")
     assert written
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(MemoryLimitError):
