@@ -1,8 +1,10 @@
-"""Seed workloads a-f of ``shared/bench/WORKLOADS.md`` through Canopy's SQL and the peers, in one run.
+"""Seed workloads a-f of ``shared/bench/WORKLOADS.md`` (and s, string group-by) through Canopy's SQL and
+the peers, in one run.
 
     python -m benchmarks.seed                 # every workload at the sizes WORKLOADS.md gives
     python -m benchmarks.seed e f --scale 0.1 # some workloads, a tenth of the rows
     python -m benchmarks.seed a b --ray       # also Canopy on a local Ray (2 leaf actors), same run
+    python -m benchmarks.seed d f --data-dir  # also Canopy with a data_dir (durable columnstore), same run
     make bench-peers                          # installs the peers (.[peers]) and runs the above
 
 Each workload's data is built once (NumPy, fixed seeds) and loaded into Canopy (embedded local
@@ -12,10 +14,11 @@ skipped. Each query runs once to warm up, then 5 times; the median is printed pe
 ratio ``canopy / best peer`` and Canopy's rows per second. Every engine's result is checked against
 DuckDB's before timing; a mismatch is printed, not timed silently.
 
-Canopy's tables: in memory for a, b, c, e (as the peers); workloads d and f are about encoded data
-(run-end encoded sorted column, dictionary-encoded symbols), so Canopy holds them in its durable
-columnstore (``connect(data_dir=...)`` in a temporary directory, ``OPTIMIZE TABLE`` after loading),
-where the columns are stored encoded and queries read them encoded.
+Canopy's tables are in memory (``connect()`` with no ``data_dir``, as the peers), which keeps the
+columnstore's encoded segments (run-end encoded sorted column for d, dictionary-encoded symbols for f).
+``--data-dir`` also times Canopy holding the table in its durable columnstore (``connect(data_dir=...)``
+in a temporary directory, ``OPTIMIZE TABLE`` after loading) as ``canopy-dir`` (not a peer), with the
+ratio ``memory / data_dir``.
 """
 from __future__ import annotations
 
@@ -41,7 +44,6 @@ class Workload:
     data: pa.Table
     ddl: str
     queries: dict[str, str]
-    durable: bool = False          # Canopy holds the table in its columnstore (encoded segments)
     notes: list[str] = field(default_factory=list)
 
 
@@ -82,7 +84,7 @@ def workload_d(scale: float) -> Workload:
     rows = _rows(10_000_000, scale)
     data = pa.table({"i": pa.array(np.repeat(np.arange(1000, dtype=np.int32), rows // 1000))})
     return Workload("t", data, "CREATE TABLE t (i INT, SORT KEY (i))",
-                    {"d: i = 2 (sorted, 1000 runs)": "SELECT COUNT(*) FROM t WHERE i = 2"}, durable=True)
+                    {"d: i = 2 (sorted, 1000 runs)": "SELECT COUNT(*) FROM t WHERE i = 2"})
 
 
 def workload_e(scale: float) -> Workload:
@@ -108,12 +110,24 @@ def workload_f(scale: float) -> Workload:
     return Workload("trade", data,
                     "CREATE TABLE trade (id BIGINT, stock_symbol VARCHAR(8), price DOUBLE, SHARD KEY (id))",
                     {"f: GROUP BY symbol top 10": "SELECT stock_symbol, COUNT(*) c FROM trade "
-                                                  "GROUP BY stock_symbol ORDER BY c DESC, stock_symbol LIMIT 10"},
-                    durable=True)
+                                                  "GROUP BY stock_symbol ORDER BY c DESC, stock_symbol LIMIT 10"})
+
+
+def workload_s(scale: float) -> Workload:
+    """Not in WORKLOADS.md: issue 17's low-cardinality string group-by (10M rows, 100 string keys)."""
+    rows = _rows(10_000_000, scale)
+    rng = np.random.default_rng(17)
+    keys = np.array([f"id{i:03d}" for i in range(100)])
+    data = pa.table({"id1": pa.array(keys[rng.integers(0, 100, rows)]), "id2": pa.array(keys[rng.integers(0, 100, rows)]),
+                     "v": rng.integers(0, 100, rows)})
+    return Workload("t", data, "CREATE TABLE t (id1 VARCHAR(8), id2 VARCHAR(8), v BIGINT)", {
+        "s: SUM(v) GROUP BY id1": "SELECT id1, SUM(v) FROM t GROUP BY id1",
+        "s: SUM(v) GROUP BY id1, id2": "SELECT id1, id2, SUM(v) FROM t GROUP BY id1, id2",
+    })
 
 
 WORKLOADS = {"a": workload_a, "b": workload_b, "c": workload_c, "d": workload_d, "e": workload_e,
-             "f": workload_f}
+             "f": workload_f, "s": workload_s}
 
 
 # --- engines: name -> run(sql) returning a pyarrow Table ------------------------------------------
@@ -157,14 +171,14 @@ PEERS = {"duckdb": _duckdb, "polars": _polars, "datafusion": _datafusion, "chdb"
 
 
 class Canopy:
-    def __init__(self, w: Workload, cluster=None):
+    def __init__(self, w: Workload, cluster=None, durable: bool = False):
         import engine
 
-        self.directory = tempfile.mkdtemp(prefix="canopy-seed-") if w.durable else None
+        self.directory = tempfile.mkdtemp(prefix="canopy-seed-") if durable else None
         self.con = engine.connect(database="seed", progress=False, data_dir=self.directory, cluster=cluster)
         self.con.execute(w.ddl)
         self.con.load_table(w.table, w.data)
-        if w.durable:
+        if durable:
             self.con.execute(f"OPTIMIZE TABLE {w.table}")
 
     def __call__(self, sql):
@@ -196,22 +210,25 @@ def _summary(rows: list[tuple]) -> str:
     return f"{len(rows):,} rows"
 
 
-def run_workload(name: str, scale: float, repeat: int, ray: bool = False) -> list[tuple[str, float, str, float]]:
+def run_workload(name: str, scale: float, repeat: int, ray: bool = False,
+                 data_dir: bool = False) -> list[tuple[str, float, str, float]]:
     """Print and return (query title, canopy seconds, best peer, best peer seconds) per query.
-    ``ray``: Canopy on a local Ray (2 leaf actors) is timed too, as ``canopy-ray`` (not a peer)."""
+    ``ray``: Canopy on a local Ray (2 leaf actors) is timed too, as ``canopy-ray`` (not a peer);
+    ``data_dir``: so is Canopy with a durable columnstore, as ``canopy-dir``."""
     w = WORKLOADS[name](scale)
     rows = w.data.num_rows
     start = time.perf_counter()
     canopy = Canopy(w)
     load_s = time.perf_counter() - start
     engines = {"canopy-ray": Canopy(w, cluster="ray")} if ray else {}
+    if data_dir:
+        engines["canopy-dir"] = Canopy(w, durable=True)
     for peer, make in PEERS.items():
         try:
             engines[peer] = make(w)
         except ImportError:
             print(f"  {peer}: not installed (pip install -e '.[peers]'), skipped")
-    print(f"workload {name}: {rows:,} rows{' (Canopy: durable columnstore)' if w.durable else ''}, "
-          f"Canopy load {load_s:.1f} s")
+    print(f"workload {name}: {rows:,} rows, Canopy load (in memory) {load_s:.1f} s")
     out = []
     try:
         for title, sql in w.queries.items():
@@ -235,6 +252,8 @@ def run_workload(name: str, scale: float, repeat: int, ray: bool = False) -> lis
                 if "canopy-ray" in times:
                     line += (f"  canopy-ray/{best} {times['canopy-ray'] / peers[best]:.2f}"
                              f"  ray/embedded {times['canopy-ray'] / times['canopy']:.2f}")
+                if "canopy-dir" in times:
+                    line += f"  memory/data_dir {times['canopy'] / times['canopy-dir']:.2f}"
             if expected is not None:
                 line += f"  (result {_summary(expected)})"
             if wrong:
@@ -242,8 +261,9 @@ def run_workload(name: str, scale: float, repeat: int, ray: bool = False) -> lis
             print(line, flush=True)
     finally:
         canopy.close()
-        if "canopy-ray" in engines:
-            engines["canopy-ray"].close()
+        for extra in ("canopy-ray", "canopy-dir"):
+            if extra in engines:
+                engines[extra].close()
     return out
 
 
@@ -254,6 +274,8 @@ def main(argv=None):
                         help="fraction of WORKLOADS.md's row counts (default 1: the published sizes)")
     parser.add_argument("--repeat", type=int, default=REPEAT, help="timed runs per query after a warm-up")
     parser.add_argument("--ray", action="store_true", help="also time Canopy on a local Ray (2 leaf actors)")
+    parser.add_argument("--data-dir", action="store_true",
+                        help="also time Canopy with a data_dir (durable columnstore, OPTIMIZE TABLE after loading)")
     args = parser.parse_args(argv)
     unknown = set(args.workloads) - set(WORKLOADS)
     if unknown:
@@ -262,7 +284,7 @@ def main(argv=None):
         parser.error(f"--scale must be in (0, 10], not {args.scale}")
     results = []
     for name in args.workloads or list(WORKLOADS):
-        results += run_workload(name, args.scale, args.repeat, args.ray)
+        results += run_workload(name, args.scale, args.repeat, args.ray, args.data_dir)
     if results:
         print("summary (canopy / best peer):")
         for title, canopy_s, best, best_s in results:

@@ -133,23 +133,6 @@ class _StagedLoad:
         return list(by_key.items())
 
 
-class _MemoryWrite:
-    """An in-memory store's prepared piece: held until commit, applied then (nothing to undo)."""
-
-    def __init__(self, store, batches: list, replace: bool):
-        self.store, self.batches, self.replace = store, batches, replace
-
-    def apply(self) -> None:
-        if self.replace:
-            self.store.replace(self.batches)
-        else:
-            for batch in self.batches:
-                self.store.append(batch)
-
-    def abort(self) -> None:
-        pass
-
-
 class LeafActor:
     def __init__(self, leaf_id: int, partitions: Sequence[int], restarted: bool = False,
                  debug_task_delay_s: float = 0.0, durable: Optional[DurableLeaf] = None):
@@ -284,7 +267,7 @@ class LeafActor:
                 for key, batches in pieces:
                     store = self._store(table_id, key)
                     if self.durable is None:
-                        pending.writes.append(_MemoryWrite(store, batches, replace))
+                        pending.writes.append(store.prepare_write(batches, replace))
                     else:
                         pending.writes.append(store.prepare_replace(csn, batches) if replace
                                               else store.prepare_append(csn, batches))
@@ -424,10 +407,9 @@ class LeafActor:
 
     def optimize_table(self, table_id: int) -> None:
         """OPTIMIZE TABLE on this leaf: flush write buffers, merge small segments."""
-        if self.durable is None:
-            return                          # nothing to do for tables kept in memory
         storage = self.leaf.storage
-        with storage.committer.lock.exclusive():
+        # in memory each store's own lock makes its flush and merge atomic
+        with storage.committer.lock.exclusive() if self.durable is not None else contextlib.nullcontext():
             for _, store in storage.stores_of(table_id):
                 store.flush()
                 store.merge(force=True)

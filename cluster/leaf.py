@@ -38,7 +38,7 @@ class LeafStorage:
         ``committed``: the csns of the commit log, which recovery keeps."""
         for partition in partitions:
             if self.directory is None:
-                store: PartitionStore = MemoryPartitionStore(schema)
+                store: PartitionStore = MemoryPartitionStore(schema, sort_key)
             else:
                 from engine.storage.columnstore import ColumnstorePartitionStore
                 part = "part-ref" if partition is None else f"part-{partition}"

@@ -5,15 +5,17 @@ autostats idea.
 
 Per partition (:func:`summarize_store`, run where the partition lives):
 
-* a durable partition answers from its manifest: every segment's rows, nulls, min, max and the
-  HyperLogLog sketch written with it (``encoding.SKETCH_PRECISION``), plus the write buffer's rows
-  (at most ``flush_rows``, in memory) hashed into the same sketch: source ``segment metadata``.
+* a columnstore partition, durable or in memory (both keep encoded segments), answers from its
+  segments' statistics: every segment's rows, nulls, min, max and the HyperLogLog sketch written
+  with it (``encoding.SKETCH_PRECISION``), plus the write buffer's or tail's rows (at most
+  ``flush_rows``) hashed into the same sketch: source ``segment metadata``.
   Deleted rows are taken off the row counts (nulls in proportion); min, max and the sketch still
   cover them (bounds, not exact values). Segments of manifests older than sketches give their
   distinct count, a lower bound of the column's;
-* an in-memory partition: rows and nulls are Arrow metadata, min and max one vectorized pass, the
-  sketch hashes a uniform sample of :data:`SAMPLE_ROWS` rows (all of them when fewer): source
-  ``sample``; the NDV is scaled from the sample to the rows (:func:`_scale_ndv`).
+* a store without segments (the :class:`~engine.storage.PartitionStore` interface does not require
+  them): rows and nulls are Arrow metadata, min and max one vectorized pass, the sketch hashes a
+  uniform sample of :data:`SAMPLE_ROWS` rows (all of them when fewer): source ``sample``; the NDV
+  is scaled from the sample to the rows (:func:`_scale_ndv`).
 
 The aggregator merges the summaries into a :class:`~engine.stats.histogram.ColumnStats` with one
 bucket spanning ``[min, max]`` (values uniform in it) and no frequent values.

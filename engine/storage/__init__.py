@@ -1,7 +1,8 @@
 """Per-leaf storage of table partitions.
 
-:class:`PartitionStore` is the interface every storage engine implements (in memory now; the durable
-columnstore later). A leaf owns one store per (table, partition) it hosts.
+:class:`PartitionStore` is the interface every storage engine implements: the in-memory store and the
+durable columnstore (``engine.storage.columnstore``), both of encoded columnstore segments. A leaf owns
+one store per (table, partition) it hosts.
 """
 from engine.storage.interface import PartitionStore
 from engine.storage.memory import MemoryPartitionStore

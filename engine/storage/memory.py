@@ -1,4 +1,17 @@
-"""In-memory partition store: an immutable list of Arrow batches swapped atomically on write."""
+"""In-memory partition store: the columnstore without files.
+
+Rows live in encoded in-memory segments (:class:`~engine.storage.columnstore.memory_segment.MemorySegment`:
+the same encodings, zone maps and statistics as a ``data_dir``'s segment files) plus a *tail* of plain
+Arrow batches for small appends, flushed into a segment once it holds ``flush_rows`` rows. The store's
+snapshot has the columnstore's shape ``(segments, tail batches)``, so every reader of encoded
+segments serves both stores.
+
+Writes are *prepared* then *applied* (:meth:`MemoryPartitionStore.prepare_write`,
+:meth:`MemoryPartitionStore.delete_rows`): the expensive part (encoding a bulk insert, evaluating a
+DELETE's predicate) happens in prepare, outside the lock that publishes statements to readers; apply
+swaps immutable tuples. The caller (``Transaction.commit``, a Ray leaf's commit) holds the writers'
+exclusive lock from prepare to apply, so no other write comes between.
+"""
 from __future__ import annotations
 
 import threading
@@ -7,59 +20,47 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
+from engine.storage.columnstore.memory_segment import MemorySegment
+from engine.storage.columnstore.segment import sort_rows
+from engine.storage.columnstore.store import StoreOptions
 from engine.storage.interface import PartitionStore
 
-# Small appends (INSERT ... VALUES) are coalesced so scans do not iterate over thousands of tiny batches.
-_COALESCE_BELOW_ROWS = 64 * 1024
-# ... and a tail of this many small pieces is concatenated into one (a pipeline committing one small file
-# at a time, or single-row INSERTs, would otherwise leave up to 64k one-row batches for every scan).
+# Small appends (INSERT ... VALUES) pile up in the tail; a tail of this many pieces is concatenated
+# into one (single-row INSERTs would otherwise leave thousands of one-row batches for every scan).
 _TAIL_PIECES = 16
+
+_DEFAULT_OPTIONS = StoreOptions(column_cache_bytes=0)
 
 
 class MemoryPartitionStore(PartitionStore):
-    """Sealed batches plus a tail of small ones. Small appends (INSERT ... VALUES, the pieces a load
-    routes to each partition) collect in the tail and are concatenated once it holds enough rows, so a
-    scan never iterates over thousands of tiny batches and appends never re-copy what is sealed."""
+    """Encoded segments plus a plain tail (see the module docstring). ``sort_key``: each segment's
+    rows are sorted by it, as a ``data_dir``'s are (a sorted column becomes runs)."""
 
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, sort_key: Sequence[str] = (), options: Optional[StoreOptions] = None):
         self.schema = schema
-        self._sealed: tuple[pa.RecordBatch, ...] = ()
+        self.sort_key = tuple(sort_key)
+        self.options = options or _DEFAULT_OPTIONS
+        self._segments: tuple[MemorySegment, ...] = ()
         self._tail: tuple[pa.RecordBatch, ...] = ()
         self._tail_rows = 0
-        self._rows = 0
         self._lock = threading.Lock()
 
-    def append(self, batch: pa.RecordBatch) -> None:
-        if batch.num_rows == 0:
-            return
-        if batch.schema != self.schema:
-            batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
+    # -- reads ------------------------------------------------------------------------------------
+    def snapshot(self) -> tuple[tuple[MemorySegment, ...], tuple[pa.RecordBatch, ...]]:
+        """The segments and tail batches a scan starting now reads (both immutable)."""
         with self._lock:
-            if batch.num_rows >= _COALESCE_BELOW_ROWS:
-                self._sealed = self._sealed + (batch,)
-            else:
-                tail, tail_rows = self._tail + (batch,), self._tail_rows + batch.num_rows
-                if tail_rows >= _COALESCE_BELOW_ROWS:
-                    self._sealed = self._sealed + self._concatenated(tail)
-                    tail, tail_rows = (), 0
-                elif len(tail) >= _TAIL_PIECES:
-                    tail = self._concatenated(tail)     # copies at most 64k rows once per 16 appends
-                self._tail, self._tail_rows = tail, tail_rows
-            self._rows += batch.num_rows
-
-    def _concatenated(self, batches: tuple[pa.RecordBatch, ...]) -> tuple[pa.RecordBatch, ...]:
-        return tuple(pa.Table.from_batches(batches, schema=self.schema).combine_chunks().to_batches())
-
-    def snapshot(self) -> tuple[pa.RecordBatch, ...]:
-        """The batches a scan starting now reads (immutable)."""
-        with self._lock:
-            return self._sealed + self._tail
+            return self._segments, self._tail
 
     def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
              bounds=None, encoded: bool = False, snapshot=None) -> Iterator[pa.RecordBatch]:
-        for batch in snapshot if snapshot is not None else self.snapshot():
-            if columns is not None:
-                batch = batch.select(list(columns))
+        segments, tail = snapshot if snapshot is not None else self.snapshot()
+        names = list(columns) if columns is not None else self.schema.names
+        for segment in segments:
+            if bounds and not segment.info.may_match(bounds):
+                continue
+            yield from segment.batches(names, batch_rows, encoded)
+        for batch in tail:
+            batch = batch.select(names)
             if batch_rows and batch.num_rows > batch_rows:
                 for start in range(0, batch.num_rows, batch_rows):
                     yield batch.slice(start, batch_rows)
@@ -67,43 +68,168 @@ class MemoryPartitionStore(PartitionStore):
                 yield batch
 
     def row_count(self) -> int:
-        return self._rows
+        with self._lock:
+            return sum(s.info.live_rows for s in self._segments) + self._tail_rows
+
+    def segment_infos(self):
+        with self._lock:
+            return tuple(s.info for s in self._segments)
+
+    # -- writes -----------------------------------------------------------------------------------
+    def append(self, batch: pa.RecordBatch) -> None:
+        self.prepare_write([batch]).apply()
+
+    def replace(self, batches: Sequence[pa.RecordBatch]) -> None:
+        self.prepare_write(batches, replace=True).apply()
+
+    def prepare_write(self, batches: Sequence[pa.RecordBatch], replace: bool = False) -> "_MemoryWrite":
+        """Rows to append (or to replace every row with), encoded now when they are many; nothing is
+        visible until the returned part is applied."""
+        batches = [self._conform(b) for b in batches if b.num_rows]
+        rows = sum(b.num_rows for b in batches)
+        if rows >= self.options.flush_rows:
+            return _MemoryWrite(self, self._encode(batches), (), replace)
+        return _MemoryWrite(self, (), tuple(batches), replace)
 
     def delete_rows(self, matcher, collect: bool = False) -> "_MemoryDelete":
-        """The rows ``matcher`` selects (a bool ndarray per batch of ``matcher.columns``; True:
-        delete), removed when the returned part is applied (the caller holds the writers' lock until
-        then). ``collect``: the part keeps the deleted rows in ``deleted_rows``."""
-        with self._lock:
-            snapshot = self._sealed + self._tail
-        kept, deleted_rows, deleted = [], [], 0
+        """The rows ``matcher`` selects (a bool ndarray per decoded batch of ``matcher.columns``;
+        True: delete), removed when the returned part is applied (the caller holds the writers'
+        lock until then): segments get a new deletion bitmap, the tail is filtered. ``collect``: the
+        part keeps the deleted rows (all columns) in ``deleted_rows``. ``matcher.bounds`` (optional)
+        skip segments by their zone maps, as on disk."""
+        segments, tail = self.snapshot()
         columns = list(matcher.columns)
-        for batch in snapshot:
+        bounds = getattr(matcher, "bounds", None)
+        kept_segments, collected, count = [], [], 0
+        for segment in segments:
+            if bounds and not segment.info.may_match(bounds):
+                kept_segments.append(segment)
+                continue
+            masks = [matcher(b) for b in segment.batches(columns, None, with_deleted=True)]
+            hit = np.concatenate(masks) if masks else np.zeros(segment.info.rows, bool)
+            old = segment.deleted_mask()
+            if old is not None:
+                hit &= ~old
+            matched = int(np.count_nonzero(hit))
+            if not matched:
+                kept_segments.append(segment)
+                continue
+            count += matched
+            if collect:
+                rows = pa.Table.from_batches(list(segment.batches(self.schema.names, None, with_deleted=True)),
+                                             schema=self.schema)
+                collected.extend(rows.filter(pa.array(hit)).to_batches())
+            new = hit if old is None else old | hit
+            if not new.all():
+                kept_segments.append(segment.with_deleted(new))
+        kept_tail = []
+        for batch in tail:
             mask = matcher(batch.select(columns))
             hits = int(np.count_nonzero(mask))
             if not hits:
-                kept.append(batch)
+                kept_tail.append(batch)
                 continue
-            deleted += hits
+            count += hits
             if hits < batch.num_rows:
-                kept.append(batch.filter(pa.array(~mask)))
+                kept_tail.append(batch.filter(pa.array(~mask)))
             if collect:
-                deleted_rows.append(batch.filter(pa.array(mask)))
-        return _MemoryDelete(self, kept if deleted else None, deleted, deleted_rows)
+                collected.append(batch.filter(pa.array(mask)))
+        state = (tuple(kept_segments), tuple(kept_tail)) if count else None
+        return _MemoryDelete(self, state, count, collected)
 
-    def replace(self, batches: Sequence[pa.RecordBatch]) -> None:
-        batches = tuple(b for b in batches if b.num_rows)
+    # -- maintenance ------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Encode the tail into a segment (OPTIMIZE TABLE)."""
         with self._lock:
-            self._sealed, self._tail, self._tail_rows = batches, (), 0
-            self._rows = sum(b.num_rows for b in batches)
+            if self._tail:
+                self._segments = self._segments + self._encode(self._tail)
+                self._tail, self._tail_rows = (), 0
+
+    def merge(self, force: bool = False, **_ignored) -> int:
+        """Re-encode small segments (under half of ``segment_rows``: at least ``merge_segments`` of
+        them, two when ``force``) and those with a quarter of their rows deleted (``force``: any) as
+        full segments of their live rows. Returns how many segments were merged."""
+        with self._lock:
+            chosen = self._merge_candidates(self._segments, force)
+            if chosen:
+                self._merge(chosen)
+            return len(chosen)
+
+    def _merge_candidates(self, segments, force: bool) -> list[MemorySegment]:
+        half = self.options.segment_rows // 2
+        small = [s for s in segments if s.info.live_rows < half]
+        dead = [s for s in segments if s.info.deleted and (force or s.info.deleted * 4 >= s.info.rows)]
+        if len(small) < (2 if force else self.options.merge_segments):
+            small = []
+        chosen = {id(s) for s in small + dead}
+        return [s for s in segments if id(s) in chosen]
+
+    def _merge(self, chosen: list[MemorySegment]) -> None:
+        """Caller holds ``_lock``."""
+        names = self.schema.names
+        batches = [b for s in chosen for b in s.batches(names, None)]
+        ids = {id(s) for s in chosen}
+        self._segments = tuple(s for s in self._segments if id(s) not in ids) + self._encode(batches)
+
+    def _encode(self, batches) -> tuple[MemorySegment, ...]:
+        """Segments of ``batches`` (sorted by the sort key, at most ``segment_rows`` rows each)."""
+        table = sort_rows(pa.Table.from_batches(list(batches), schema=self.schema), self.sort_key)
+        step = self.options.segment_rows
+        return tuple(MemorySegment.encode(table.slice(start, step), self.options.chunk_rows)
+                     for start in range(0, table.num_rows, step))
+
+    def _install_write(self, segments: tuple, tail: tuple, replace: bool) -> None:
+        with self._lock:
+            if replace:
+                self._segments, self._tail, self._tail_rows = (), (), 0
+            self._segments = self._segments + segments
+            self._tail_rows += sum(b.num_rows for b in tail)
+            tail = self._tail + tail
+            if self._tail_rows >= self.options.flush_rows:
+                self._segments = self._segments + self._encode(tail)
+                tail, self._tail_rows = (), 0
+            elif len(tail) >= _TAIL_PIECES:
+                # copies at most flush_rows rows once per _TAIL_PIECES appends
+                tail = tuple(pa.Table.from_batches(tail, schema=self.schema).combine_chunks().to_batches())
+            self._tail = tail
+            chosen = self._merge_candidates(self._segments, force=False)
+            if chosen:
+                self._merge(chosen)
+
+    def _install_delete(self, segments: tuple, tail: tuple) -> None:
+        with self._lock:
+            self._segments, self._tail = segments, tail
+            self._tail_rows = sum(b.num_rows for b in tail)
+            dead = [s for s in segments if s.info.deleted * 4 >= s.info.rows > 0 and s.info.deleted]
+            if dead:
+                self._merge(dead)
+
+    def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if batch.schema.equals(self.schema):
+            return batch
+        return pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
+
+
+class _MemoryWrite:
+    """A prepared append or replace: segments already encoded plus tail batches."""
+
+    def __init__(self, store: MemoryPartitionStore, segments: tuple, tail: tuple, replace: bool):
+        self.store, self.segments, self.tail, self.replace = store, segments, tail, replace
+
+    def apply(self) -> None:
+        self.store._install_write(self.segments, self.tail, self.replace)
+
+    def abort(self) -> None:
+        pass                    # nothing was changed before apply
 
 
 class _MemoryDelete:
-    def __init__(self, store: MemoryPartitionStore, kept, deleted: int, deleted_rows):
-        self.store, self.kept, self.deleted, self.deleted_rows = store, kept, deleted, deleted_rows
+    def __init__(self, store: MemoryPartitionStore, state, deleted: int, deleted_rows):
+        self.store, self.state, self.deleted, self.deleted_rows = store, state, deleted, deleted_rows
 
     def apply(self) -> None:
-        if self.kept is not None:
-            self.store.replace(self.kept)
+        if self.state is not None:
+            self.store._install_delete(*self.state)
 
     def abort(self) -> None:
         pass                    # nothing was changed before apply

@@ -128,7 +128,7 @@ def test_refreshed_after_a_fifth_more_rows(con):
     stats, table = con.session.statistics, _table(con, "t")
     con.session.runner.insert(table, pa.table({"k": pa.array(np.arange(1000, dtype=np.int32)),
                                                "s": pa.array(["x"] * 1000)}))
-    assert stats.column_stats(table, "k").source == "sample"      # at once; the histogram in the background
+    assert stats.column_stats(table, "k").source == "segment metadata"      # at once; the histogram in the background
     stats.wait()
     first = stats.column_stats(table, "k")
     assert first.source == "histogram"
@@ -138,7 +138,7 @@ def test_refreshed_after_a_fifth_more_rows(con):
     con.session.runner.insert(table, pa.table({"k": pa.array(np.zeros(100, dtype=np.int32)),
                                                "s": pa.array(["y"] * 100)}))
     quick = stats.column_stats(table, "k")                  # 25% more: collected again
-    assert quick.source == "sample" and quick.rows == 1250
+    assert quick.source == "segment metadata" and quick.rows == 1250
     stats.wait()
     fresh = stats.column_stats(table, "k")
     assert fresh is not first and fresh.rows == 1250 and fresh.frequent[0] == 251
@@ -151,7 +151,7 @@ def test_explain_shows_estimates_and_their_source(con):
     # first: the quick statistics of the in-memory table (k: 10 values in [0, 9] -> 100 rows), computed
     # by this EXPLAIN (the histogram may be there by the next statement)
     scan = next(r[0] for r in con.execute("EXPLAIN SELECT * FROM t WHERE k = 3").fetchall() if "Scan t" in r[0])
-    assert scan.endswith("(est. 100 rows: sample)"), scan
+    assert scan.endswith("(est. 100 rows: segment metadata)"), scan
     con.execute(sql)
     con.session.statistics.wait()
     lines = [r[0] for r in con.execute(sql).fetchall()]

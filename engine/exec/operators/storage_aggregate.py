@@ -18,8 +18,9 @@ columns the undecided conjuncts and the aggregates need, *encoded*:
 * otherwise the kernels' selection of the undecided conjuncts masks the aggregate columns (decoded
   after filtering), whose valid values are counted or whose min/max is taken.
 
-The write buffer's rows are handled like an undecided segment's, and so are an in-memory table's
-(no metadata there, but the conjuncts still only select: no matching row is materialized).
+An in-memory table has the same segments (``engine.storage.memory``). The write buffer's (or the
+in-memory tail's) rows are handled like an undecided segment's: the conjuncts only select, no
+matching row is materialized.
 
 Deleted rows (delete bitmaps): a segment's zone maps cover every row written, deleted ones too, so
 they still prove "no row" and "every row" verdicts, but a segment with deletions is read (over its
@@ -83,12 +84,8 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
     stores = [ctx.storage.store(scan.table_id, p) for p in partitions]
     pinned = [ctx.snapshots.get((scan.table_id, p)) for p in partitions]      # the query's snapshot
     only_count = all(func == "count_star" for _, func, _, _ in wanted)
-    if all(isinstance(s, MemoryPartitionStore) for s in stores):
-        # In memory there is no metadata, but the states still come from the kernels' selection
-        # without materializing the matching rows (workload c: COUNT(*) WHERE i IN (...)).
-        needed = _needed_columns(preds, names, wanted)
-        snapshots = [((), list(s.scan(needed, snapshot=pin))) for s, pin in zip(stores, pinned)]
-    elif all(isinstance(s, ColumnstorePartitionStore) for s in stores):
+    # in memory as on disk: (segments, write buffer or tail batches)
+    if all(isinstance(s, (MemoryPartitionStore, ColumnstorePartitionStore)) for s in stores):
         snapshots = [pin if pin is not None else s.snapshot() for s, pin in zip(stores, pinned)]
     else:
         return None

@@ -2,6 +2,7 @@
 
 * :mod:`.store`    — :class:`ColumnstorePartitionStore`: segments + WAL-backed write buffer + manifest
 * :mod:`.segment`  — sorted, encoded, zstd-compressed Arrow IPC segment files with CRC32 and zone maps
+* :mod:`.memory_segment` — the same segments without a file (the in-memory store, ``engine.storage.memory``)
 * :mod:`.encoding` — run-end / dictionary / plain per column, statistics, segment elimination
 * :mod:`.manifest` — a partition's manifest and delta files: checked reads, checksummed writes
 * :mod:`.wal`      — checksummed log records (partition WALs, the commit log); torn tail vs damage

@@ -224,6 +224,10 @@ class Committer:
             self.merger.close()
 
 
+# An in-memory statement writing this many rows prepares its partitions on threads.
+_THREADED_WRITE_ROWS = 1 << 17
+
+
 class Transaction:
     """The writes of one statement: ``append`` / ``replace`` per store, then ``commit`` once."""
 
@@ -274,14 +278,21 @@ class Transaction:
                 parts: list = []         # computed first, applied once nothing can fail any more
                 self._deletes_then_reinserts(
                     lambda store, matcher: store.delete_rows(matcher, collect=self._reinsert is not None), parts)
+                # bulk rows are encoded into segments here, before readers are held off, on threads
+                # when there are many (the encoding kernels release the GIL)
+                writes = [(store, batches, False) for store, batches in self._appends.values()] + \
+                    [(store, batches, True) for store, batches in self._replaces.values()]
+                prepare = lambda write: write[0].prepare_write(write[1], write[2])  # noqa: E731
+                if sum(b.num_rows for _, batches, _ in writes for b in batches) >= _THREADED_WRITE_ROWS:
+                    prepared, error = _on_threads(prepare, writes)
+                    if error is not None:
+                        raise error
+                    parts += prepared
+                else:
+                    parts += [prepare(write) for write in writes]
                 with committer.published:
                     for part in parts:
                         part.apply()
-                    for store, batches in self._appends.values():
-                        for batch in batches:
-                            store.append(batch)
-                    for store, batches in self._replaces.values():
-                        store.replace(batches)
                     if on_commit is not None:
                         on_commit()
             return

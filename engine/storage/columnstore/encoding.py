@@ -88,21 +88,24 @@ def _sketch(values: pa.Array) -> Optional[bytes]:
 
 
 def encode_column(array: pa.Array) -> tuple[pa.Array, ColumnStats]:
-    """The encoded form of one segment column (a contiguous array) and its statistics."""
+    """The encoded form of one segment column (a contiguous array) and its statistics.
+
+    Min and max are taken from a run-end array's run values or a dictionary's values when the column
+    gets either encoding (the same extremes; over strings a full ``min_max`` costs as much as the
+    dictionary encoding itself)."""
     n = len(array)
     nulls = array.null_count
-    low, high = _min_max(array)
     if n == 0 or pa.types.is_null(array.type):
-        return array, ColumnStats("plain", low, high, nulls, None)
+        return array, ColumnStats("plain", *_min_max(array), nulls, None)
     if pa.types.is_boolean(array.type):
-        return array, ColumnStats("plain", low, high, nulls, None, _sketch(array))
+        return array, ColumnStats("plain", *_min_max(array), nulls, None, _sketch(array))
     # runs counted by comparing neighbours (cheap); the run-end array is built only when chosen
     runs = 1 + (pc.sum(pc.not_equal(array.slice(1), array.slice(0, n - 1))).as_py() or 0) if n > 1 else 1
     if runs * RUN_END_MIN_AVERAGE_RUN <= n:
         try:
             ree = pc.run_end_encode(array, run_end_type=pa.int32())
             distinct = pc.count_distinct(ree.values, mode="only_valid").as_py()
-            return ree, ColumnStats("run_end", low, high, nulls, distinct, _sketch(ree.values))
+            return ree, ColumnStats("run_end", *_min_max(ree.values), nulls, distinct, _sketch(ree.values))
         except pa.ArrowNotImplementedError:
             pass
     # a strided sample tells high-cardinality columns (hashing all of them is the slow part) apart
@@ -116,9 +119,11 @@ def encode_column(array: pa.Array) -> tuple[pa.Array, ColumnStats]:
         if encoded is not None:
             distinct = len(encoded.dictionary) - (1 if nulls and encoded.dictionary.null_count else 0)
             sketch = _sketch(encoded.dictionary)
+            low, high = _min_max(encoded.dictionary)
             if distinct <= n * DICTIONARY_MAX_FRACTION and distinct < DICTIONARY_MAX_VALUES:
                 return narrow_indices(encoded), ColumnStats("dictionary", low, high, nulls, distinct, sketch)
             return array, ColumnStats(_plain_encoding(array, low, high), low, high, nulls, distinct, sketch)
+    low, high = _min_max(array)
     estimate = min(n - nulls, round(sampled * n / max(len(sample), 1)))
     return array, ColumnStats(_plain_encoding(array, low, high), low, high, nulls, estimate, _sketch(array))
 
@@ -237,13 +242,17 @@ def decode_column(array: pa.Array) -> pa.Array:
     return array
 
 
-def decode_batch(batch: pa.RecordBatch, schema: Optional[pa.Schema] = None) -> pa.RecordBatch:
+def decode_batch(batch: pa.RecordBatch, schema: Optional[pa.Schema] = None,
+                 keep: frozenset = frozenset()) -> pa.RecordBatch:
     """``batch`` with every run-end / dictionary column decoded to a plain array (fields from
-    ``schema`` when given, else named as in ``batch``)."""
+    ``schema`` when given, else named as in ``batch``), but the dictionary columns named in ``keep``."""
     if schema is None and not any(pa.types.is_run_end_encoded(c.type) or pa.types.is_dictionary(c.type)
                                   for c in batch.columns):
         return batch
-    columns = [decode_column(c) for c in batch.columns]
+    columns = [c if name in keep and pa.types.is_dictionary(c.type) else decode_column(c)
+               for name, c in zip(batch.schema.names, batch.columns)]
+    if keep and schema is not None:
+        schema = None       # a kept dictionary column's field differs from the plain schema's
     if schema is not None:
         return pa.RecordBatch.from_arrays(columns, schema=schema)
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)

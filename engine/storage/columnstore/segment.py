@@ -96,8 +96,22 @@ def sort_rows(table: pa.Table, sort_key: Sequence[str]) -> pa.Table:
     return table
 
 
-def write_segment(path: Path, table: pa.Table, chunk_rows: int) -> SegmentInfo:
-    """Write ``table`` (already sorted) as one segment file, fsynced; return its manifest entry."""
+@dataclass(frozen=True)
+class EncodedTable:
+    """A table in segment form: its columns encoded (:mod:`.encoding`), cut into record batches of
+    ``chunk_rows`` rows as a segment file stores them (bit-packed columns packed), with statistics.
+    A segment file is these batches written as Arrow IPC; an in-memory segment (:mod:`.memory_segment`)
+    keeps them as they are."""
+
+    schema: pa.Schema                   # the stored schema (bit-packed columns are binary there)
+    chunks: list                        # [pa.RecordBatch] of the stored schema
+    columns: dict                       # {name: encoded array of every row} (bit-packed: unpacked)
+    stats: dict                         # {name: ColumnStats}
+    rows: int
+
+
+def encode_table(table: pa.Table, chunk_rows: int) -> EncodedTable:
+    """``table`` (already sorted) encoded column by column and cut into stored record batches."""
     table = table.combine_chunks()
     encoded, stats = [], {}
     for field, column in zip(table.schema, table.columns):
@@ -108,12 +122,21 @@ def write_segment(path: Path, table: pa.Table, chunk_rows: int) -> SegmentInfo:
     schema = pa.schema([stored_field(pa.field(f.name, a.type, nullable=f.nullable), stats[f.name])
                         for f, a in zip(table.schema, encoded)])
     packed = [stats[f.name].encoding == "bitpack" for f in table.schema]
+    chunks = [pa.RecordBatch.from_arrays(
+        [pack_stored(a.slice(start, chunk_rows)) if p else a.slice(start, chunk_rows)
+         for a, p in zip(encoded, packed)], schema=schema)
+        for start in range(0, max(table.num_rows, 1), chunk_rows)]
+    return EncodedTable(schema, chunks, dict(zip(table.schema.names, encoded)), stats, table.num_rows)
+
+
+def write_segment(path: Path, table: pa.Table, chunk_rows: int) -> SegmentInfo:
+    """Write ``table`` (already sorted) as one segment file, fsynced; return its manifest entry."""
+    encoded = encode_table(table, chunk_rows)
+    schema = encoded.schema
     sink = pa.BufferOutputStream()
     with ipc.new_file(sink, schema, options=_SEGMENT_WRITE_OPTIONS) as writer:
-        for start in range(0, max(table.num_rows, 1), chunk_rows):
-            writer.write_batch(pa.RecordBatch.from_arrays(
-                [pack_stored(a.slice(start, chunk_rows)) if p else a.slice(start, chunk_rows)
-                 for a, p in zip(encoded, packed)], schema=schema))
+        for chunk in encoded.chunks:
+            writer.write_batch(chunk)
     data = sink.getvalue()
     try:
         layout = read_layout(data, schema)
@@ -125,7 +148,7 @@ def write_segment(path: Path, table: pa.Table, chunk_rows: int) -> SegmentInfo:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    return SegmentInfo(path.name, table.num_rows, data.size, zlib.crc32(data), stats, checksums=checksums)
+    return SegmentInfo(path.name, encoded.rows, data.size, zlib.crc32(data), encoded.stats, checksums=checksums)
 
 
 def write_deletes(path: Path, deleted: np.ndarray) -> int:
@@ -302,14 +325,8 @@ class Segment:
         """The file's record batches with columns ``wanted`` (schema positions, ascending: the
         reader returns them in file order), bit-packed ones unpacked, rows of ``deleted`` dropped
         (encoded columns stay encoded); chunks left empty are skipped."""
-        source = self._open(wanted)
-        try:
-            reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=wanted))
-        except (pa.ArrowInvalid, OSError) as error:
-            raise StorageCorruptionError(f"segment file {self.path} cannot be read: {error}") from error
         first = 0
-        for i in range(reader.num_record_batches):
-            chunk = reader.get_batch(i)
+        for chunk in self._stored_chunks(wanted):
             if not chunk.num_rows:
                 continue
             chunk = unpack_stored(chunk)       # bit-packed columns, whole record batches only
@@ -324,6 +341,21 @@ class Segment:
                     chunk = pa.RecordBatch.from_arrays([filter_column(c, keep, keep_array) for c in chunk.columns],
                                                        schema=chunk.schema)
             yield chunk
+
+    def _stored_chunks(self, wanted: list[int]) -> Iterator[pa.RecordBatch]:
+        """The file's record batches as stored (bit-packed columns packed), columns ``wanted`` only."""
+        source = self._open(wanted)
+        try:
+            reader = ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=wanted))
+        except (pa.ArrowInvalid, OSError) as error:
+            raise StorageCorruptionError(f"segment file {self.path} cannot be read: {error}") from error
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
+
+    @property
+    def _holds_whole_columns(self) -> bool:
+        """:meth:`column` may answer (the column cache is on): :meth:`batches` asks it first."""
+        return self._cache is not None
 
     def column(self, name: str, with_deleted: bool = False) -> Optional[pa.Array]:
         """The live rows (every row: ``with_deleted``) of column ``name`` as one array, still encoded
@@ -359,7 +391,7 @@ class Segment:
         indices = [self.schema.get_field_index(name) for name in names]
         schema = pa.schema([self.schema.field(i) for i in indices])
         whole: dict[int, pa.Array] = {}
-        if self._cache is not None:
+        if self._holds_whole_columns:
             for index in dict.fromkeys(indices):
                 column = self.column(self.schema.field(index).name, with_deleted)
                 if column is not None:
