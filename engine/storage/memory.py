@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from engine.storage.columnstore.memory_segment import MemorySegment
 from engine.storage.columnstore.segment import sort_rows
-from engine.storage.columnstore.store import StoreOptions
+from engine.storage.columnstore.store import StoreOptions, index_lookup, scan_snapshot
 from engine.storage.interface import PartitionStore
 
 # Small appends (INSERT ... VALUES) pile up in the tail; a tail of this many pieces is concatenated
@@ -44,6 +44,8 @@ class MemoryPartitionStore(PartitionStore):
         self._tail: tuple[pa.RecordBatch, ...] = ()
         self._tail_rows = 0
         self._lock = threading.Lock()
+        # what scans read, as the data_dir store counts it (segments, rows, index lookups)
+        self.scan_stats = {"segments_read": 0, "rows_read": 0, "index_lookups": 0}
 
     # -- reads ------------------------------------------------------------------------------------
     def snapshot(self) -> tuple[tuple[MemorySegment, ...], tuple[pa.RecordBatch, ...]]:
@@ -55,17 +57,8 @@ class MemoryPartitionStore(PartitionStore):
              bounds=None, encoded: bool = False, snapshot=None) -> Iterator[pa.RecordBatch]:
         segments, tail = snapshot if snapshot is not None else self.snapshot()
         names = list(columns) if columns is not None else self.schema.names
-        for segment in segments:
-            if bounds and not segment.info.may_match(bounds):
-                continue
-            yield from segment.batches(names, batch_rows, encoded)
-        for batch in tail:
-            batch = batch.select(names)
-            if batch_rows and batch.num_rows > batch_rows:
-                for start in range(0, batch.num_rows, batch_rows):
-                    yield batch.slice(start, batch_rows)
-            else:
-                yield batch
+        return scan_snapshot(segments, tail, names, batch_rows, bounds, encoded,
+                             index_lookup(self.schema, bounds), self.scan_stats)
 
     def row_count(self) -> int:
         with self._lock:

@@ -189,3 +189,24 @@ def test_indexes_survive_reopen(tmp_path):
         assert [r[0] for r in got] == sorted(data.id[data.d == 7].tolist())
     finally:
         again.close()
+
+
+@pytest.mark.skipif(RAY, reason="counts the embedded runner's store reads")
+def test_point_lookup_in_memory_reads_one_row():
+    """Without a data_dir the store keeps the same encoded segments (engine.storage.memory), and a
+    lookup on an indexed column reads only the candidate rows there too."""
+    memory = engine.connect(leaves=1, partitions_per_leaf=1)
+    try:
+        rows = 300_000          # one bulk load this big is encoded into a segment, not kept as the tail
+        data = _load(memory, "t", rows).to_pandas()
+        _, _, full_rows = _reads(memory, "t", "SELECT id, k FROM t WHERE d = 5")
+        assert full_rows == rows                                      # no index on d: every row
+        _reads(memory, "t", "SELECT id FROM t WHERE id = 0")          # first lookup builds the indexes
+        for key in (77, 123_457, rows - 1):
+            out, read, rows_read = _reads(memory, "t", "SELECT id, k FROM t WHERE id = %s", (key,))
+            assert out == [(key, int(data.k[data.id == key].iloc[0]))]
+            assert read == 1 and rows_read == 1, (read, rows_read)
+        memory.execute("DELETE FROM t WHERE id = 77")
+        assert _reads(memory, "t", "SELECT id FROM t WHERE id = 77")[0] == []
+    finally:
+        memory.close()

@@ -18,6 +18,7 @@ bitmap (:meth:`MemorySegment.with_deleted`), so a snapshot holding the old objec
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import Iterator, Optional
 
 import numpy as np
@@ -34,8 +35,8 @@ class MemorySegment(Segment):
     after construction but the memo of live-row columns, filled idempotently."""
 
     def __init__(self, schema: pa.Schema, info: SegmentInfo, chunks: list, whole: dict[str, pa.Array],
-                 deleted: Optional[np.ndarray] = None):
-        # no file, cache or lock of Segment's: only the attributes the shared readers use
+                 deleted: Optional[np.ndarray] = None, indexes: Optional[dict] = None):
+        # no file or cache of Segment's: only the attributes the shared readers use
         self.schema = schema
         self.info = info
         self.path = info.file           # named in errors and cache keys only
@@ -43,6 +44,10 @@ class MemorySegment(Segment):
         self._whole = whole             # {name: the whole run-end / dictionary column, every row}
         self._deleted = deleted
         self._live: dict[str, pa.Array] = {}      # whole columns with deleted rows dropped
+        # hash indexes built on first lookup (Segment.hash_index); they index every row, deleted
+        # ones too, so a copy with more rows deleted shares them
+        self._indexes: dict = indexes if indexes is not None else {}
+        self._lock = threading.Lock()
 
     @classmethod
     def encode(cls, table: pa.Table, chunk_rows: int) -> "MemorySegment":
@@ -60,7 +65,8 @@ class MemorySegment(Segment):
         count = int(np.count_nonzero(deleted))
         info = SegmentInfo(self.info.file, self.info.rows, self.info.bytes, 0, self.info.columns, count,
                            f"{self.info.file}-deleted-{next(_names)}" if count else None)
-        return MemorySegment(self.schema, info, self._chunk_list, self._whole, deleted if count else None)
+        return MemorySegment(self.schema, info, self._chunk_list, self._whole, deleted if count else None,
+                             self._indexes)
 
     # -- what Segment reads -----------------------------------------------------------------------
     def deleted_mask(self) -> Optional[np.ndarray]:

@@ -161,44 +161,8 @@ class ColumnstorePartitionStore(PartitionStore):
              encoded: bool = False, snapshot=None) -> Iterator[pa.RecordBatch]:
         segments, buffer = snapshot if snapshot is not None else self.snapshot()
         names = list(columns) if columns is not None else self.schema.names
-        lookup = self._index_lookup(bounds)
-        for segment in segments:
-            if bounds and not segment.info.may_match(bounds):
-                continue
-            index = segment.hash_index(lookup[0]) if lookup is not None else None
-            if index is not None:
-                # an equality on an indexed column: only this segment's candidate rows are read
-                positions = index.lookup(lookup[1])
-                self.scan_stats["index_lookups"] += 1
-                if not len(positions):
-                    continue
-                self.scan_stats["segments_read"] += 1
-                batch = segment.rows_at(names, positions)
-                if batch is not None:
-                    self.scan_stats["rows_read"] += batch.num_rows
-                    yield batch
-                continue
-            self.scan_stats["segments_read"] += 1
-            self.scan_stats["rows_read"] += segment.info.live_rows
-            yield from segment.batches(names, batch_rows, encoded)
-        for batch in buffer:
-            batch = batch.select(names)
-            if batch_rows and batch.num_rows > batch_rows:
-                for start in range(0, batch.num_rows, batch_rows):
-                    yield batch.slice(start, batch_rows)
-            else:
-                yield batch
-
-    def _index_lookup(self, bounds) -> Optional[tuple[str, pa.Array]]:
-        """(column, values) of the first ``("column", "index", values)`` bound whose values convert
-        to the column's type: the planner marks equality / IN conjuncts on indexed columns so."""
-        from engine.storage.hash_index import lookup_values
-        for column, op, value in bounds or ():
-            if op == "index" and column in self.schema.names:
-                values = lookup_values(value, self.schema.field(column).type)
-                if values is not None:
-                    return column, values
-        return None
+        return scan_snapshot(segments, buffer, names, batch_rows, bounds, encoded,
+                             index_lookup(self.schema, bounds), self.scan_stats)
 
     def snapshot(self) -> tuple[tuple[Segment, ...], tuple[pa.RecordBatch, ...]]:
         """The segments and write-buffer batches a scan starting now reads (both immutable)."""
@@ -529,3 +493,49 @@ class _Prepared:
             (self.store.directory / segment["file"]).unlink(missing_ok=True)
 
 
+
+
+def scan_snapshot(segments, tail, names: list[str], batch_rows: Optional[int], bounds, encoded: bool,
+                  lookup: Optional[tuple[str, pa.Array]], stats: dict) -> Iterator[pa.RecordBatch]:
+    """Read a store's snapshot (``segments`` then the plain ``tail`` batches), columns ``names``:
+    segments whose zone maps rule out ``bounds`` are skipped, and with an index ``lookup``
+    (:func:`index_lookup`) only each segment's candidate rows are read. Both stores (files and
+    memory) scan through here; ``stats`` counts segments and rows read and lookups made."""
+    for segment in segments:
+        if bounds and not segment.info.may_match(bounds):
+            continue
+        index = segment.hash_index(lookup[0]) if lookup is not None else None
+        if index is not None:
+            # an equality on an indexed column: only this segment's candidate rows are read
+            positions = index.lookup(lookup[1])
+            stats["index_lookups"] += 1
+            if not len(positions):
+                continue
+            stats["segments_read"] += 1
+            batch = segment.rows_at(names, positions)
+            if batch is not None:
+                stats["rows_read"] += batch.num_rows
+                yield batch
+            continue
+        stats["segments_read"] += 1
+        stats["rows_read"] += segment.info.live_rows
+        yield from segment.batches(names, batch_rows, encoded)
+    for batch in tail:
+        batch = batch.select(names)
+        if batch_rows and batch.num_rows > batch_rows:
+            for start in range(0, batch.num_rows, batch_rows):
+                yield batch.slice(start, batch_rows)
+        else:
+            yield batch
+
+
+def index_lookup(schema: pa.Schema, bounds) -> Optional[tuple[str, pa.Array]]:
+    """(column, values) of the first ``("column", "index", values)`` bound whose values convert
+    to the column's type: the planner marks equality / IN conjuncts on indexed columns so."""
+    from engine.storage.hash_index import lookup_values
+    for column, op, value in bounds or ():
+        if op == "index" and column in schema.names:
+            values = lookup_values(value, schema.field(column).type)
+            if values is not None:
+                return column, values
+    return None
