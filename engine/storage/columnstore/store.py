@@ -532,6 +532,8 @@ def scan_snapshot(segments, tail, names: list[str], batch_rows: Optional[int], b
 def index_lookup(schema: pa.Schema, bounds) -> Optional[tuple[str, pa.Array]]:
     """(column, values) of the first ``("column", "index", values)`` bound whose values convert
     to the column's type: the planner marks equality / IN conjuncts on indexed columns so."""
+    if not any(op == "index" for _, op, _ in bounds or ()):
+        return None             # (hash_index imports pandas: a plain scan must not load it)
     from engine.storage.hash_index import lookup_values
     for column, op, value in bounds or ():
         if op == "index" and column in schema.names:
