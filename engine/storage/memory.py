@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from engine.storage.columnstore.memory_segment import MemorySegment
 from engine.storage.columnstore.segment import sort_rows
-from engine.storage.columnstore.store import StoreOptions, index_lookup, scan_snapshot
+from engine.storage.columnstore.store import StoreOptions, index_lookup, merge_candidates, scan_snapshot
 from engine.storage.interface import PartitionStore
 
 # Small appends (INSERT ... VALUES) pile up in the tail; a tail of this many pieces is concatenated
@@ -149,13 +149,7 @@ class MemoryPartitionStore(PartitionStore):
             return len(chosen)
 
     def _merge_candidates(self, segments, force: bool) -> list[MemorySegment]:
-        half = self.options.segment_rows // 2
-        small = [s for s in segments if s.info.live_rows < half]
-        dead = [s for s in segments if s.info.deleted and (force or s.info.deleted * 4 >= s.info.rows)]
-        if len(small) < (2 if force else self.options.merge_segments):
-            small = []
-        chosen = {id(s) for s in small + dead}
-        return [s for s in segments if id(s) in chosen]
+        return merge_candidates(segments, self.options, force)
 
     def _merge(self, chosen: list[MemorySegment]) -> None:
         """Caller holds ``_lock``."""

@@ -340,16 +340,7 @@ class ColumnstorePartitionStore(PartitionStore):
 
     # -- maintenance (caller holds the committer's exclusive lock) --------------------------------
     def _merge_candidates(self, segments, force: bool) -> list[Segment]:
-        """Segments a merge rewrites: those under half of ``segment_rows`` live rows (at least
-        ``merge_segments`` of them, or two when ``force``), plus those with a quarter of their rows
-        deleted (``force``: any deleted row) — a merge drops deleted rows. Empty: nothing worth it."""
-        half = self.options.segment_rows // 2
-        small = [s for s in segments if s.info.live_rows < half]
-        dead = [s for s in segments if s.info.deleted and (force or s.info.deleted * 4 >= s.info.rows)]
-        if len(small) < (2 if force else self.options.merge_segments):
-            small = []
-        chosen = {id(s) for s in small + dead}
-        return [s for s in segments if id(s) in chosen]
+        return merge_candidates(segments, self.options, force)
 
     def needs_flush(self) -> bool:
         return self._buffer_rows >= self.options.flush_rows
@@ -541,3 +532,16 @@ def index_lookup(schema: pa.Schema, bounds) -> Optional[tuple[str, pa.Array]]:
             if values is not None:
                 return column, values
     return None
+
+
+def merge_candidates(segments, options: StoreOptions, force: bool) -> list:
+    """Segments a merge rewrites (both stores): those under half of ``segment_rows`` live rows (at
+    least ``merge_segments`` of them, or two when ``force``), plus those with a quarter of their rows
+    deleted (``force``: any deleted row) — a merge drops deleted rows. Empty: nothing worth it."""
+    half = options.segment_rows // 2
+    small = [s for s in segments if s.info.live_rows < half]
+    dead = [s for s in segments if s.info.deleted and (force or s.info.deleted * 4 >= s.info.rows)]
+    if len(small) < (2 if force else options.merge_segments):
+        small = []
+    chosen = {id(s) for s in small + dead}
+    return [s for s in segments if id(s) in chosen]
