@@ -58,7 +58,7 @@ STAGE_CACHE = 128           # decoded stages a leaf keeps
 @dataclass(frozen=True)
 class DurableLeaf:
     """Where a leaf's durable partitions live: paths of the driver's data directory
-    (:class:`engine.storage.columnstore.datadir.DataDirectory` decides the layout) and the store options."""
+    (:class:`engine.data_directory.DataDirectory` decides the layout) and the store options."""
     leaf_dir: str
     catalog: str            # catalog.json: which tables exist (and their schemas, sort keys)
     commit_log: str         # commit.log: which statements committed

@@ -31,7 +31,7 @@ from engine.exec.profile import TaskProfile
 from engine.exec.stages import StageSpec, decode_stage, encode_stage
 from engine.runner import LoadWriter
 from engine.storage.columnstore import Committer
-from engine.storage.columnstore.datadir import DataDirectory
+from engine.data_directory import DataDirectory
 
 
 _CHECK_STAGE_CODEC = os.environ.get("CANOPY_CHECK_STAGE_CODEC") == "1"

@@ -64,7 +64,7 @@ from engine.catalog import Catalog, TableDef
 from engine.errors import ExecutionError
 from engine.exec.operators.base import Deadline
 from engine.fair_locks import FairMutex
-from engine.storage.columnstore.datadir import DataDirectory
+from engine.data_directory import DataDirectory
 
 
 class _RayLeaf(LeafActor):

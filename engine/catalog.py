@@ -33,7 +33,7 @@ def new_table_id() -> int:
 
 @dataclass(frozen=True)
 class UniqueKey:
-    """A PRIMARY KEY (``name`` "PRIMARY") or UNIQUE KEY, enforced on every write (engine.sql.keys)."""
+    """A PRIMARY KEY (``name`` "PRIMARY") or UNIQUE KEY, enforced on every write (engine.load.keys)."""
 
     name: str
     columns: tuple[str, ...]

@@ -94,7 +94,8 @@ class Runner(ABC):
     map_partitions: Optional[Callable] = None
     """``map_partitions(table, fn)``: ``fn(partition store)`` for every partition (once for a reference
     table), run on the leaf that hosts it, the results in partition order; ``fn`` must be picklable
-    and read metadata only (the optimizer's first statistics: engine.stats.quick)."""
+    and read metadata only (the optimizer's first statistics: engine.stats.quick) or the rows of a
+    small table (the pipelines' own: engine.pipelines.durable)."""
 
     def catalog_changed(self) -> None:
         """The catalog changed without a table being created or dropped (views, renames): a runner

@@ -40,9 +40,10 @@ from engine.errors import (AccessDeniedError, BadDataError, BindError, CanopyInt
 from engine.exec.memory import default_memory_limit, format_bytes, parse_memory_limit, statement_memory_limit
 from engine.exec.operators.base import Deadline, check_statement_deadline, statement_deadline
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
+from engine.load import keys
 from engine.result import Result
 from engine.sessions import Activity, registry_of
-from engine.sql import ddl, keys
+from engine.sql import ddl
 from engine.sql.handlers.accounts import AccountStatements
 from engine.sql.handlers.alter import AlterStatements, index_statement_table
 from engine.sql.handlers.catalog import CatalogStatements

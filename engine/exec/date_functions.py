@@ -6,12 +6,12 @@ DATETIME values are Arrow ``timestamp[us]`` without a zone; the session time zon
 """
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.date_formats import DIRECTIVES, TOKEN, format_pieces
 from engine.errors import UnsupportedError
 from engine.exec.evaluate import Datum, function
 from engine.exec.string_functions import plain
@@ -79,22 +79,7 @@ _DIRECTIVES = {
     "%p": lambda d: pc.if_else(pc.less(pc.hour(d), 12), "AM", "PM"),
     "%U": lambda d: _padded(_week0(d), 2),
 }
-_TOKEN = re.compile(r"%-?[A-Za-z%]|[^%]+|%")
-
-
-def format_pieces(fmt: str) -> list:
-    """The format split into directives and literal text; a directive not implemented is refused
-    under its MySQL spelling."""
-    from sqlglot.dialects.mysql import MySQL
-    pieces = []
-    for token in _TOKEN.findall(fmt):
-        if token == "%%":
-            pieces.append("%")
-        elif token.startswith("%") and token not in _DIRECTIVES:
-            raise UnsupportedError(f"DATE_FORMAT directive {MySQL.INVERSE_TIME_MAPPING.get(token, token)}")
-        else:
-            pieces.append(token)
-    return pieces
+assert set(_DIRECTIVES) == DIRECTIVES, "engine.date_formats.DIRECTIVES names what this table implements"
 
 
 @function("date_format")
@@ -121,7 +106,7 @@ def _str_to_date(expr, s, fmt):
     if not fmt.is_valid:
         return pa.scalar(None, expr.type.to_arrow())
     f = fmt.as_py()
-    for token in _TOKEN.findall(f):
+    for token in TOKEN.findall(f):
         if token.startswith("%") and token not in _PARSEABLE:
             from sqlglot.dialects.mysql import MySQL
             raise UnsupportedError(f"STR_TO_DATE directive {MySQL.INVERSE_TIME_MAPPING.get(token, token)}")

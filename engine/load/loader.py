@@ -27,7 +27,7 @@ from engine.exec.progress import progress_wanted
 from engine.load.arrow_input import conform_arrow, to_arrow_table
 from engine.load.delimited import LoadWarnings, WholeFileNeeded, read_delimited, stream_delimited
 from engine.load.load_data import LoadDataStatement
-from engine.sql.keys import begin_load
+from engine.load.keys import begin_load
 
 # A progress bar appears only for loads still running after this long (tqdm's own delay).
 PROGRESS_DELAY_S = 2.0

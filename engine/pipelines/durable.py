@@ -139,9 +139,20 @@ def read(runner) -> Optional[tuple[pa.Table, pa.Table]]:
     found = existing_tables(runner)
     if found is None:
         return None
-    from engine.session import Session      # a query like any client's; engine.session imports us lazily
-    session = Session(runner, database=None)
-    return tuple(session.execute(f"SELECT * FROM {DATABASE}.{t.name}").table for t in found)
+    return tuple(_rows(runner, table) for table in found)
+
+
+def _rows(runner, table: TableDef) -> pa.Table:
+    """Every row of one of the two tables, read from the storage of the leaf that holds it (both are
+    reference tables) rather than through SQL: pipelines sit below sessions."""
+    parts = runner.map_partitions(table, _stored_rows)
+    return pa.concat_tables(parts) if parts else table.arrow_schema.empty_table()
+
+
+def _stored_rows(store) -> pa.Table:
+    """A partition store's rows as one table (a module function: a Ray leaf runs it and ships the
+    result back; these tables stay small, as compact() keeps them)."""
+    return pa.Table.from_batches(list(store.scan()), schema=store.schema)
 
 
 def compact(runner, live: dict[str, pa.Table]) -> None:

@@ -59,7 +59,7 @@ from engine.errors import BindError, CanopyError, ExecutionError
 from engine.load.delimited import LoadWarnings
 from engine.load.loader import read_blocks
 from engine.pipelines import durable
-from engine.sql.keys import begin_load
+from engine.load.keys import begin_load
 from engine.pipelines.statements import (REDACTED, AlterPipeline, CreatePipeline, parse_pipeline_statement,
                                          with_credentials)
 

@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from engine import types as T
 from engine.errors import BindError, TypeMismatchError, UnsupportedError
-from engine.exec.date_functions import format_pieces
+from engine.date_formats import format_pieces
 from engine.plan.expressions import Call, Literal
 
 

@@ -144,7 +144,7 @@ def parse(sql: str) -> list[Statement]:
             statements.append(Statement(parse_pipeline_statement(text), text))
         elif words[0] == "REPLACE" and len(tokens) > 1:
             # MySQL's REPLACE [INTO] t ...: sqlglot reads it as a Command; it is INSERT with REPLACE
-            # semantics (engine.sql.keys.replace_rows). "INSERT " keeps error columns where they were.
+            # semantics (engine.load.keys.replace_rows). "INSERT " keeps error columns where they were.
             node = parse_one(sql[start:tokens[0].start] + "INSERT " + sql[tokens[0].end + 1:end])
             if not isinstance(node, exp.Insert) or node.args.get("ignore") or node.args.get("conflict"):
                 raise UnsupportedError("REPLACE takes INTO table VALUES / SELECT, without IGNORE or ON DUPLICATE KEY")

@@ -106,7 +106,7 @@ def lookup_values(bound_values, column_type: pa.DataType) -> Optional[pa.Array]:
     try:
         if isinstance(bound_values, pa.ChunkedArray):
             bound_values = bound_values.combine_chunks()
-        if isinstance(bound_values, pa.Array):          # the keys a unique check looks for (engine.sql.keys)
+        if isinstance(bound_values, pa.Array):          # the keys a unique check looks for (engine.load.keys)
             return bound_values.cast(column_type, safe=True)
         return pa.array(list(bound_values), type=column_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):

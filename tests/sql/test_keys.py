@@ -1,5 +1,5 @@
 """PRIMARY KEY / UNIQUE KEY enforcement, INSERT IGNORE, REPLACE, ON DUPLICATE KEY UPDATE and
-AUTO_INCREMENT (engine.sql.keys, engine.sql.auto_increment). Each statement's effect is checked; a
+AUTO_INCREMENT (engine.load.keys, engine.sql.auto_increment). Each statement's effect is checked; a
 random sequence of upserts is compared with a Python model of MySQL's semantics. Runs on either runner
 (``CANOPY_RUNNER=ray``)."""
 from __future__ import annotations

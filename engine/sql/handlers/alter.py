@@ -131,7 +131,7 @@ class AlterStatements:
         rows = dml.conform_to_table(data, [f.type for f in planned.fields], new, list(new.columns))
         self.runner.create_table(new)
         try:
-            from engine.sql import keys
+            from engine.load import keys
             keys.check_unique(self.runner, new, rows)        # a MODIFY may make two keys equal
             self.runner.insert(new, rows)
             self.catalog.replace_tables([(table, new)])

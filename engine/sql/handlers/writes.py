@@ -14,14 +14,15 @@ from sqlglot import exp
 
 from engine.errors import BindError, UnsupportedError
 from engine.result import Result
-from engine.sql import auto_increment, dml, keys
+from engine.load import keys
+from engine.sql import auto_increment, dml
 from engine.sql.query import run_query
 
 
 class WriteStatements:
     def _stmt_Insert(self, node: exp.Insert, statement) -> Result:
         """INSERT [IGNORE], REPLACE (parsed as INSERT with alternative REPLACE), INSERT ... ON DUPLICATE
-        KEY UPDATE; the rows are checked against the table's unique keys (engine.sql.keys)."""
+        KEY UPDATE; the rows are checked against the table's unique keys (engine.load.keys)."""
         _refuse_unknown_clauses(node, "INSERT", {"this", "expression", "ignore", "conflict", "alternative"})
         conflict = node.args.get("conflict")
         mode = "replace" if node.args.get("alternative") == "REPLACE" else \

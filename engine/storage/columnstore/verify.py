@@ -1,6 +1,6 @@
 """Read-only checks of a data directory's partitions against its commit log.
 
-Run before recovery changes anything (:class:`.datadir.DataDirectory`, so a damaged directory is
+Run before recovery changes anything (:class:`engine.data_directory.DataDirectory`, so a damaged directory is
 refused with every file as it was) and by ``python -m engine.fsck`` (which adds the segment and
 delete-file checksums: ``deep``). Each problem is a :class:`StorageCorruptionError` naming the file
 and, where known, the byte offset; the checks go on past one, so the list is complete.

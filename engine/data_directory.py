@@ -11,7 +11,7 @@ Layout::
       leaf-N/table-ID/part-P  one partition (store.ColumnstorePartitionStore); part-ref: a reference copy
 
 Opening first checks, reading only: ``cluster.json``, the catalog and the statistics (their CRC32s), the
-commit log, and every partition against it (:mod:`.verify`); any damage but a torn tail raises
+commit log, and every partition against it (:mod:`engine.storage.columnstore.verify`); any damage but a torn tail raises
 :class:`StorageCorruptionError` with every file as it was. Then it recovers: catalog; commit log (torn
 tail dropped); every table's partitions (deltas redone or dropped, WAL replayed for committed csns);
 then the commit log is compacted and table directories the catalog does not name are removed.
