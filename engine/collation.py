@@ -18,8 +18,9 @@ beats a column's, which beats a literal's or parameter's; between equals a ``_bi
 """
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from engine.errors import BindError, UnsupportedError
 
@@ -93,3 +94,18 @@ def combine(a: tuple[str, int], b: tuple[str, int], where: str) -> tuple[str, in
     if a[1] == EXPLICIT:
         raise BindError(f"Illegal mix of collations ({a[0]},EXPLICIT) and ({b[0]},EXPLICIT) for {where}")
     return a if is_binary(a[0]) else b      # MySQL: between a _bin and a _ci collation, _bin
+
+
+# The session's collation_connection (SET NAMES ... COLLATE, SET collation_connection): the collation
+# of string literals (coercible, so a column's collation still wins over it, as in MySQL). The session
+# sets a lookup of its current value for the duration of each call (a SET earlier in the same call
+# counts), so the binder needs no session.
+connection_lookup: ContextVar[Optional[Callable[[], str]]] = ContextVar("collation_connection", default=None)
+
+
+def connection() -> Optional[str]:
+    """The collation of string literals now: the session's collation_connection, or None for the
+    default (``utf8mb4_general_ci``, which a type without a collation already means)."""
+    lookup = connection_lookup.get()
+    name = resolve(lookup()) if lookup is not None else DEFAULT
+    return None if name == DEFAULT else name

@@ -35,6 +35,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 import engine.lazy_pandas  # noqa: F401 - first: pyarrow must not import pandas for nothing (see there)
+from engine import collation
 from engine.errors import (AccessDeniedError, BadDataError, BindError, CanopyInternalError, Error, MemoryLimitError,
                            ParseError, UnsupportedError)
 from engine.exec.memory import default_memory_limit, format_bytes, parse_memory_limit, statement_memory_limit
@@ -346,6 +347,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         token = statement_deadline.set(Deadline.after(self.statement_timeout,
                                                       cancelled=lambda: self._cancel_requested))
         memory_token = statement_memory_limit.set(self.memory_limit)
+        collation_token = collation.connection_lookup.set(lambda: self.variables["collation_connection"])
         # a progress bar for the plans this call runs, once they have run a second (engine.exec.progress)
         progress = TqdmQueryProgress() if progress_wanted(self.progress) else None
         progress_token = query_progress.set(progress)
@@ -357,6 +359,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
                 progress.close()
             statement_deadline.reset(token)
             statement_memory_limit.reset(memory_token)
+            collation.connection_lookup.reset(collation_token)
             self.activity = Activity()
             self._cancel_requested = False
             if self._killed:
@@ -473,8 +476,11 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         return self._run_planned(planned)
 
     def _cacheable(self, sql: str) -> bool:
+        # the cache is shared by sessions with the default collation_connection: a literal's
+        # collation (engine.collation.connection) is bound into the plan
         return self.plan_cache.enabled and not (self._txn is not None and self._txn.written) \
-            and "last_insert_id" not in sql.lower()
+            and "last_insert_id" not in sql.lower() \
+            and collation.resolve(self.variables["collation_connection"]) == collation.DEFAULT
 
     def execute_if_instant(self, sql: str) -> Optional[Result]:
         """``execute(sql)`` when it runs from a cached plan that reads no table (``SELECT 1``, a

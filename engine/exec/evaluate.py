@@ -405,13 +405,28 @@ def _nullif(expr, a, b):
 @function("greatest")
 def _greatest(expr, *args):
     t = expr.type.to_arrow()
+    if expr.options:
+        return _collated_extreme(pc.greater, expr.options[0], [a.cast(t) for a in args])
     return pc.max_element_wise(*[a.cast(t) for a in args], skip_nulls=False)
 
 
 @function("least")
 def _least(expr, *args):
     t = expr.type.to_arrow()
+    if expr.options:
+        return _collated_extreme(pc.less, expr.options[0], [a.cast(t) for a in args])
     return pc.min_element_wise(*[a.cast(t) for a in args], skip_nulls=False)
+
+
+def _collated_extreme(beats, name: str, args: list):
+    """GREATEST / LEAST of strings under collation ``name``: the first argument whose collation key
+    no later one beats; NULL if any argument is NULL (a NULL comparison makes the pick NULL)."""
+    best, best_key = args[0], collation_keys(args[0], name)
+    for a in args[1:]:
+        key = collation_keys(a, name)
+        take = beats(key, best_key)
+        best, best_key = pc.if_else(take, a, best), pc.if_else(take, key, best_key)
+    return best
 
 
 # --- casts ----------------------------------------------------------------------------------------

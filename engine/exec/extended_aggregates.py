@@ -329,7 +329,7 @@ class GroupConcat(Whole):
     with none; ``options`` = (separator, descending flags of the ORDER BY keys)."""
 
     def update(self, call, ids, groups, args):
-        separator, descending = call.options
+        separator, descending, collation = call.options
         values, order_keys = args[0], args[1:]
         values = values if pa.types.is_string(values.type) else values.cast(pa.string())
         keep = pa.array(np.asarray(pc.is_valid(values)))
@@ -338,7 +338,7 @@ class GroupConcat(Whole):
         order_keys = [k.filter(keep) for k in order_keys]
         if call.distinct and len(values):
             # the first row of each (group, value) pair, in the input order
-            pairs, _ = kernels.factorize([pa.array(ids), values])
+            pairs, _ = kernels.factorize([pa.array(ids), collation_keys(values, collation)])
             _, first = np.unique(pairs, return_index=True)
             first = np.sort(first)
             ids, values = ids[first], values.take(pa.array(first))

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from engine import collation
 from engine import types as T
 from engine.errors import BindError, TypeMismatchError, UnsupportedError
+from engine.plan.bind_collation import is_string, keyed
 from engine.plan.expressions import AggCall, Expr, Literal
 
 # sqlglot's MySQL dialect reads STD / STDDEV as StddevPop and VARIANCE as VariancePop (MySQL's meaning).
@@ -63,8 +65,9 @@ def bind_extended(binder, node, ctx, inner_ctx, sql: str) -> AggCall:
         if argument.type.kind not in ("int", "bool", "null", "decimal", "float", "string"):
             raise TypeMismatchError(f"{func.upper()} needs an integer, got {argument.type} in {sql}")
         return AggCall(func, binder.coerce(argument, T.BIGINT), T.BIGINT)
-    if func == "approx_count_distinct":
-        return AggCall(func, argument, T.BIGINT)
+    if func == "approx_count_distinct":       # distinct under the collation: count the keys
+        return AggCall(func, keyed(argument, argument.type.collation) if is_string(argument) else argument,
+                       T.BIGINT)
     if func == "any_value":
         return AggCall(func, argument, argument.type if argument.type.kind != "null" else T.BIGINT)
     raise UnsupportedError(sql)
@@ -101,7 +104,9 @@ def _group_concat(binder, node, inner_ctx, sql: str) -> AggCall:
         if target is None:
             raise UnsupportedError("GROUP_CONCAT(DISTINCT a, b) of several expressions")
     value = binder._string_arg(target, inner_ctx)
-    order = tuple(binder.bind_expr(o.this, inner_ctx) for o in order_nodes)
+    # strings order by their collation keys ('a', 'A', 'b' under _ci), as ORDER BY does
+    order = tuple(keyed(e, e.type.collation) if is_string(e) else e
+                  for e in (binder.bind_expr(o.this, inner_ctx) for o in order_nodes))
     descending = tuple(bool(o.args.get("desc")) for o in order_nodes)
     separator = node.args.get("separator")
     if separator is None:
@@ -111,4 +116,6 @@ def _group_concat(binder, node, inner_ctx, sql: str) -> AggCall:
         if not isinstance(bound, Literal) or not isinstance(bound.value, str):
             raise BindError(f"the SEPARATOR of {sql} must be a string constant")
         text = bound.value
-    return AggCall("group_concat", value, T.TEXT, distinct, extra=order, options=(text, descending))
+    # DISTINCT compares the values under their collation (the third option): 'a' and 'A' are one
+    return AggCall("group_concat", value, T.TEXT, distinct, extra=order,
+                   options=(text, descending, value.type.collation or collation.DEFAULT))

@@ -238,13 +238,15 @@ def _aggregate_call(binder, function, ctx, frame: WindowFrame) -> WindowCall:
     column.meta["canopy_field"] = placeholder          # binds straight back to the placeholder
     probe.set("this", column)
     agg = binder.aggregate_call(probe, dataclasses.replace(ctx, clause="a window function"))
+    options = ()
     if agg.func in ("collated_min", "collated_max"):
-        # the window kernels take MIN / MAX of strings by code point (docs/sql-semantics.md#collations)
-        agg = dataclasses.replace(agg, func=agg.func[len("collated_"):], options=())
+        # MIN / MAX of strings under a _ci collation: the value whose collation key is smallest /
+        # largest in the frame (the window operator ranks the keys; options name the collation)
+        agg, options = dataclasses.replace(agg, func=agg.func[len("collated_"):], options=()), agg.options
     if agg.func not in WINDOW_AGGREGATES:
         raise UnsupportedError(f"{agg.func.upper()}() as a window function")
     arg = replace_columns(agg.arg, {placeholder.id: argument})
-    return WindowCall(agg.func, (arg,), agg.type, frame)
+    return WindowCall(agg.func, (arg,), agg.type, frame, options)
 
 
 def _frame(binder, spec: Optional[exp.WindowSpec], order_by: tuple[SortKey, ...]) -> WindowFrame:

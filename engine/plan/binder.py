@@ -103,6 +103,18 @@ class SelectParts:
     correlated: list[Expr]
 
 
+@dataclass(frozen=True)
+class _Lifted:
+    """A group key's value after the Aggregate that is an expression over its output, not one of its
+    columns (a rolled-up string key's ``IF(key IS NULL, NULL, ANY_VALUE)``): it stands where a key
+    Field does, and ``ref()`` is the expression."""
+
+    expr: Expr
+
+    def ref(self) -> Expr:
+        return self.expr
+
+
 _CHECK_EVERY = 1024         # expressions bound between two checks of statement_timeout
 
 
@@ -531,8 +543,8 @@ class Binder(FunctionBinding):
                 grouping_id = Field(self.ids.new("grouping_id"), "grouping_id", T.BIGINT, False)
             agg.grouping = GroupingKeys(tuple(k for _, k in key_fields), grouping_id)
         plan_keys = key_fields
-        if aggregating and not grouping_sets:
-            plan_keys, key_fields = self._collated_group_keys(key_fields, agg)
+        if aggregating:
+            plan_keys, key_fields = self._collated_group_keys(key_fields, agg, bool(grouping_sets))
 
         values = SubqueryCollector()       # subqueries used as values in SELECT, HAVING, ORDER BY
         ctx = ExprContext(scope, agg=agg, clause="SELECT", subqueries=values,
@@ -614,20 +626,28 @@ class Binder(FunctionBinding):
             plan = Project(plan, tuple((f, f.ref()) for f in out_fields))
         return plan, [name for name, _ in select_exprs]
 
-    def _collated_group_keys(self, keys: list[tuple[Field, Expr]], agg: AggContext):
+    def _collated_group_keys(self, keys: list[tuple[Field, Expr]], agg: AggContext, grouping_sets: bool):
         """GROUP BY a string groups by its collation key, and the group's value is the value of one of
         its rows (ANY_VALUE, as MySQL returns one row's). Returns (the Aggregate's keys, the keys the
-        select list, HAVING and ORDER BY are lifted onto: a string key's value is its ANY_VALUE)."""
+        select list, HAVING and ORDER BY are lifted onto: a string key's value is its ANY_VALUE).
+
+        With grouping sets (ROLLUP, CUBE, GROUPING SETS) a key rolled up in a row is NULL there while
+        its ANY_VALUE is not: the value is ``IF(key IS NULL, NULL, ANY_VALUE)`` (a key is NULL exactly
+        where the value is, so the test also keeps a group of NULLs NULL)."""
         plan_keys, lift_keys = [], []
         for f, k in keys:
             if not is_string(k):
                 plan_keys.append((f, k))
                 lift_keys.append((f, k))
                 continue
-            plan_keys.append((Field(self.ids.new("collation_key"), f.name, k.type, f.nullable),
-                              keyed(k, k.type.collation)))
+            key = Field(self.ids.new("collation_key"), f.name, k.type, f.nullable)
+            plan_keys.append((key, keyed(k, k.type.collation)))
             value = agg.add(AggCall("any_value", k, k.type), f.name)
-            lift_keys.append((Field(value.id, f.name, k.type, f.nullable), k))
+            if not grouping_sets:
+                lift_keys.append((Field(value.id, f.name, k.type, f.nullable), k))
+                continue
+            rolled = Call("if", (Call("is_null", (key.ref(),), T.BOOLEAN), Literal(None, k.type), value), k.type)
+            lift_keys.append((_Lifted(rolled), k))
         return plan_keys, lift_keys
 
     def _distinct(self, plan: LogicalPlan, fields: list[Field]) -> LogicalPlan:
@@ -826,8 +846,8 @@ class Binder(FunctionBinding):
         return self._bind_Column(exp.Column(this=node), ctx)
 
     def _bind_Literal(self, node: exp.Literal, ctx: ExprContext) -> Expr:
-        if node.is_string:
-            return Literal(node.this, T.TEXT)
+        if node.is_string:      # in the connection's collation (SET NAMES ... COLLATE), coercible
+            return Literal(node.this, T.TEXT.with_collation(collation.connection()))
         text = node.this
         if any(c in text for c in ".eE") and not text.lower().startswith("0x"):
             if "e" in text.lower():
@@ -1161,7 +1181,12 @@ class Binder(FunctionBinding):
         t = args[0].type
         for a in args[1:]:
             t = T.common_type(t, a.type, op.upper())
-        return self._fold(Call(op, tuple(self.coerce(a, t) for a in args), t))
+        options = ()
+        if t.kind == "string":      # strings compare under their common collation ('B' > 'a' under _ci)
+            name = common_collation([a for a in args if is_string(a)] or args, op.upper())
+            options = (name,) if not collation.is_binary(name) else ()
+            t = t.with_collation(name)
+        return self._fold(Call(op, tuple(self.coerce(a, t) for a in args), t, options))
 
     def _bind_Collate(self, node: exp.Collate, ctx) -> Expr:
         a = self.bind_expr(node.this, ctx)

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 import kernels
 from engine import types as T
+from engine.exec.collation_keys import collation_keys
 from engine.exec.evaluate import evaluate_array
 from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, table_to_batches
 from engine.plan.expressions import Call, ColumnRef
@@ -267,7 +268,8 @@ def _aggregate(call: WindowCall, batch, rows: _Rows, lo: np.ndarray, hi: np.ndar
         return pa.array(counts)
     empty = counts == 0
     if call.func in ("min", "max"):
-        ranks = _order_preserving_int64(value)
+        # strings under a _ci collation (options name it) rank by their collation keys
+        ranks = _order_preserving_int64(collation_keys(value, call.options[0]) if call.options else value)
         chosen = np.empty(n, dtype=np.int64)
         kernels.window_arg_extreme(ranks, valid, lo, hi, call.func == "max", chosen)
         return _take(value, chosen, chosen >= 0)

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 import time
 
+from engine import collation
 from engine.errors import BindError, UnsupportedError, VariableError
 from engine.result import Result
 from engine.sessions import processlist_rows
@@ -25,7 +26,6 @@ from engine.sql.variables import SYSTEM_VARIABLES, Variables, like_filter
 # Character sets whose text Canopy returns as it is (UTF-8); NULL for character_set_results means
 # "send results as stored", which is UTF-8 too.
 _UTF8 = {"utf8", "utf8mb4", "utf8mb3"}
-_COLLATIONS = {"utf8mb4_general_ci", "utf8mb4_bin", "utf8_general_ci", "utf8_bin", "utf8mb4_0900_ai_ci"}
 _ISOLATION = "READ COMMITTED"       # SingleStore's only isolation level, and Canopy's
 
 
@@ -84,11 +84,13 @@ class SessionStatements:
         if kind in ("NAMES", "CHARACTER SET"):
             charset = item.this.name.lower() if item.this is not None else ""
             collate = item.args.get("collate")
-            if charset not in _UTF8 or (collate is not None and collate.name.lower() not in _COLLATIONS):
+            if charset not in _UTF8:
                 raise UnsupportedError(f"SET {kind} {item.this.sql() if item.this else ''}: Canopy sends and "
                                        f"reads text as UTF-8 only (utf8mb4)")
-            collation = collate.name.lower() if collate is not None else \
-                ("utf8mb4_general_ci" if charset == "utf8mb4" else "utf8mb3_general_ci")
+            # the connection's collation is string literals' (engine.collation.connection): one Canopy
+            # does not compare by is refused, not recorded
+            connection = collation.resolve(collate.name, charset) if collate is not None \
+                else collation.of_charset(charset)
             names = ("character_set_client", "character_set_connection", "character_set_results") \
                 if kind == "NAMES" else ("character_set_client", "character_set_results")
 
@@ -96,7 +98,7 @@ class SessionStatements:
                 for name in names:
                     self.variables[name] = charset
                 if kind == "NAMES":
-                    self.variables["collation_connection"] = collation
+                    self.variables["collation_connection"] = connection
             return set_names
         if kind == "TRANSACTION":
             text = " ".join(str(e.this if isinstance(e, exp.Var) else e).upper() for e in item.expressions)
@@ -127,7 +129,7 @@ class SessionStatements:
                 raise VariableError(f"variable {name!r} is a read only variable", read_only=True)
             raise UnsupportedError(f"SET {name}: Canopy does not implement this variable")
         if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT":
-            value = None
+            value = "DEFAULT" if name == "collation_connection" else None     # there NULL is refused
         else:
             value = _constant(value, name)
         return setter(self, name, value)
@@ -234,8 +236,23 @@ def _set_lock_wait_timeout(session, name: str, value):
 
 
 def _set_charset(session, name: str, value):
-    if value is None or value == "NULL" or str(value).lower() in _UTF8 | _COLLATIONS:
-        return lambda: session.variables.__setitem__(name, value)
+    text = str(value).lower() if value is not None else None
+    if name == "collation_connection":
+        # string literals' collation (engine.collation.connection): one Canopy does not compare by is
+        # refused by name (collation.resolve), never recorded
+        if text == "default":
+            return lambda: session.variables.__setitem__(name, "DEFAULT")
+        if value is None or text == "null":
+            raise BindError("Variable 'collation_connection' can't be set to the value of 'NULL'")
+        canonical = collation.resolve(text)
+        return lambda: session.variables.__setitem__(name, canonical)
+    if value is None or value == "NULL" or text in _UTF8:
+        def set_charset():
+            session.variables[name] = value
+            if name == "character_set_connection" and text in _UTF8:
+                # as in MySQL: the connection's collation becomes the character set's default
+                session.variables["collation_connection"] = collation.of_charset(text)
+        return set_charset
     raise UnsupportedError(f"SET {name} = {value}: Canopy sends and reads text as UTF-8 only (utf8mb4)")
 
 

@@ -1,0 +1,140 @@
+"""Collations beyond comparisons and GROUP BY (engine/collation.py): ROLLUP / CUBE / GROUPING SETS,
+window functions (MIN / MAX OVER, PARTITION BY, ORDER BY), GREATEST / LEAST, GROUP_CONCAT's ORDER BY and
+DISTINCT, APPROX_COUNT_DISTINCT, and string literals in the session's collation_connection. The oracle
+is Python's (the keys of test_collations.ci / bin_key); MariaDB's is test_collation_mariadb.py. Both
+runners (CANOPY_RUNNER=ray)."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+
+import engine
+from tests.sql.test_collations import bin_key, ci, con, rows  # noqa: F401 - con is the shared fixture
+
+
+def present(people):
+    return {i: v for i, v in people.items() if v is not None}
+
+
+def test_rollup_cube_and_grouping_sets_group_under_the_collation(con):  # noqa: F811
+    con, people = con
+    want = Counter(ci(v) for v in people.values())
+    for clause in ("ROLLUP(name)", "CUBE(name)", "GROUPING SETS ((name), ())", "name WITH ROLLUP"):
+        got = rows(con, f"SELECT name, COUNT(*), GROUPING(name) FROM people GROUP BY {clause}")
+        groups = [(v, n) for v, n, rolled in got if not rolled]
+        assert Counter({ci(v): n for v, n in groups}) == want and len(groups) == len(want), clause
+        assert all(v is None or v in people.values() for v, _ in groups)     # a stored value, not a key
+        assert [(v, n) for v, n, rolled in got if rolled] == [(None, len(people))], clause
+    # two keys, one rolled up: the string key is NULL where rolled up, a stored value elsewhere
+    got = rows(con, "SELECT id % 2, name, COUNT(*), GROUPING(name) FROM people GROUP BY id % 2, name WITH ROLLUP")
+    leaves = Counter({(g, ci(v)): n for g, v, n, rolled in got if g is not None and not rolled})
+    assert leaves == Counter((i % 2, ci(v)) for i, v in people.items())
+    assert {g: n for g, v, n, rolled in got if rolled} == dict(Counter(i % 2 for i in people)) | {None: len(people)}
+    got = rows(con, "SELECT exact, COUNT(*), GROUPING(exact) FROM people GROUP BY ROLLUP(exact)")   # _bin: exact
+    assert Counter({bin_key(v): n for v, n, rolled in got if not rolled}) == Counter(map(bin_key, people.values()))
+
+
+def test_window_min_max_partition_and_order_follow_the_collation(con):  # noqa: F811
+    con, people = con
+    live = present(people)
+    got = rows(con, "SELECT id, MIN(name) OVER (PARTITION BY id % 4), MAX(name) OVER (PARTITION BY id % 4), "
+                    "MAX(exact) OVER (PARTITION BY id % 4) FROM people")
+    groups = defaultdict(list)
+    for i, v in live.items():
+        groups[i % 4].append(v)
+    for i, low, high, exact_high in got:
+        assert ci(low) == min(map(ci, groups[i % 4])) and ci(high) == max(map(ci, groups[i % 4]))
+        assert low in groups[i % 4] and high in groups[i % 4]       # one of the rows' values
+        assert bin_key(exact_high) == max(map(bin_key, groups[i % 4]))
+    # a running MAX over ORDER BY id: the largest key so far
+    got = dict(rows(con, "SELECT id, MAX(name) OVER (ORDER BY id) FROM people"))
+    best = None
+    for i in sorted(people):
+        if people[i] is not None and (best is None or ci(people[i]) > ci(best)):
+            best = people[i]
+        assert ci(got[i]) == ci(best)
+    # PARTITION BY / ORDER BY a string inside OVER: peers under the collation
+    got = rows(con, "SELECT id, DENSE_RANK() OVER (ORDER BY name), COUNT(*) OVER (PARTITION BY name) "
+                    "FROM people WHERE name IS NOT NULL")
+    ranks = {k: r for r, k in enumerate(sorted({ci(v) for v in live.values()}), 1)}
+    sizes = Counter(ci(v) for v in live.values())
+    assert sorted(got) == sorted((i, ranks[ci(v)], sizes[ci(v)]) for i, v in live.items())
+
+
+def test_greatest_and_least_compare_under_the_collation(con):  # noqa: F811
+    con, people = con
+    got = rows(con, "SELECT id, GREATEST(name, 'm'), LEAST(name, 'M', 'b'), GREATEST(exact, 'm') FROM people")
+    for i, high, low, exact_high in got:
+        v = people[i]
+        if v is None:
+            assert (high, low, exact_high) == (None, None, None)
+            continue
+        assert ci(high) == max(ci(v), "M") and ci(low) == min(ci(v), "M", "B")
+        assert bin_key(exact_high) == max(bin_key(v), "m")
+    assert rows(con, "SELECT GREATEST('a', 'B'), LEAST('b', 'A'), GREATEST('a' COLLATE utf8mb4_bin, 'B'), "
+                     "LEAST('x', NULL)") == [("B", "A", "a", None)]
+
+
+def test_group_concat_orders_and_deduplicates_under_the_collation(con):  # noqa: F811
+    con, people = con
+    live = present(people)
+    (text,), = rows(con, "SELECT GROUP_CONCAT(id ORDER BY name, id) FROM people WHERE name IS NOT NULL "
+                         "AND id < 120")
+    chosen = {i: v for i, v in live.items() if i < 120}
+    assert [int(x) for x in text.split(",")] == sorted(chosen, key=lambda i: (ci(chosen[i]), i))
+    (text,), = rows(con, "SELECT GROUP_CONCAT(DISTINCT name SEPARATOR '|') FROM people")
+    values = text.split("|")
+    assert sorted(map(ci, values)) == sorted({ci(v) for v in live.values()})
+    (text,), = rows(con, "SELECT GROUP_CONCAT(DISTINCT exact SEPARATOR '|') FROM people")
+    assert sorted(map(bin_key, text.split("|"))) == sorted({bin_key(v) for v in live.values()})
+    assert rows(con, "SELECT APPROX_COUNT_DISTINCT(name) FROM people") == [(len({ci(v) for v in live.values()}),)]
+
+
+def test_literals_take_the_connection_collation():
+    con = engine.connect()
+    try:
+        con.execute("CREATE TABLE t (s VARCHAR(10), b VARCHAR(10) COLLATE utf8mb4_bin)")
+        con.execute("INSERT INTO t VALUES ('a', 'a'), ('A', 'A'), ('á', 'á')")
+        checks = "SELECT 'a' = 'A', 'a' IN ('A'), 'a' LIKE 'A', GREATEST('a', 'B'), 'a' = 'a  '"
+        assert rows(con, checks) == [(1, 1, 1, "B", 1)]
+        con.execute("SET NAMES utf8mb4 COLLATE utf8mb4_bin")
+        assert rows(con, "SELECT @@collation_connection") == [("utf8mb4_bin",)]
+        assert rows(con, checks) == [(0, 0, 0, "a", 1)]           # _bin is PAD SPACE too
+        # a column's collation beats a literal's (coercibility), an explicit COLLATE beats both
+        assert rows(con, "SELECT COUNT(*) FROM t WHERE s = 'A'") == [(3,)]
+        assert rows(con, "SELECT COUNT(*) FROM t WHERE b = 'A'") == [(1,)]
+        assert rows(con, "SELECT 'a' = 'A' COLLATE utf8mb4_general_ci") == [(1,)]
+        con.execute("SET collation_connection = utf8mb4_general_ci")
+        assert rows(con, checks) == [(1, 1, 1, "B", 1)]
+        con.execute("SET collation_connection = 'utf8mb4_bin'")
+        assert rows(con, "SELECT 'a' = 'A'") == [(0,)]
+        con.execute("SET character_set_connection = utf8mb4")      # resets to the charset's default
+        assert rows(con, "SELECT @@collation_connection, 'a' = 'A'") == [("utf8mb4_general_ci", 1)]
+        con.execute("SET collation_connection = utf8mb4_bin")
+        con.execute("SET collation_connection = DEFAULT")
+        assert rows(con, "SELECT @@collation_connection, 'a' = 'A'") == [("utf8mb4_general_ci", 1)]
+        # a collation Canopy does not compare by is refused, and nothing changes
+        for sql in ("SET collation_connection = 'utf8mb4_0900_ai_ci'",
+                    "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", "SET collation_connection = NULL"):
+            with pytest.raises(engine.Error):
+                con.execute(sql)
+            assert rows(con, "SELECT @@collation_connection") == [("utf8mb4_general_ci",)]
+    finally:
+        con.close()
+
+
+def test_connection_collation_is_not_shared_through_the_plan_cache():
+    """The plan cache is shared by the sessions of a cluster: a literal bound under one session's
+    collation must not serve another's."""
+    from engine.session import Session
+    first = engine.connect()
+    second = Session(first.session.runner)
+    try:
+        second.execute("SET NAMES utf8mb4 COLLATE utf8mb4_bin")
+        for _ in range(3):
+            assert rows(first, "SELECT 'q' = 'Q'") == [(1,)]
+            assert second.execute("SELECT 'q' = 'Q'").table.column(0).to_pylist() == [0]
+    finally:
+        second.close()
+        first.close()
