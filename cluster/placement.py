@@ -3,8 +3,9 @@
 A cluster has ``num_leaves`` leaves of ``partitions_per_leaf`` partitions each; partition ``p`` lives on
 leaf ``p // partitions_per_leaf``. A sharded table's row goes to the partition of the hash of its shard
 key (``kernels.split_batch``, the same kernel a repartition exchange uses, so a join on the shard key
-needs no exchange); a keyless table's batches go whole to the partitions in turn, so rows spread evenly;
-a reference table is copied to every leaf (its copy's key is ``None``).
+needs no exchange), a string key's collation keys hashed in place of its values (as the binder keys a
+join, GROUP BY or PARTITION BY on it); a keyless table's batches go whole to the partitions in turn, so
+rows spread evenly; a reference table is copied to every leaf (its copy's key is ``None``).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pyarrow as pa
 
 import kernels
 from engine.catalog import TableDef
+from engine.exec.collation_keys import collation_keys
 
 # (partition, or None for a reference table's copy on every leaf; the rows that go there)
 Piece = tuple[Optional[int], pa.RecordBatch]
@@ -48,8 +50,18 @@ class Placement:
             return [(None, batch)]
         n = self.num_partitions
         if table.shard_key:
-            pieces = kernels.split_batch(batch, list(table.shard_key), n)
-            return [(p, piece) for p, piece in enumerate(pieces) if piece.num_rows]
+            collations = table.shard_key_collations()
+            if not any(collations):
+                pieces = kernels.split_batch(batch, list(table.shard_key), n)
+                return [(p, piece) for p, piece in enumerate(pieces) if piece.num_rows]
+            # a string key hashes as its collation keys: 'a' and 'A' (equal under _ci) on one
+            # partition, where a join's exchange of collation_key(k) sends them
+            keys = [batch.column(c) if name is None else collation_keys(batch.column(c), name)
+                    for c, name in zip(table.shard_key, collations)]
+            indices, offsets = kernels.scatter_indices(kernels.partition_ids(kernels.hash_columns(keys), n), n)
+            taken, bounds = batch.take(indices), offsets.tolist()
+            return [(p, taken.slice(bounds[p], bounds[p + 1] - bounds[p])) for p in range(n)
+                    if bounds[p + 1] > bounds[p]]
         with self._lock:
             partition = self._cursor.get(table.table_id, 0)
             self._cursor[table.table_id] = (partition + 1) % n

@@ -64,6 +64,18 @@ class TableDef:
     unique_keys: tuple[UniqueKey, ...] = ()
     auto_increment: Optional[str] = None
     indexes: tuple[IndexDef, ...] = ()
+    # A row's partition is the hash of its shard key with string columns' collation keys in place of
+    # their values (cluster/placement.py), so a join on a string shard key is colocated as the binder
+    # keys it. False for tables whose rows were placed by the raw values (catalogs written before).
+    collated_placement: bool = True
+
+    def shard_key_collations(self) -> tuple[Optional[str], ...]:
+        """Per shard key column, the collation whose keys place its rows (a string column's own, when
+        ``collated_placement``), or None where the value itself is hashed."""
+        from engine import collation        # engine.collation imports nothing of the catalog's
+        return tuple((self.column(c).type.collation or collation.DEFAULT)
+                     if self.collated_placement and self.column(c).type.kind == "string" else None
+                     for c in self.shard_key)
 
     @property
     def indexed_columns(self) -> tuple[str, ...]:

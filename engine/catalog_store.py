@@ -139,6 +139,7 @@ def _table_to_json(table: TableDef) -> dict:
             "unique_keys": [[k.name, list(k.columns)] for k in table.unique_keys],
             "auto_increment": table.auto_increment,
             "indexes": [[i.name, list(i.columns)] for i in table.indexes],
+            "collated_placement": table.collated_placement,
             "columns": [{"name": c.name, "type": dataclasses.asdict(c.type), "nullable": c.nullable,
                          "has_default": c.has_default, "default": _value_to_json(c.default)}
                         for c in table.columns]}
@@ -154,7 +155,9 @@ def _table_from_json(data: dict, database: str) -> TableDef:
                     data["reference"], table_id=data["id"],
                     unique_keys=tuple(UniqueKey(name, tuple(cols)) for name, cols in data.get("unique_keys", ())),
                     auto_increment=data.get("auto_increment"),
-                    indexes=tuple(IndexDef(name, tuple(cols)) for name, cols in data.get("indexes", ())))
+                    indexes=tuple(IndexDef(name, tuple(cols)) for name, cols in data.get("indexes", ())),
+                    # absent: the table's rows were placed by their raw shard key values
+                    collated_placement=data.get("collated_placement", False))
 
 
 def _value_to_json(value):

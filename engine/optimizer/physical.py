@@ -67,6 +67,41 @@ class Distribution:
 _MIN_LIMIT_BATCH = 1024          # a LIMIT's scan batches: never tinier (per-batch overhead) ...
 _MAX_LIMIT_BATCH = 1 << 16       # ... nor larger than a segment chunk
 
+def collated_id(field_id: str, collation: str) -> str:
+    """The distribution key of a string column hashed by its collation keys (a table whose rows are
+    placed by them, engine.catalog.TableDef.collated_placement): it names no column until a
+    ``collation_key(column)`` under that collation is computed, which then stands for it."""
+    return f"collation_key({field_id}, {collation})"
+
+
+def _key_id(e) -> Optional[str]:
+    """The distribution key an expression hashes as: a column's id, a collation key's collated_id."""
+    if isinstance(e, ColumnRef):
+        return e.id
+    if isinstance(e, Call) and e.op == "collation_key" and isinstance(e.args[0], ColumnRef) and e.options[1]:
+        return collated_id(e.args[0].id, e.options[0])
+    return None
+
+
+def _rename(dist: "Distribution", exprs) -> "Distribution":
+    """``dist`` over the output of a projection ``exprs`` ((field, expression) pairs): a key passed
+    through (or, for a collated key, its collation key computed) under its new name, else ANY."""
+    if dist.kind != "hashed":
+        return dist
+    renames = {}
+    for f, e in exprs:
+        if isinstance(e, ColumnRef):
+            renames.setdefault(e.id, f.id)
+            for key in dist.keys:
+                if key.startswith(f"collation_key({e.id}, "):
+                    renames.setdefault(key, key.replace(f"({e.id}, ", f"({f.id}, ", 1))
+        elif _key_id(e) is not None:
+            renames[_key_id(e)] = f.id
+    if all(k in renames for k in dist.keys):
+        return Distribution("hashed", tuple(renames[k] for k in dist.keys))
+    return ANY
+
+
 SINGLE = Distribution("single")
 REPLICATED = Distribution("replicated")
 ANY = Distribution("any")
@@ -195,7 +230,10 @@ class PhysicalPlanner:
         if table.shard_key:
             by_name = {c.lower(): f.id for f, c in zip(node.fields, node.column_names)}
             if all(k.lower() in by_name for k in table.shard_key):
-                return op, Distribution("hashed", tuple(by_name[k.lower()] for k in table.shard_key))
+                # a string key placed by its collation keys is hashed as collation_key(column)
+                return op, Distribution("hashed", tuple(
+                    by_name[k.lower()] if name is None else collated_id(by_name[k.lower()], name)
+                    for k, name in zip(table.shard_key, table.shard_key_collations())))
         return op, ANY
 
     def _Values(self, node: Values):
@@ -225,13 +263,7 @@ class PhysicalPlanner:
 
     def _Project(self, node: Project):
         op, dist = self.build(node.input)
-        if dist.kind == "hashed":
-            renames = {e.id: f.id for f, e in node.exprs if isinstance(e, ColumnRef)}
-            if all(k in renames for k in dist.keys):
-                dist = Distribution("hashed", tuple(renames[k] for k in dist.keys))
-            else:
-                dist = ANY
-        return ProjectExec(op, node.exprs), dist
+        return ProjectExec(op, node.exprs), _rename(dist, node.exprs)
 
     def _Limit(self, node: Limit):
         op, dist = self.build(node.input)
@@ -304,6 +336,8 @@ class PhysicalPlanner:
             if dist.kind != "hashed":
                 return ANY
             ids = [f.id for f in child.fields]
+            if not all(k in ids for k in dist.keys):        # a collated key not computed here
+                return ANY
             positions.add(tuple(ids.index(k) for k in dist.keys))
         if len(positions) != 1:
             return ANY
@@ -325,9 +359,11 @@ class PhysicalPlanner:
             if dist.kind == "replicated":
                 op = self.to_single(op, dist)
             return self._one_step(node, op, key_ids, has_distinct), SINGLE
-        if dist.kind == "hashed" and node.keys and set(dist.keys) <= set(key_ids):
+        # keys a distribution can name: columns, and a string column's collation key (GROUP BY s)
+        named = {_key_id(e): f.id for f, e in node.keys if _key_id(e) is not None}
+        if dist.kind == "hashed" and node.keys and set(dist.keys) <= set(named):
             return self._one_step(node, op, key_ids, has_distinct), \
-                Distribution("hashed", tuple(f.id for f, e in node.keys if isinstance(e, ColumnRef) and e.id in dist.keys))
+                Distribution("hashed", tuple(named[k] for k in dist.keys))
         if has_distinct:
             # DISTINCT states do not merge: move rows by the group keys (or gather) and aggregate once
             if node.keys and len(key_ids) == len(node.keys):
@@ -477,6 +513,9 @@ class PhysicalPlanner:
         # join keys must be columns to hash-partition on them; compute expressions first
         left, left_keys = self._key_columns(left, node.left_keys, "lkey")
         right, right_keys = self._key_columns(right, node.right_keys, "rkey")
+        # a side placed by a string key's collation keys is hashed on the computed key column
+        ldist = _rename(ldist, list(zip(left_keys, node.left_keys)) + [(f, f.ref()) for f in left.fields])
+        rdist = _rename(rdist, list(zip(right_keys, node.right_keys)) + [(f, f.ref()) for f in right.fields])
         lkey_ids = tuple(k.id for k in left_keys)
         rkey_ids = tuple(k.id for k in right_keys)
         preserve_left = kind != "inner"
