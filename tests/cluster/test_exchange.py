@@ -5,6 +5,8 @@ from types import SimpleNamespace
 import pyarrow as pa
 
 import kernels
+from engine import types as T
+from engine.catalog import ColumnDef, TableDef
 from cluster.exchange import COALESCE_ROWS, Coalescer, route_batches
 from cluster.placement import Placement
 from cluster.specs import ExchangeSpec
@@ -51,8 +53,36 @@ def test_placement_spreads_keyless_tables_and_shards_by_key():
     data = pa.Table.from_batches(_batches(4, 5))
     by_leaf = placement.by_leaf(keyless, data)
     assert {leaf: sorted(parts) for leaf, parts in by_leaf.items()} == {0: [0, 1], 1: [2, 3]}
-    sharded = SimpleNamespace(reference=False, shard_key=("k",), table_id=902)
+    sharded = TableDef("db", "t", (ColumnDef("k", T.BIGINT),), shard_key=("k",))
     pieces = placement.route(sharded, data.to_batches()[0])
     expected = kernels.split_batch(data.to_batches()[0], ["k"], 4)
     assert [(p, b.num_rows) for p, b in pieces] == [(p, b.num_rows) for p, b in enumerate(expected) if b.num_rows]
     assert placement.keys(sharded, 1) == [2, 3]
+
+
+def test_placement_hashes_a_string_shard_key_by_its_collation_key():
+    """A _ci string key's rows go where an exchange of collation_key(k) sends them ('a', 'A', 'a ' on
+    one partition); a table placed before that (collated_placement False) keeps hashing the values."""
+    from engine.exec.collation_keys import collation_keys
+    placement = Placement(num_leaves=2, partitions_per_leaf=4)
+    words = [w for base in ("alpha", "beta", "gamma", "delta", "straße", "émile") for w in
+             (base, base.upper(), base + " ", base.title())]
+    batch = pa.record_batch({"k": words, "n": pa.array(range(len(words)), pa.int64())})
+    for name in ("utf8mb4_general_ci", "utf8mb4_bin"):
+        table = TableDef("db", "t", (ColumnDef("k", T.TEXT.with_collation(name)), ColumnDef("n", T.BIGINT)),
+                         shard_key=("k",))
+        placed = {row: p for p, piece in placement.route(table, batch) for row in piece.column("n").to_pylist()}
+        keyed = pa.record_batch({"k": collation_keys(batch.column("k"), name), "n": batch.column("n")})
+        expected = {row: p for p, piece in enumerate(kernels.split_batch(keyed, ["k"], 8))
+                    for row in piece.column("n").to_pylist()}
+        assert placed == expected
+        partitions_of_key = {}
+        for i, key in enumerate(keyed.column("k").to_pylist()):
+            partitions_of_key.setdefault(key, set()).add(placed[i])
+        assert all(len(p) == 1 for p in partitions_of_key.values())     # equal under the collation: together
+        assert len(partitions_of_key) == (18 if name == "utf8mb4_bin" else 7)   # 'STRASSE' is not 'straße'
+    legacy = TableDef("db", "t", (ColumnDef("k", T.TEXT), ColumnDef("n", T.BIGINT)), shard_key=("k",),
+                      collated_placement=False)
+    pieces = placement.route(legacy, batch)
+    assert [(p, b.num_rows) for p, b in pieces] == [(p, b.num_rows) for p, b in
+                                                    enumerate(kernels.split_batch(batch, ["k"], 8)) if b.num_rows]
