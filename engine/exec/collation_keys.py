@@ -45,16 +45,22 @@ def collation_keys(d, name: str, pad: bool = True):
 
 
 def _shape(d: pa.Array) -> tuple[bool, bool]:
-    """(whether every byte the rows span is ASCII, whether some row ends with a space): two passes
-    over the buffers (NumPy) that let most columns skip the kernel (and every trailing-space trim)."""
+    """(whether every byte the rows span is ASCII, whether some row may end with a space): a max and
+    a gather of each row's last byte over the buffers (NumPy), which let most columns skip the kernel
+    (and every trailing-space trim). An empty row's "last byte" is its predecessor's (or, first, the
+    buffer's last): at worst a trim that changes nothing."""
     large = pa.types.is_large_string(d.type)
     buffers = d.buffers()
     if buffers[1] is None or buffers[2] is None or not len(d):
         return True, False
-    offsets = np.frombuffer(buffers[1], np.int64 if large else np.int32, count=len(d) + 1, offset=d.offset * (8 if large else 4))
-    data = np.frombuffer(buffers[2], np.uint8)[offsets[0]:offsets[-1]]
-    ends = offsets[1:][offsets[1:] > offsets[:-1]] - offsets[0] - 1
-    return (not len(data) or int(data.max()) < 0x80), bool(len(ends) and (data[ends] == 0x20).any())
+    offsets = np.frombuffer(buffers[1], np.int64 if large else np.int32, count=len(d) + 1,
+                            offset=d.offset * (8 if large else 4))
+    start, end = int(offsets[0]), int(offsets[-1])
+    if start == end:
+        return True, False
+    data = np.frombuffer(buffers[2], np.uint8, count=end - start, offset=start)
+    last = data.take(offsets[1:] - (start + 1), mode="wrap")
+    return int(data.max()) < 0x80, bool((last == 0x20).any())
 
 
 @functools.lru_cache(maxsize=256)

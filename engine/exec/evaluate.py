@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import threading
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -44,6 +45,27 @@ def literal_scalar(value, sql_type: SqlType) -> pa.Scalar:
     return pa.scalar(value, type=sql_type.to_arrow())
 
 
+class _BatchKeys(threading.local):
+    """The collation keys of the last batch's columns this thread computed: a predicate such as TPC-H
+    Q19's ``(brand = .. AND container IN ..) OR (brand = .. AND ...) OR ...`` keys each column once
+    per batch, not once per mention. Holding the batch keeps its identity (and memory) unique."""
+    batch = None
+    keys: dict = {}
+
+
+_BATCH_KEYS = _BatchKeys()
+
+
+def _column_key(expr: Call, batch: pa.RecordBatch) -> Datum:
+    memo = _BATCH_KEYS
+    if memo.batch is not batch:
+        memo.batch, memo.keys = batch, {}
+    key = memo.keys.get((expr.args[0].id, expr.options))
+    if key is None:
+        key = memo.keys[(expr.args[0].id, expr.options)] = _collation_key(expr, evaluate(expr.args[0], batch))
+    return key
+
+
 def evaluate(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> Datum:
     if isinstance(expr, ColumnRef):
         try:
@@ -60,6 +82,8 @@ def evaluate(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> Datum:
             raise UnsupportedError(f"function {expr.op} is not supported")
         if expr.op in _LAZY:
             return fn(expr, batch, params)
+        if expr.op == "collation_key" and isinstance(expr.args[0], ColumnRef):
+            return _column_key(expr, batch)
         args = [evaluate(a, batch, params) for a in expr.args]
         try:
             return fn(expr, *args)
