@@ -665,7 +665,14 @@ def _locate(expr, needle, haystack, start=None):
         return pa.scalar(None, pa.int64())
     if first < 1:
         return pc.multiply(pc.utf8_length(haystack), 0).cast(pa.int64())    # MySQL: 0, NULL stays NULL
-    found = pc.find_substring(pc.utf8_slice_codeunits(haystack, first - 1), needle.as_py())
+    rest = pc.utf8_slice_codeunits(haystack, first - 1)
+    if expr.options:        # under a _ci collation: found among the keys (one key character per character)
+        rest, needle = collation_keys(rest, expr.options[0], False), collation_keys(needle, expr.options[0], False)
+    text = needle.as_py()
+    found = pc.find_substring(rest, text)           # a byte offset: counted in characters below
+    if text:
+        found = pc.if_else(pc.less(found, 0), found,
+                           pc.utf8_length(pc.list_element(pc.split_pattern(rest, pattern=text, max_splits=1), 0)))
     return pc.if_else(pc.less(found, 0), 0, pc.add(found, first)).cast(pa.int64())
 
 

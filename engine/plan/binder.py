@@ -1309,7 +1309,8 @@ class Binder(FunctionBinding):
         args = (needle, haystack)
         if node.args.get("position") is not None:        # LOCATE(substr, str, pos)
             args += (self._int_arg(node.args["position"], ctx),)
-        return self._fold(Call("locate", args, T.BIGINT))
+        name = common_collation([needle, haystack], "LOCATE")       # 'A' is found in 'bar' under _ci
+        return self._fold(Call("locate", args, T.BIGINT, () if collation.is_binary(name) else (name,)))
 
     def _int_arg(self, node, ctx) -> Expr:
         e = self.bind_expr(node, ctx)

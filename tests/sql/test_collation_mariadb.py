@@ -38,6 +38,8 @@ EXPRESSIONS = [
     "BINARY 'a' = 'A'", "'a' COLLATE utf8mb4_bin = 'A'", "'a' COLLATE utf8mb4_bin = 'a  '",
     "'A' COLLATE utf8mb4_bin LIKE 'a'", "'ab' COLLATE utf8mb4_bin < 'aB'", "'a' = 'A' COLLATE utf8mb4_bin",
     "NULLIF('a', 'A ')", "CASE 'é' WHEN 'E' THEN 1 ELSE 0 END", "'b' BETWEEN 'A' AND 'C'",
+    "LOCATE('a', 'A')", "INSTR('STRAßE', 'ße')", "LOCATE('É', 'xéa')", "LOCATE('a', 'éa')", "LOCATE('a', 'banana', 3)",
+    "LOCATE('A' COLLATE utf8mb4_bin, 'a')", "GREATEST('a', 'B', 'ä')", "LEAST('b', 'A')",
 ]
 
 
@@ -106,9 +108,36 @@ QUERIES = [
     "SELECT id FROM people WHERE name IN (SELECT w FROM words WHERE n < 3) ORDER BY id",
     "SELECT COUNT(*) FROM (SELECT name FROM people UNION SELECT w FROM words) u",
     "SELECT COUNT(*) FROM people WHERE name = exact",
+    # grouping sets, windows, GREATEST / LEAST, GROUP_CONCAT under the collation
+    "SELECT * FROM (SELECT MIN(id) m, COUNT(*) c FROM people GROUP BY name WITH ROLLUP) r ORDER BY m, c",
+    "SELECT * FROM (SELECT MIN(id) m, COUNT(*) c FROM people GROUP BY id % 3, name WITH ROLLUP) r ORDER BY m, c",
+    "SELECT id, DENSE_RANK() OVER (ORDER BY name) FROM people ORDER BY id",
+    "SELECT id, COUNT(*) OVER (PARTITION BY name) FROM people ORDER BY id",
+    "SELECT id FROM (SELECT id, name, MAX(name) OVER (PARTITION BY id % 5) mx, MIN(name) OVER (PARTITION BY id % 5) mn "
+    "FROM people) t WHERE name = mx OR name = mn ORDER BY id",
+    "SELECT id, GREATEST(name, 'm') = 'M', LEAST(name, 'emile') = 'EMILE' FROM people ORDER BY id",
+    "SELECT GROUP_CONCAT(id ORDER BY name, id) FROM people WHERE id < 60",
+    "SELECT id, LOCATE('L', name), INSTR(name, 'B'), LOCATE('a', exact) FROM people ORDER BY id",
+    "SELECT k, LENGTH(g) - LENGTH(REPLACE(g, '|', '')) FROM (SELECT id % 4 k, GROUP_CONCAT(DISTINCT name SEPARATOR '|') g "
+    "FROM people GROUP BY id % 4) t ORDER BY k",
 ]
 
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_queries_agree(both, sql):
     _same(both, sql)
+
+
+CONNECTION_EXPRESSIONS = ["'a' = 'A'", "'a' = 'a   '", "'ß' = 's'", "'a' < 'B'", "'x' IN ('X', 'y')", "'a' LIKE 'A'",
+                          "GREATEST('a', 'B')", "'a' = 'A' COLLATE utf8mb4_general_ci"]
+
+
+def test_literals_follow_the_connection_collation(both):
+    maria, con = both
+    for names in ("utf8mb4 COLLATE utf8mb4_bin", "utf8mb4 COLLATE utf8mb4_general_ci"):
+        with maria.cursor() as cursor:
+            cursor.execute(f"SET NAMES {names}")
+        con.execute(f"SET NAMES {names}")
+        for expression in CONNECTION_EXPRESSIONS:
+            _same(both, f"SELECT {expression}")
+        _same(both, "SELECT id FROM people WHERE name = 'ALICE' ORDER BY id")     # the column's collation wins

@@ -71,10 +71,11 @@ def test_grouping_in_order_by(both):
 def test_explain_shows_the_sets(both):
     con, _ = both
     text = "\n".join(r[0] for r in con.execute("EXPLAIN SELECT b, c, SUM(v) FROM t GROUP BY ROLLUP(b, c)"))
-    assert "GroupingSets rolled up from merged states sets=[(b, c), (b), ()]" in text, text
-    assert "HashAggregate partial keys=[b, c]" in text, text
+    # b is a string: grouped by its collation key (utf8mb4_general_ci), its value one row's
+    assert "GroupingSets rolled up from merged states sets=[(collation_key(b), c), (collation_key(b)), ()]" in text, text
+    assert "HashAggregate partial keys=[collation_key(b), c]" in text, text
     text = "\n".join(r[0] for r in con.execute("EXPLAIN SELECT b, COUNT(DISTINCT a) FROM t GROUP BY ROLLUP(b)"))
-    assert "GroupingSets each set from the rows sets=[(b), ()]" in text, text
+    assert "GroupingSets each set from the rows sets=[(collation_key(b)), ()]" in text, text
 
 
 @pytest.mark.parametrize("sql, message", [
