@@ -283,7 +283,8 @@ class LeafActor:
                        collect: bool, csn: Optional[int] = None) -> tuple[int, list, list[str]]:
         """Mark the rows ``matcher`` (engine.sql.dml.RowMatcher) selects in this leaf's partitions
         ``keys`` of the table, on threads (one per partition): durable stores write their delete
-        bitmaps and sync them (``prepare_delete``), memory stores hold their kept rows until commit.
+        bitmaps and sync them (``prepare_delete``), memory stores hold their new deletion bitmaps
+        until commit.
         Returns (rows matched, the matched rows themselves when ``collect``: an UPDATE's driver
         computes their new versions, the partitions given a WAL record). A failure aborts the whole
         transaction here."""

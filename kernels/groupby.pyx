@@ -437,6 +437,46 @@ def dense_codes(const code_t[::1] codes, const uint8_t[::1] validity, Py_ssize_t
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
+def mix_codes(const code_t[::1] codes, const uint8_t[::1] validity, Py_ssize_t bit_offset,
+              Py_ssize_t num_values, int64_t scale, int64_t[::1] out):
+    """Add one dictionary column's digit to mixed-radix row codes: ``out[i] += code * scale``, a
+    null row's code being ``num_values`` (so the column's radix is ``num_values + 1``).
+
+    Parameters
+    ----------
+    codes : ndarray of an integer dtype
+        Dictionary indices, in ``[0, num_values)`` where valid.
+    validity : ndarray[uint8] or None
+    bit_offset : int
+    num_values : int
+        Dictionary size.
+    scale : int
+        Product of the radixes of the columns mixed in before this one.
+    out : ndarray[int64], same length as ``codes``
+        Modified: the running row codes.
+    """
+    cdef Py_ssize_t i, n = codes.shape[0], bad = -1
+    cdef int64_t c
+    if out.shape[0] != n:
+        raise ValueError(f"out has {out.shape[0]} slots for {n} codes")
+    cdef const uint8_t *valid = _validity_ptr(validity, bit_offset, n)
+    with nogil:
+        for i in range(n):
+            if _valid(valid, bit_offset + i):
+                c = <int64_t>codes[i]
+                if <uint64_t>c >= <uint64_t>num_values:
+                    bad = i
+                    break
+            else:
+                c = num_values
+            out[i] += c * scale
+    if bad >= 0:
+        raise ValueError(f"row {bad} has dictionary code {codes[bad]} outside a dictionary of "
+                         f"{num_values} entries")
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def count_codes(const code_t[::1] codes, const uint8_t[::1] validity, Py_ssize_t bit_offset,
                 int64_t[::1] counts):
     """COUNT(*) per dictionary code, no hashing: ``counts[codes[i]] += 1`` (null rows in the last
@@ -568,6 +608,13 @@ def _words(arr):
     return values.astype(np.int64, copy=False).reshape(n, 1)
 
 
+# Several dictionary-encoded key columns are grouped on their combined codes when a batch has at
+# least _MIN_COMBINED_ROWS rows and the codes combine in at most _MAX_COMBINED_CODES ways (the
+# direct-address table of ``dense_codes``: 8 bytes a combination, allocated per batch).
+_MIN_COMBINED_ROWS = 1024
+_MAX_COMBINED_CODES = 1 << 20
+
+
 class Factorizer:
     """Dense group ids for the keys of a stream of batches.
 
@@ -665,7 +712,10 @@ class Factorizer:
             self._chunks[0].append(arr.take(pa.array(new_rows)))
         return ids
 
-    def _factorize_many(self, columns, n):
+    def _factorize_many(self, columns, n, combine=True):
+        coded = self._factorize_code_combinations(columns, n) if combine else None
+        if coded is not None:
+            return coded
         width = self._table.width
         rows = np.empty((n, width), dtype=np.int64)
         nulls = np.zeros(n, dtype=np.int64)
@@ -692,6 +742,30 @@ class Factorizer:
             for chunks, arr in zip(self._chunks, columns):
                 chunks.append(arr.take(taken))
         return ids
+
+    def _factorize_code_combinations(self, columns, n):
+        """Ids of rows whose key columns are all dictionary arrays with few combinations of codes,
+        else None: each row's codes become one mixed-radix number (``mix_codes``), numbered by
+        ``dense_codes`` (a direct-address table, no hashing), and only the first row of each
+        combination is factorized by value (the rows are not hashed one by one)."""
+        if n < _MIN_COMBINED_ROWS or not all(pa.types.is_dictionary(c.type) for c in columns):
+            return None
+        radix = 1
+        for arr in columns:
+            radix *= len(arr.dictionary) + 1
+            if radix > _MAX_COMBINED_CODES:
+                return None
+        combined = np.zeros(n, dtype=np.int64)
+        scale = 1
+        for arr in columns:
+            indices = arr.indices
+            codes = np.frombuffer(indices.buffers()[1], dtype=indices.type.to_pandas_dtype(),
+                                  count=len(indices), offset=indices.offset * (indices.type.bit_width // 8))
+            mix_codes(codes, _validity(indices), indices.offset, len(arr.dictionary), scale, combined)
+            scale *= len(arr.dictionary) + 1
+        local = np.empty(n, dtype=np.int64)
+        first = pa.array(dense_codes(combined, None, 0, scale, local))
+        return self._factorize_many([arr.take(first) for arr in columns], len(first), False).take(local)
 
     def count_keys(self, column):
         """Factorize one key column and add each row to its group's COUNT(*) (``key_counts``),

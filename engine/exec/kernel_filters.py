@@ -175,11 +175,13 @@ class KernelFilter:
             (preds.append(p) if p is not None else rest.append(conjunct))
         return cls(tuple(_fuse_between(preds)), and_all(rest))
 
-    def apply(self, batch: pa.RecordBatch, params: Sequence = ()) -> pa.RecordBatch:
+    def apply(self, batch: pa.RecordBatch, params: Sequence = (), keep: frozenset = frozenset()) -> pa.RecordBatch:
         """The rows of ``batch`` for which the predicate is TRUE (a new batch; input unmodified).
 
         ``batch`` may hold run-end or dictionary encoded columns (a columnstore scan's): the kernels
-        compare them encoded and only the rows kept are decoded, so the result is plain arrays."""
+        compare them encoded and only the rows kept are decoded, so the result is plain arrays —
+        but for the dictionary columns named in ``keep``, which stay dictionary arrays (when no
+        residual predicate has to evaluate the batch)."""
         # Imported here: the evaluator imports this module for in_list_contains.
         from engine.exec.evaluate import evaluate_predicate
 
@@ -194,26 +196,28 @@ class KernelFilter:
                     result = evaluate_predicate(p.source, decode_batch(batch), params)
                 mask = result if mask is None else kernels.and_kleene(mask, result)
             kept = kernels.count_true(mask)
+            keep = keep if self.residual is None else frozenset()
             if kept == 0:
-                batch = decode_batch(batch.slice(0, 0))
+                batch = decode_batch(batch.slice(0, 0), keep=keep)
             elif kept != batch.num_rows:
-                batch = _filter_encoded(batch, mask)
-        batch = decode_batch(batch)
+                batch = _filter_encoded(batch, mask, keep)
+        batch = decode_batch(batch, keep=keep if self.residual is None else frozenset())
         if self.residual is not None and batch.num_rows:
             batch = batch.filter(evaluate_predicate(self.residual, batch, params))
         return batch
 
 
-def _filter_encoded(batch: pa.RecordBatch, mask: pa.BooleanArray) -> pa.RecordBatch:
-    """The rows of ``batch`` where ``mask`` is TRUE, decoded: dictionary columns are filtered
-    before decoding (fewer rows to decode); Arrow has no filter for run-end arrays, so those are
-    decoded first."""
+def _filter_encoded(batch: pa.RecordBatch, mask: pa.BooleanArray, keep: frozenset = frozenset()) -> pa.RecordBatch:
+    """The rows of ``batch`` where ``mask`` is TRUE, decoded (but dictionary columns named in
+    ``keep``): dictionary columns are filtered before decoding (fewer rows to decode); Arrow has no
+    filter for run-end arrays, so those are decoded first."""
     columns = []
-    for column in batch.columns:
+    for name, column in zip(batch.schema.names, batch.columns):
         if pa.types.is_run_end_encoded(column.type):
             column = decode_column(column)
-        columns.append(decode_column(column.filter(mask)))
-    return pa.RecordBatch.from_arrays(columns, schema=decode_batch(batch.slice(0, 0)).schema)
+        column = column.filter(mask)
+        columns.append(column if name in keep and pa.types.is_dictionary(column.type) else decode_column(column))
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
 @functools.lru_cache(maxsize=256)

@@ -87,6 +87,56 @@ def test_factorize_matches_reference(case):
         assert g.equals(w), (g, w)
 
 
+@st.composite
+def coded_key_batches(draw):
+    """Batches of two or three dictionary-encoded string keys, big enough (>= 1024 rows) for the
+    compiled factorizer to group their combined codes: nulls in codes and in dictionaries, a
+    dictionary holding one value twice (as a dictionary of collation keys does), narrow and wide
+    codes, offsets, some batches decoded and some with a new dictionary."""
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    columns = draw(st.integers(2, 3))
+    values = ["a", "A", "b", "", "é", "xyz"]
+    batches = []
+    for _ in range(draw(st.integers(1, 3))):
+        n = draw(st.sampled_from([1024, 1500, 3000]))
+        batch = []
+        for _ in range(columns):
+            size = int(rng.integers(1, 7))
+            dictionary = pa.array([values[i] if rng.random() > 0.1 else None
+                                   for i in rng.integers(0, len(values), size)] + ["a"], pa.string())
+            codes = rng.integers(0, len(dictionary), n + 1)
+            mask = rng.random(n + 1) < draw(st.sampled_from([0.0, 0.05]))
+            index_type = draw(st.sampled_from([pa.int8(), pa.int32(), pa.uint16()]))
+            arr = pa.DictionaryArray.from_arrays(pa.array(codes, index_type, mask=mask), dictionary).slice(1)
+            batch.append(arr.dictionary_decode() if rng.random() < 0.1 else arr)
+        batches.append(batch)
+    return [pa.string()] * columns, batches
+
+
+@needs_compiled
+@SETTINGS
+@given(coded_key_batches())
+def test_combined_dictionary_codes_match_reference(case):
+    types, batches = case
+    got_ids, got_keys, got_n = _run(compiled, types, batches)
+    want_ids, want_keys, want_n = _run(reference, types, batches)
+    assert got_n == want_n
+    for g, w in zip(got_ids, want_ids):
+        np.testing.assert_array_equal(g, w)
+    for g, w in zip(got_keys, want_keys):
+        assert g.equals(w), (g, w)
+
+
+@needs_compiled
+def test_mix_codes_nulls_and_bad_codes():
+    arr = pa.array([1, None, 0], pa.int16())
+    out = np.array([1, 1, 1], dtype=np.int64)
+    compiled.mix_codes(np.array([1, 0, 0], dtype=np.int16), np.frombuffer(arr.buffers()[0], np.uint8), 0, 2, 10, out)
+    assert out.tolist() == [11, 21, 1]               # a null is code 2 of a dictionary of 2
+    with pytest.raises(ValueError, match="row 1 has dictionary code 5"):
+        compiled.mix_codes(np.array([0, 5], dtype=np.int32), None, 0, 2, 1, np.zeros(2, dtype=np.int64))
+
+
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
 def test_nulls_form_one_group_in_first_occurrence_order(impl):
     ids, keys = impl.factorize([pa.array([None, 5, None, 5, -1], pa.int64())])

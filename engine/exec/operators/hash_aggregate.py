@@ -11,7 +11,7 @@ import kernels
 from engine.errors import BadDataError
 from engine.exec import decimal64, decimal128
 from engine.exec.collation_keys import collation_keys
-from engine.exec.evaluate import evaluate_array
+from engine.exec.evaluate import evaluate, evaluate_array
 from engine.exec.extended_aggregates import FUNCTIONS, builtin_by_ids, group_ids, is_extended
 from engine.exec.operators.base import PhysicalOperator, TaskContext, accounted, table_to_batches
 from engine.exec.operators.exchange import ExchangeSourceExec
@@ -163,8 +163,9 @@ def _first_value_per_key(occurring: list, uniques: pa.Array, value_type: pa.Data
 
 class _FirstValues:
     """ANY_VALUE on the kernels' group-by path, of any type (GROUP BY a string keeps one row's value
-    beside its collation key): each group's value is its first row's, taken when the group appears
-    (ids of new groups are the next integers, so one ``np.unique`` of the new ids finds them)."""
+    beside its collation key): each group's value is its first row's, taken when the group appears.
+    A factorizer numbers new groups in order of their first rows, so the first row of each new group
+    is where the running maximum of the ids grows (one pass, no sort of the ids)."""
 
     def __init__(self):
         self.chunks: list = []
@@ -179,10 +180,11 @@ class _FirstValues:
         if ids is None:                    # keyless: the first row
             self.chunks.append(values.slice(0, 1))
         else:
-            ids = np.asarray(ids)
-            new = np.flatnonzero(ids >= self.groups)
-            _, first = np.unique(ids[new], return_index=True)
-            self.chunks.append(values.take(pa.array(new[first])))
+            running = np.maximum.accumulate(np.asarray(ids))
+            grows = np.flatnonzero(running[1:] > running[:-1]) + 1
+            first = np.concatenate([[0], grows]) if running[0] >= self.groups else grows
+            first = first[running[first] >= self.groups]
+            self.chunks.append(values.take(pa.array(first)))
         self.groups = num_groups
 
     def result(self, num_groups: int) -> pa.Array:
@@ -198,6 +200,25 @@ def _as_state_type(values, arg_type):
             and not pa.types.is_dictionary(values.type):
         return values.cast(arg_type)
     return values
+
+
+def _reads_coded(e: Expr, columns) -> bool:
+    """Whether ``e`` is a column of ``columns`` or its collation key: an expression that keeps a
+    dictionary array's codes (``_evaluate_coded``)."""
+    if isinstance(e, Call) and e.op == "collation_key":
+        e = e.args[0]
+    return isinstance(e, ColumnRef) and e.id in columns
+
+
+def _evaluate_coded(e: Expr, batch: pa.RecordBatch, params) -> pa.Array:
+    """``evaluate_array`` of an expression ``_reads_coded``, a dictionary array left encoded (its
+    type is the expression's over codes; ``evaluate_array`` would cast it to the plain type)."""
+    result = evaluate(e, batch, params)
+    if isinstance(result, pa.ChunkedArray):
+        result = result.combine_chunks()
+    if pa.types.is_dictionary(result.type):
+        return result
+    return evaluate_array(e, batch, params)
 
 
 @dataclass(frozen=True)
@@ -409,11 +430,17 @@ class HashAggregateExec(PhysicalOperator):
             return
         states = self._kernel_states(final=False)
         if states is not None:
+            coded = self._coded_columns()
+            coded_keys = [_reads_coded(e, coded) for _, e in self.keys]
+            coded_args = [call.func == "any_value" and _reads_coded(call.arg, coded) for _, call in self.aggregates]
+
             def key_columns(batch):
-                return [evaluate_array(e, batch, ctx.params) for _, e in self.keys]
+                return [_evaluate_coded(e, batch, ctx.params) if direct else evaluate_array(e, batch, ctx.params)
+                        for direct, (_, e) in zip(coded_keys, self.keys)]
 
             def state_columns(batch):
-                args = {i: evaluate_array(call.arg, batch, ctx.params)
+                args = {i: _evaluate_coded(call.arg, batch, ctx.params) if coded_args[i]
+                        else evaluate_array(call.arg, batch, ctx.params)
                         for i, (_, call) in enumerate(self.aggregates) if call.arg is not None}
                 return [args.get(i) for i, *_ in states]
 
@@ -425,8 +452,10 @@ class HashAggregateExec(PhysicalOperator):
                 for batch in table.cast(self._state_schema()).to_batches():
                     spilled[0].add(batch)
 
-            result = self._aggregate_with_kernels(self.input.execute(partition, ctx), key_columns,
-                                                  state_columns, states, memory, spill if self.keys else None)
+            batches = self._input_keeping_dictionaries(partition, ctx, coded) if coded else \
+                self.input.execute(partition, ctx)
+            result = self._aggregate_with_kernels(batches, key_columns, state_columns, states, memory,
+                                                  spill if self.keys else None)
             results = [result]
             if spilled:                   # partitioned hash aggregation: merge each partition's states
                 spill(result)
@@ -522,6 +551,34 @@ class HashAggregateExec(PhysicalOperator):
             yield from table_to_batches(result.cast(self.schema))
         else:
             yield from table_to_batches(self._finish(result))
+
+    def _coded_columns(self) -> frozenset:
+        """Ids of the string columns of the scan below that only group keys read (``k`` or its
+        collation key ``collation_key(k)``) or ``ANY_VALUE(k)`` beside them: stored
+        dictionary-encoded, they reach the factorizer as dictionary arrays (a key of a dictionary is
+        a dictionary of keys over the same codes, ``engine.exec.collation_keys``), so each distinct
+        code of a batch is keyed and hashed once and no row is decoded."""
+        if not isinstance(self.input, ScanExec) or not self.keys:
+            return frozenset()
+        strings = {f.id for f in self.input.fields if pa.types.is_string(f.type.to_arrow())}
+        others = set()          # columns some other expression reads (it would need them decoded)
+        for _, e in self.keys:
+            if not _reads_coded(e, strings):
+                others |= e.column_ids()
+        for _, call in self.aggregates:
+            if call.arg is not None and not (call.func == "any_value" and _reads_coded(call.arg, strings)):
+                others |= call.arg.column_ids()
+        return frozenset(i for _, e in self.keys if _reads_coded(e, strings)
+                         for i in e.column_ids() if i not in others)
+
+    def _input_keeping_dictionaries(self, partition: int, ctx: TaskContext, coded: frozenset):
+        scan = self.input
+        batches = scan.execute_keeping_dictionaries(partition, ctx, coded)
+        if ctx.profile is not None:      # what the scan's own execute does (base._profiled)
+            batches = ctx.profile.measure(scan, iter(batches))
+        if ctx.deadline is not None:
+            batches = ctx.deadline.guard(batches)
+        return batches
 
     def _distinct_counts_on_kernels(self) -> bool:
         """Whether this is a keyless ``single`` aggregate of COUNT(DISTINCT x) only, each argument of

@@ -48,6 +48,13 @@ class ScanExec(PhysicalOperator):
         return next((column for column, op, _ in bounds if op == "index"), None)
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        return self.execute_keeping_dictionaries(partition, ctx, frozenset())
+
+    def execute_keeping_dictionaries(self, partition: int, ctx: TaskContext,
+                                     keep: frozenset) -> Iterator[pa.RecordBatch]:
+        """:meth:`execute`, except that the columns of fields ``keep`` stored dictionary-encoded
+        leave the scan as dictionary arrays of their type (a group-by above factorizes the codes,
+        not the strings; ``HashAggregateExec``). Every other column is plain."""
         ids = [f.id for f in self.fields]
         # Simple conjuncts (column <op> constant, IN, LIKE 'abc%') run in the filter kernels.
         predicate = KernelFilter.of(and_all(list(self.filters))) if self.filters else None
@@ -65,7 +72,10 @@ class ScanExec(PhysicalOperator):
                 batch = f.apply(batch)
             if not batch.num_rows:
                 continue
-            batch = predicate.apply(batch, ctx.params) if predicate is not None else decode_batch(batch)
+            if predicate is not None:
+                batch = predicate.apply(batch, ctx.params, keep)
+            else:
+                batch = decode_batch(batch, keep=keep)
             if batch.num_rows:
                 yield batch
         if ctx.profile is not None:
