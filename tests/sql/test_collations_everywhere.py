@@ -182,3 +182,32 @@ def test_string_shard_keys_place_rows_by_collation_key_so_joins_are_colocated():
         assert Counter({ci(k): n for k, n in got}) == Counter(map(ci, left)) and len(got) == len(set(map(ci, left)))
     finally:
         con.close()
+
+
+def test_a_table_placed_before_collated_placement_keeps_its_placement(tmp_path):
+    """The catalog records a table's placement (engine.catalog.TableDef.collated_placement): a catalog
+    written before it had none, and its string-key tables are read as placed by the stored values, so
+    their joins move both sides again (correct for rows of either placement)."""
+    from engine.storage.columnstore.files import read_checked_json, write_checked_json
+    con = engine.connect(data_dir=str(tmp_path))
+    con.execute("CREATE TABLE a (k VARCHAR(10), x INT, SHARD KEY (k))")
+    con.execute("CREATE TABLE b (k VARCHAR(10), y INT, SHARD KEY (k))")
+    con.execute("INSERT INTO a VALUES ('q', 1), ('Q ', 2), ('r', 3)")
+    con.execute("INSERT INTO b VALUES ('Q', 10), ('R', 20)")
+    join = "SELECT x, y FROM a JOIN b ON a.k = b.k ORDER BY x"
+    assert "[colocated]" in "\n".join(r[0] for r in rows(con, "EXPLAIN " + join))
+    con.close()
+    path = tmp_path / "catalog.json"
+    document, _ = read_checked_json(path, "catalog")
+    for database in document["databases"]:
+        for table in database["tables"]:
+            assert table.pop("collated_placement") is True
+    write_checked_json(path, document)
+    con = engine.connect(data_dir=str(tmp_path))
+    try:
+        plan = "\n".join(r[0] for r in rows(con, "EXPLAIN " + join))
+        assert plan.count("Exchange repartition") == 2, plan
+        con.execute("INSERT INTO a VALUES ('R  ', 4)")
+        assert rows(con, join) == [(1, 10), (2, 10), (3, 20), (4, 20)]
+    finally:
+        con.close()
