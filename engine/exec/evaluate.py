@@ -46,11 +46,12 @@ def literal_scalar(value, sql_type: SqlType) -> pa.Scalar:
 
 
 class _BatchKeys(threading.local):
-    """The collation keys of the last batch's columns this thread computed: a predicate such as TPC-H
-    Q19's ``(brand = .. AND container IN ..) OR (brand = .. AND ...) OR ...`` keys each column once
-    per batch, not once per mention. Holding the batch keeps its identity (and memory) unique."""
+    """The collation keys of columns computed during this thread's outermost ``evaluate`` call, for
+    its batch: a predicate such as TPC-H Q19's ``(brand = .. AND container IN ..) OR (brand = .. AND
+    ...) OR ...`` keys each column once per batch, not once per mention. Dropped when that call
+    returns, so nothing outlives it."""
     batch = None
-    keys: dict = {}
+    keys: Optional[dict] = None
 
 
 _BATCH_KEYS = _BatchKeys()
@@ -58,8 +59,8 @@ _BATCH_KEYS = _BatchKeys()
 
 def _column_key(expr: Call, batch: pa.RecordBatch) -> Datum:
     memo = _BATCH_KEYS
-    if memo.batch is not batch:
-        memo.batch, memo.keys = batch, {}
+    if memo.batch is not batch:         # a nested evaluation over other rows (CASE's branches)
+        return _collation_key(expr, evaluate(expr.args[0], batch))
     key = memo.keys.get((expr.args[0].id, expr.options))
     if key is None:
         key = memo.keys[(expr.args[0].id, expr.options)] = _collation_key(expr, evaluate(expr.args[0], batch))
@@ -67,6 +68,17 @@ def _column_key(expr: Call, batch: pa.RecordBatch) -> Datum:
 
 
 def evaluate(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> Datum:
+    memo = _BATCH_KEYS
+    if memo.batch is not None or not isinstance(expr, Call):
+        return _evaluate(expr, batch, params)
+    memo.batch, memo.keys = batch, {}          # the outermost call: its batch's keys are shared below
+    try:
+        return _evaluate(expr, batch, params)
+    finally:
+        memo.batch = memo.keys = None
+
+
+def _evaluate(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> Datum:
     if isinstance(expr, ColumnRef):
         try:
             return batch.column(expr.id)
