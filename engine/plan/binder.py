@@ -311,9 +311,18 @@ class Binder(FunctionBinding):
             expanding.discard(view.qualified_name.lower())
         return self._derived(plan, list(view.columns) or names, alias, scope)
 
-    def bind_on(self, on: Optional[exp.Expression], scope: Scope) -> list[Expr]:
-        """The conjuncts of a join's ON condition, bound in ``scope``."""
-        return [self.bind_expr(c, ExprContext(scope, clause="ON")) for c in (_split_and(on) if on is not None else [])]
+    def bind_on(self, on: Optional[exp.Expression], scope: Scope) -> tuple[list[Expr], list]:
+        """The conjuncts of a join's ON condition, bound in ``scope``: (plain conjuncts, conjuncts that
+        use subqueries as values, each with its uses: engine.plan.join_subqueries places them)."""
+        plain, valued = [], []
+        for c in _split_and(on) if on is not None else []:
+            uses = SubqueryCollector()
+            bound = self.bind_expr(c, ExprContext(scope, clause="ON", subqueries=uses))
+            if uses.uses:
+                valued.append((bound, uses.uses))
+            else:
+                plain.append(bound)
+        return plain, valued
 
     def bind_table_item(self, node: exp.Expression, scope: Scope, ctes: dict) -> LogicalPlan:
         if isinstance(node, exp.Table):

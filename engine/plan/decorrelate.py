@@ -156,7 +156,7 @@ def push_domain(plan: LogicalPlan, domain: Domain, ids: IdGenerator) -> tuple[Lo
         return Project(child, exprs + tuple((f, f.ref()) for f in d_map.values())), d_map
     if isinstance(plan, Aggregate):
         if plan.grouping_sets:
-            raise UnsupportedError("ROLLUP, CUBE or GROUPING SETS in a correlated subquery")
+            return _push_grouping_sets(plan, domain, ids)
         child, d_map = push_domain(plan.input, domain, ids)
         keys = tuple((f, _sub(e, d_map)) for f, e in plan.keys)
         aggs = tuple((f, substitute(a, d_map_refs(d_map))) for f, a in plan.aggregates)
@@ -202,7 +202,7 @@ def push_domain(plan: LogicalPlan, domain: Domain, ids: IdGenerator) -> tuple[Lo
         child, d_map = push_domain(plan.input, domain, ids)
         return Repeat(child, _sub(plan.count, d_map)), d_map
     if isinstance(plan, Join) and plan.kind == "full":
-        raise UnsupportedError("FULL OUTER JOIN in a correlated subquery")
+        return _push_full_join(plan, domain, ids)
     if isinstance(plan, Join):
         right_correlated = bool(free_refs(plan.right) & outer_ids) or any(
             e.column_ids() & outer_ids for e in node_exprs(plan))
@@ -247,6 +247,59 @@ def push_domain(plan: LogicalPlan, domain: Domain, ids: IdGenerator) -> tuple[Lo
             inputs.append(Project(p, exprs))
         return Union(tuple(inputs), plan.fields + tuple(d_fields.values())), d_fields
     raise UnsupportedError(f"a correlated subquery over {plan.describe().split()[0]}")
+
+
+def _push_grouping_sets(plan: Aggregate, domain: Domain, ids: IdGenerator):
+    """ROLLUP / CUBE / GROUPING SETS per domain value: the domain columns join every grouping set (as
+    keys after the query's own, so the grouping id's bits are unchanged). A grand-total set ``()``
+    yields its row even over no rows; a domain value without rows gets that row from the domain
+    (anti-joined to the groups), COUNT 0 and the other aggregates NULL, every key rolled up."""
+    child, d_map = push_domain(plan.input, domain, ids)
+    keys = tuple((f, _sub(e, d_map)) for f, e in plan.keys)
+    aggs = tuple((f, substitute(a, d_map_refs(d_map))) for f, a in plan.aggregates)
+    grouped_keys = tuple((Field(ids.new("domain"), f.name, f.type, f.nullable), f.ref()) for f in d_map.values())
+    grouped_map = {k: g for k, (g, _) in zip(d_map, grouped_keys)}
+    extra = tuple(range(len(keys), len(keys) + len(grouped_keys)))
+    sets = tuple(s + extra for s in plan.grouping_sets)
+    if () not in plan.grouping_sets:
+        return Aggregate(child, keys + grouped_keys, aggs, sets, plan.grouping_id), grouped_map
+    # the groups under fresh ids; the union of them and the missing totals takes the query's ids
+    fresh = lambda f: Field(ids.new(f.name), f.name, f.type, True)     # noqa: E731
+    inner_gid = fresh(plan.grouping_id) if plan.grouping_id is not None else None
+    inner_keys = tuple((fresh(f), e) for f, e in keys) + tuple((fresh(g), e) for g, e in grouped_keys)
+    grouped = Aggregate(child, inner_keys, tuple((fresh(f), a) for f, a in aggs), sets, inner_gid)
+    inner_map = {k: inner_keys[len(keys) + i][0] for i, k in enumerate(d_map)}
+    d_plan, d_out = domain.make()
+    lkeys, rkeys = null_safe_keys(_domain_pairs(d_out, inner_map))
+    missing = Join(d_plan, grouped, "anti", lkeys, rkeys)
+    exprs = [(fresh(f), Literal(None, f.type)) for f, _ in keys]
+    exprs += [(fresh(g), d_out[k].ref()) for k, (g, _) in zip(d_map, grouped_keys)]
+    for f, a in aggs:
+        zero = Literal(0, f.type) if a.func in ("count", "count_star") else Literal(None, f.type)
+        exprs.append((fresh(f), zero))
+    if plan.grouping_id is not None:
+        everything = (1 << len(keys)) - 1          # every key rolled up
+        exprs.append((fresh(plan.grouping_id), Literal(everything, plan.grouping_id.type)))
+    union = Union((grouped, Project(missing, tuple(exprs))), plan.fields[:len(keys)] + tuple(
+        g for g, _ in grouped_keys) + plan.fields[len(keys):])
+    return union, grouped_map
+
+
+def _push_full_join(plan: Join, domain: Domain, ids: IdGenerator):
+    """A FULL OUTER JOIN per domain value: the domain pushed into both sides (an unmatched row of
+    either side is one per domain value), the sides matched on it too, and the domain column of a
+    joined row is whichever side has it."""
+    left, l_map = push_domain(plan.left, domain, ids)
+    right, r_map = push_domain(plan.right, domain, ids)
+    extra_l, extra_r = null_safe_keys(_domain_pairs(l_map, r_map))
+    lkeys = tuple(_sub(k, l_map) for k in plan.left_keys) + extra_l
+    rkeys = tuple(_sub(k, r_map) for k in plan.right_keys) + extra_r
+    residual = None if plan.residual is None else _sub(_sub(plan.residual, l_map), r_map)
+    joined = Join(left, right, "full", lkeys, rkeys, residual)
+    d_out = {k: Field(ids.new("domain"), f.name, f.type, f.nullable) for k, f in l_map.items()}
+    exprs = tuple((f, f.ref()) for f in joined.fields)
+    exprs += tuple((d_out[k], Call("coalesce", (l_map[k].ref(), r_map[k].ref()), l_map[k].type)) for k in l_map)
+    return Project(joined, exprs), d_out
 
 
 def _push_limit(plan: LogicalPlan, domain: Domain, ids: IdGenerator):

@@ -18,6 +18,7 @@ from sqlglot import exp
 from engine import types as T
 from engine.errors import BindError, UnsupportedError
 from engine.plan.expressions import Call, Expr, and_all, equi_pair
+from engine.plan.join_subqueries import filter_with_subqueries, outer_join_with_subqueries
 from engine.plan.logical import Field, Join, LogicalPlan, MultiJoin, Project, filter_all
 from engine.plan.scope import Relation, Scope
 
@@ -57,7 +58,10 @@ def bind_join_chain(binder: "Binder", first: exp.Expression, joins, scope: Scope
             items, conditions = [joined], []
         else:
             items.append(right)
-            conditions.extend(equalities + binder.bind_on(on, scope))
+            plain, valued = binder.bind_on(on, scope)
+            conditions.extend(equalities + plain)
+            if valued:          # ON is a filter over the chain joined so far
+                items, conditions = [filter_with_subqueries(_close(items, conditions), valued, binder.ids)], []
         if pairs:
             merged = _merge_using(binder, pairs, side, scope, start)
             if merged:
@@ -81,8 +85,11 @@ def outer_join(binder: "Binder", left: LogicalPlan, right: LogicalPlan, kind: st
     filters the right input (it decides only which right rows can match); everything else is the
     residual, evaluated on key-matched pairs (a full join without keys is a nested loop in one task)."""
     left_ids, right_ids = left.field_ids(), right.field_ids()
+    plain, valued = binder.bind_on(on, scope)
+    if valued:
+        return outer_join_with_subqueries(left, right, kind, list(equalities) + plain, valued, binder.ids)
     lkeys, rkeys, residual, right_filters = [], [], [], []
-    for condition in list(equalities) + binder.bind_on(on, scope):
+    for condition in list(equalities) + plain:
         ids = condition.column_ids()
         pair = equi_pair(condition, left_ids, right_ids)
         if pair:
