@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from engine.exec.operators.base import check_statement_deadline
 from engine.optimizer.context import OptimizerContext
+from engine.optimizer.rules.eager_aggregation import eager_aggregation
 from engine.optimizer.rules.existence_joins import existence_joins
 from engine.optimizer.rules.factor_or import factor_or
 from engine.optimizer.rules.order_joins import order_joins
@@ -17,7 +18,9 @@ from engine.plan.logical import LogicalPlan
 # pushed again into the scans of the ordered tree, and columns are pruned last. Inner joins that only
 # prove existence (under a semi join) become semi joins once ordered, so the order saw their true sizes. Transitive predicates
 # read the filters pushdown put on the MultiJoin inputs and add what they imply before joins are ordered.
-RULES = (factor_or, pushdown_filters, transitive_predicates, order_joins, existence_joins, reduce_aggregates, pushdown_filters, top_n, prune_columns)
+# Eager aggregation splits a grouped MultiJoin in two (the part the aggregates read, grouped first, and
+# the inputs that only add group keys) before each part's joins are ordered.
+RULES = (factor_or, pushdown_filters, transitive_predicates, eager_aggregation, order_joins, existence_joins, reduce_aggregates, pushdown_filters, top_n, prune_columns)
 
 
 def optimize_logical(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:

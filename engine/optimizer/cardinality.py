@@ -44,6 +44,10 @@ class StatisticsProvider(Protocol):
     def column_stats(self, table: TableDef, column: str) -> Optional[ColumnStats]: ...
 
 
+# A Values node of at most this many rows has its columns' distinct values counted.
+_VALUES_COUNTED = 10_000
+
+
 class Estimator:
     def __init__(self, stats: StatisticsProvider):
         self.stats = stats
@@ -53,6 +57,7 @@ class Estimator:
         self._computed: dict[str, Expr] = {}      # a projection's computed column -> its expression
         self._noted: list[list[str]] = []     # sources used by the nodes being estimated (innermost last)
         self._skews: dict[tuple[int, int], tuple] = {}   # (id(stats), id(stats)) -> (stats, stats, skew)
+        self._literal_ndv: dict[str, int] = {}    # a small Values' column -> its distinct values
         self._bare_scans: dict[int, tuple[Scan, Scan]] = {}   # id(scan) -> (scan, the scan without filters)
 
     # where a column id comes from (for its NDV and histogram)
@@ -68,6 +73,9 @@ class Estimator:
                     self._computed[f.id] = self._computed[e.id]
                 elif not isinstance(e, ColumnRef):
                     self._computed[f.id] = e
+        elif isinstance(plan, Values) and len(plan.rows) <= _VALUES_COUNTED:
+            for i, f in enumerate(plan.fields):       # a literal table's distinct values, counted
+                self._literal_ndv[f.id] = len({row[i] for row in plan.rows if row[i] is not None})
         elif isinstance(plan, Aggregate):
             for f, e in plan.keys:
                 if isinstance(e, ColumnRef) and e.id in self._origins:
@@ -86,6 +94,9 @@ class Estimator:
     def ndv(self, column_id: str, within: LogicalPlan) -> float:
         rows = self.rows(within)
         origin = self._origins.get(column_id)
+        if origin is None and column_id in self._literal_ndv:
+            self._note("rows")
+            return max(1.0, min(float(self._literal_ndv[column_id]), rows))
         if origin is None and column_id in self._computed:
             return max(1.0, min(self._expression_ndv(self._computed[column_id], within), rows))
         if origin is None:
