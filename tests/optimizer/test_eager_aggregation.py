@@ -1,4 +1,6 @@
-"""Eager aggregation (engine/optimizer/rules/eager_aggregation.py) gives DuckDB's answers: string keys
+"""Eager aggregation (engine/optimizer/rules/eager_aggregation.py) and, under a GROUP BY that reads a
+set (no aggregates, MIN / MAX, DISTINCT ones), inner joins turned semi joins
+(engine/optimizer/rules/existence_joins.py) give DuckDB's answers: string keys
 from the key side, its join key repeated (a fact row meets two dimension rows, before and after), NULL join keys and
 NULL measures, COUNT(*) / COUNT(x) / SUM / MIN / MAX, keys from both sides, several key inputs."""
 import numpy as np
@@ -68,3 +70,19 @@ def test_every_query_here_is_rewritten(both):
         plan = "\n".join(r[0] for r in con.execute("EXPLAIN " + sql).fetchall())
         grouped = [line for line in plan.splitlines() if "HashAggregate" in line and "f_dim" in line.split("aggs=")[0]]
         assert grouped, plan
+
+
+SETS = [
+    "SELECT DISTINCT d_name, d_city FROM fact, dim, days WHERE f_dim = d_key AND f_day = t_day AND t_month = 2",
+    "SELECT d_name, MAX(d_city), MIN(d_group) FROM fact, dim WHERE f_dim = d_key AND f_qty > 40 GROUP BY d_name",
+    "SELECT d_name, COUNT(DISTINCT d_city) FROM fact JOIN dim ON f_dim = d_key JOIN days ON t_day = f_day "
+    "GROUP BY d_name",
+]
+
+
+@pytest.mark.parametrize("sql", SETS)
+def test_a_grouping_that_reads_a_set_matches_duckdb(both, sql):
+    con, duck = both
+    plan = "\n".join(r[0] for r in con.execute("EXPLAIN " + sql).fetchall())
+    assert "semi" in plan, plan
+    assert_same_rows(con.execute(sql).fetchall(), duck.execute(sql).fetchall())

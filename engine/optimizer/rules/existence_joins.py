@@ -9,7 +9,10 @@ order number with different warehouses: inner, 6.6M pairs at SF 1; as a semi joi
 whose order has another warehouse (and the semi join on ``<>`` needs no pairs at all).
 
 The same holds below the rewritten join (its filtering side is read for existence too) and through
-projections, filters, DISTINCT (an aggregate without aggregate functions) and other semi joins.
+projections, filters, DISTINCT (an aggregate without aggregate functions) and other semi joins; and
+below a GROUP BY whose aggregates are only MIN / MAX / ANY_VALUE or DISTINCT ones (or none), which
+reads its input as a set as well: TPC-DS q37 / q82 group items that have inventory and catalog sales,
+and joined inner, each item's inventory rows met each of its sales.
 
 >>> from engine import types as T
 >>> from engine.plan.logical import Field, Values
@@ -33,6 +36,8 @@ from engine.optimizer.context import OptimizerContext
 from engine.plan.logical import Aggregate, Filter, Join, LogicalPlan, Project
 
 _FILTERING = ("semi", "anti", "anti_null_aware")
+# aggregates that one copy of each input row gives the same result as several
+_DUPLICATE_FREE = ("min", "max", "any_value", "collated_min", "collated_max")
 
 
 def existence_joins(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
@@ -42,6 +47,18 @@ def existence_joins(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
         reduced = as_set(plan.right, _right_reads(plan))
         if reduced is not None:
             return dataclasses.replace(plan, right=reduced)
+    if isinstance(plan, Aggregate) and plan.keys and not plan.grouping_sets and \
+            all(c.distinct or c.func in _DUPLICATE_FREE for _, c in plan.aggregates):
+        # GROUP BY without aggregates (DISTINCT) or with only MIN / MAX / DISTINCT ones reads a set too
+        reads: set[str] = set()
+        for _, e in plan.keys:
+            reads |= e.column_ids()
+        for _, c in plan.aggregates:
+            for a in c.arguments():
+                reads |= a.column_ids()
+        reduced = as_set(plan.input, reads)
+        if reduced is not None:
+            return dataclasses.replace(plan, input=reduced)
     return plan
 
 
