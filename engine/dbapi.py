@@ -72,7 +72,9 @@ STRING = DBAPITypeObject("STRING", "CHAR", "VARCHAR", "TEXT", "TINYTEXT", "MEDIU
                          "ENUM", "SET", "JSON")
 BINARY = DBAPITypeObject("BINARY", "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB")
 NUMBER = DBAPITypeObject("NUMBER", "BOOLEAN", "BOOL", "BIT", "TINYINT", "SMALLINT", "MEDIUMINT", "INT",
-                         "INTEGER", "BIGINT", "DECIMAL", "NUMERIC", "FLOAT", "DOUBLE", "REAL")
+                         "INTEGER", "BIGINT", "DECIMAL", "NUMERIC", "FLOAT", "DOUBLE", "REAL",
+                         "TINYINT UNSIGNED", "SMALLINT UNSIGNED", "MEDIUMINT UNSIGNED", "INT UNSIGNED",
+                         "BIGINT UNSIGNED")
 DATETIME = DBAPITypeObject("DATETIME", "DATE", "DATETIME", "TIMESTAMP", "TIME", "YEAR")
 ROWID = DBAPITypeObject("ROWID")  # Canopy has no row-id type; this equals no column type
 

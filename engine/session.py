@@ -375,7 +375,8 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             raise MemoryLimitError(f"out of memory (memory_limit = {format_bytes(statement_memory_limit.get() or 0)}): "
                                    f"{error}") from None
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as error:
-            raise BadDataError(str(error).split("\n")[0]) from error
+            from engine.exec.arrow_errors import sql_message
+            raise BadDataError(sql_message(str(error))) from error
         except RecursionError:
             raise UnsupportedError("statement nested too deeply") from None
         except Exception as error:   # an engine bug: typed, with its cause attached for the report

@@ -19,7 +19,7 @@ from typing import Callable
 
 from engine import collation
 from engine.catalog import Catalog, ColumnDef, TableDef
-from engine.types import BIGINT, DATETIME, TEXT, SqlType
+from engine.types import BIGINT, DATETIME, TEXT, SqlType, integer_range
 
 DATABASE = "information_schema"
 
@@ -163,7 +163,7 @@ def column_rows(catalog: Catalog) -> list[tuple]:
             is_string = t.kind == "string"
             rows.append(("def", table.database, table.name, column.name, position,
                          None if not column.has_default or column.default is None else str(column.default),
-                         "YES" if column.nullable else "NO", t.name.lower(),
+                         "YES" if column.nullable else "NO", t.name.split()[0].lower(),
                          (t.length or 65535) if is_string else None,
                          (t.precision if t.kind == "decimal" else _int_digits(t)) if t.is_numeric else None,
                          (t.scale if t.kind == "decimal" else 0 if t.kind == "int" else None) if t.is_numeric
@@ -176,4 +176,7 @@ def column_rows(catalog: Catalog) -> list[tuple]:
 
 
 def _int_digits(t: SqlType):
-    return {8: 3, 16: 5, 32: 10, 64: 19}.get(t.bits) if t.kind == "int" else {32: 12, 64: 22}.get(t.bits)
+    bounds = integer_range(t)
+    if bounds is not None:              # MySQL's NUMERIC_PRECISION: the digits of the declared range
+        return len(str(bounds[1]))
+    return {32: 12, 64: 22}.get(t.bits)

@@ -31,6 +31,11 @@ class SqlType:
     precision: int = 0             # decimals
     scale: int = 0                 # decimals
     length: Optional[int] = None   # CHAR(n) / VARCHAR(n)
+    # integers declared UNSIGNED. Arrow holds them in the next wider signed type (TINYINT UNSIGNED in
+    # int16, INT UNSIGNED in int64: ``bits`` is that storage width) and BIGINT UNSIGNED as
+    # DECIMAL(20, 0) (kind "decimal"): every operator already handles those types. The declared range
+    # (:func:`integer_range`) is checked where values enter a column and after unsigned arithmetic.
+    unsigned: bool = False
     # strings: the collation declared (a column's COLLATE, an expression's COLLATE / BINARY), None for
     # the server's default (engine/collation.py). Not part of type equality: a collation changes how
     # values compare, not what they are or how they are stored.
@@ -66,6 +71,8 @@ class SqlType:
         return replace(self, collation=collation)
 
     def __str__(self) -> str:
+        if self.unsigned:
+            return self.name
         if self.kind == "decimal":
             return f"DECIMAL({self.precision},{self.scale})"
         if self.length is not None:
@@ -83,6 +90,11 @@ INT = SqlType("int", "INT", bits=32)
 BIGINT = SqlType("int", "BIGINT", bits=64)
 FLOAT = SqlType("float", "FLOAT", bits=32)
 DOUBLE = SqlType("float", "DOUBLE", bits=64)
+UTINYINT = SqlType("int", "TINYINT UNSIGNED", bits=16, unsigned=True)
+USMALLINT = SqlType("int", "SMALLINT UNSIGNED", bits=32, unsigned=True)
+UMEDIUMINT = SqlType("int", "MEDIUMINT UNSIGNED", bits=32, unsigned=True)
+UINT = SqlType("int", "INT UNSIGNED", bits=64, unsigned=True)
+UBIGINT = SqlType("decimal", "BIGINT UNSIGNED", precision=20, scale=0, unsigned=True)
 TEXT = SqlType("string", "TEXT")
 DATE = SqlType("date", "DATE")
 DATETIME = SqlType("datetime", "DATETIME")
@@ -126,9 +138,9 @@ def from_arrow(t: pa.DataType) -> SqlType:
 
 # sqlglot DataType names -> constructor (the binder passes sqlglot's DType name and parameters)
 _SIMPLE_TYPES = {
-    "TINYINT": TINYINT, "UTINYINT": SMALLINT, "SMALLINT": SMALLINT, "USMALLINT": INT,
-    "MEDIUMINT": MEDIUMINT, "UMEDIUMINT": INT, "INT": INT, "UINT": BIGINT, "BIGINT": BIGINT,
-    "UBIGINT": decimal_type(20, 0), "BOOLEAN": BOOLEAN, "BIT": BOOLEAN,
+    "TINYINT": TINYINT, "UTINYINT": UTINYINT, "SMALLINT": SMALLINT, "USMALLINT": USMALLINT,
+    "MEDIUMINT": MEDIUMINT, "UMEDIUMINT": UMEDIUMINT, "INT": INT, "UINT": UINT, "BIGINT": BIGINT,
+    "UBIGINT": UBIGINT, "BOOLEAN": BOOLEAN, "BIT": BOOLEAN,
     "FLOAT": FLOAT, "DOUBLE": DOUBLE, "DATE": DATE, "DATETIME": DATETIME, "TIMESTAMP": TIMESTAMP,
     "DATETIME64": DATETIME, "TIMESTAMPTZ": TIMESTAMP,  # sqlglot reads MySQL TIMESTAMP as TIMESTAMPTZ
     "TIMESTAMPLTZ": DATETIME,
@@ -162,6 +174,29 @@ def from_sql_name(name: str, params: tuple[int, ...] = ()) -> SqlType:
 
 
 # -- type rules ---------------------------------------------------------------------------------
+# the values each integer type holds as MySQL declares them (MEDIUMINT is 24 bits, stored in 32)
+_RANGES = {
+    "TINYINT": (-2**7, 2**7 - 1), "SMALLINT": (-2**15, 2**15 - 1), "MEDIUMINT": (-2**23, 2**23 - 1),
+    "INT": (-2**31, 2**31 - 1), "BIGINT": (-2**63, 2**63 - 1),
+    "TINYINT UNSIGNED": (0, 2**8 - 1), "SMALLINT UNSIGNED": (0, 2**16 - 1),
+    "MEDIUMINT UNSIGNED": (0, 2**24 - 1), "INT UNSIGNED": (0, 2**32 - 1), "BIGINT UNSIGNED": (0, 2**64 - 1),
+}
+
+
+def integer_range(t: SqlType) -> Optional[tuple[int, int]]:
+    """The smallest and largest value of an integer type as declared (None for other types)."""
+    if t.kind == "int" or t.unsigned:
+        return _RANGES.get(t.name) or _RANGES[{8: "TINYINT", 16: "SMALLINT", 32: "INT", 64: "BIGINT"}[t.bits]]
+    return None
+
+
+def signed(t: SqlType) -> SqlType:
+    """The signed type that holds the values of ``t`` and their negations (-x of an unsigned x)."""
+    if not t.unsigned:
+        return t
+    return decimal_type(20, 0) if t.kind == "decimal" else from_arrow(t.to_arrow())
+
+
 def _integer_digits(t: SqlType) -> int:
     return {8: 3, 16: 5, 32: 10, 64: 19}[t.bits]
 
@@ -186,7 +221,9 @@ def common_type(a: SqlType, b: SqlType, context: str = "") -> SqlType:
     if b.kind == "null":
         return a
     if a.kind == b.kind == "int":
-        return a if a.bits >= b.bits else b
+        wider = a if a.bits >= b.bits else b
+        # INT UNSIGNED with a signed INT: a signed type holding both (MySQL: BIGINT)
+        return wider if a.unsigned == b.unsigned else signed(wider)
     if a.kind == b.kind == "datetime":
         return DATETIME                  # DATETIME and TIMESTAMP: same values, different names
     if a.kind == b.kind == "float":
@@ -224,6 +261,11 @@ def arithmetic_type(op: str, a: SqlType, b: SqlType, context: str = "") -> SqlTy
         return arithmetic_type(op, other, other, context)
     if "float" in (a.kind, b.kind) or "string" in (a.kind, b.kind):
         return DOUBLE
+    integral = all(t.kind in ("int", "bool") or t.unsigned for t in (a, b))
+    if op in ("+", "-", "*") and integral and (a.unsigned or b.unsigned):
+        # MySQL: an unsigned operand makes integer + - * BIGINT UNSIGNED; a result below 0 (or above
+        # 2^64 - 1) is an error, checked by the evaluator
+        return UBIGINT
     if op in ("+", "-", "*", "%") and a.kind in ("int", "bool") and b.kind in ("int", "bool"):
         return BIGINT
     da, db = as_decimal(a), as_decimal(b)
@@ -262,7 +304,10 @@ def python_type_of(value) -> SqlType:
     if isinstance(value, bool):
         return BOOLEAN
     if isinstance(value, int):
-        return BIGINT if -2**63 <= value < 2**63 else decimal_type(min(38, len(str(abs(value)))), 0)
+        if -2**63 <= value < 2**63:
+            return BIGINT
+        # MySQL types 9223372036854775808 .. 18446744073709551615 BIGINT UNSIGNED, larger ones DECIMAL
+        return UBIGINT if 0 < value < 2**64 else decimal_type(min(38, len(str(abs(value)))), 0)
     if isinstance(value, float):
         return DOUBLE
     if isinstance(value, decimal.Decimal):

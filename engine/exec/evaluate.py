@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kernels
-from engine.exec import decimal64, decimal128
+from engine.exec import arrow_errors, decimal64, decimal128, unsigned
 from engine.exec.collation_keys import collation_keys, list_keys
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
@@ -139,8 +139,10 @@ def fold_constant(expr: Expr, params: Sequence = ()) -> Literal:
 
 
 def _data_error(expr: Call, error: Exception) -> BadDataError:
-    message = str(error).split("\n")[0]
-    return BadDataError(f"cannot evaluate {expr}: {message}")
+    """MySQL's words for a value an operation cannot produce: 'BIGINT value is out of range in
+    '(a + 1)'', 'Incorrect DATE value: 'x' in CAST('x' AS DATE)' (no Arrow wording)."""
+    message = arrow_errors.sql_message(str(error), str(expr.type) if expr.type.kind != "null" else None)
+    return BadDataError(f"{message} in '{expr}'")
 
 
 def _is_scalar(d: Datum) -> bool:
@@ -184,6 +186,8 @@ def _arith(expr: Call, a: Datum, b: Datum, name: str) -> Datum:
     if rt.kind == "int":
         return getattr(pc, name + "_checked")(_as_type(a, rt), _as_type(b, rt))
     a, b = _decimal_operand(a), _decimal_operand(b)
+    if rt.unsigned:
+        return _unsigned_arith(expr, a, b, name)
     fast = decimal64.arith(name, a, b, rt.to_arrow())      # exact int64 path when values allow it
     if fast is not None:
         return fast
@@ -197,6 +201,19 @@ def _arith(expr: Call, a: Datum, b: Datum, name: str) -> Datum:
             pc.subtract_checked(a, b).cast(rt.to_arrow())
     # multiply: exact 128-bit products (256-bit in flight), rounded when MySQL caps the scale at 30
     return decimal128.multiply(_whole(a), _whole(b), rt.to_arrow())
+
+
+def _unsigned_arith(expr: Call, a: Datum, b: Datum, name: str) -> Datum:
+    """BIGINT UNSIGNED + - *: exact in a wider decimal, then MySQL's range check (error 1690)."""
+    if name == "multiply":
+        try:
+            exact = decimal128.multiply(_whole(a), _whole(b), pa.decimal128(38, 0))
+        except decimal128.DecimalOverflow:
+            raise BadDataError(f"BIGINT UNSIGNED value is out of range in '{expr}'") from None
+    else:
+        wide = pa.decimal128(30, 0)
+        exact = getattr(pc, name + "_checked")(a.cast(wide), b.cast(wide))
+    return unsigned.checked(exact, expr)
 
 
 def _whole(d: Datum) -> Union[pa.Array, pa.Scalar]:
@@ -468,10 +485,46 @@ def _collated_extreme(beats, name: str, args: list):
 # --- casts ----------------------------------------------------------------------------------------
 @function("cast")
 def _cast(expr, a):
+    """CAST, and the binder's implicit conversions. Text to a number reads MySQL's way outside writes:
+    its leading number, 0 without one (``'abc' = 0`` is true, ``'12abc' + 1`` is 13); a cast marked
+    ``strict`` (a value entering a column, a DEFAULT) leaves a bad value an error."""
+    if "strict" in expr.options or not pa.types.is_string(a.type) or not _is_number(expr.type):
+        return _cast_value(expr, a)
+    try:
+        return _cast_value(expr, a)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        integer = expr.type.kind == "int" and not expr.type.unsigned
+        return _cast_value(expr, _leading_number(a, integer))
+
+
+def _is_number(t: SqlType) -> bool:
+    return t.kind in ("int", "decimal", "float")
+
+
+_LEADING_INTEGER = r"^\s*(?P<n>[+-]?[0-9]+)"
+_LEADING_NUMBER = r"^\s*(?P<n>[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+
+
+def _leading_number(s: Datum, integer: bool) -> Datum:
+    """The leading number of each string ('12abc' -> '12', ' 1.5e2x' -> '1.5e2'), '0' where there is
+    none: MySQL's reading of text as a number (it warns 'Truncated incorrect ... value')."""
+    if isinstance(s, pa.ChunkedArray):
+        s = s.combine_chunks()
+    found = pc.struct_field(pc.extract_regex(s, _LEADING_INTEGER if integer else _LEADING_NUMBER), [0])
+    return pc.if_else(pc.and_(pc.is_null(found), pc.is_valid(s)), "0", found)
+
+
+def _cast_value(expr, a):
     target = expr.type.to_arrow()
+    if expr.type.unsigned and expr.type.kind == "decimal" and not expr.args[0].type.unsigned:
+        return unsigned.to_unsigned(a)          # CAST(x AS UNSIGNED): wraps and clips as MySQL
     if a.type == target:
         return a
     source = a.type
+    if expr.args[0].type.unsigned and expr.args[0].type.kind == "decimal" and pa.types.is_integer(target):
+        a = source = unsigned.to_signed(a)      # CAST(x AS SIGNED) of a BIGINT UNSIGNED wraps
+        if a.type == target:
+            return a
     if pa.types.is_decimal(target) and pa.types.is_decimal(source):
         return decimal128.rescale(_whole(a), target)        # rounded half away, checked
     if pa.types.is_decimal(target) and pa.types.is_floating(source):

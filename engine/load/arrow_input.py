@@ -21,6 +21,8 @@ import pyarrow.compute as pc
 
 from engine.catalog import ColumnDef, TableDef
 from engine.errors import BadDataError, BindError, ConstraintError, UnsupportedError
+from engine.exec.arrow_errors import sql_message, sql_type_word
+from engine.exec.integer_range import first_out_of_range
 from engine.load.delimited import _first_failing
 
 
@@ -76,13 +78,16 @@ def _converted(values: pa.ChunkedArray, column: ColumnDef, source: str, first_ro
     if values.type != target:
         if pa.types.is_dictionary(values.type):
             values = values.cast(values.type.value_type)
+        if pa.types.is_integer(values.type) or pa.types.is_decimal(values.type) and values.type.scale == 0:
+            _check_range(values, column, source, first_row)     # before a narrowing cast can fail on it
         try:
             values = values.cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
             row = _first_failing(values, lambda chunk: chunk.cast(target))
             if row is None:
-                raise BadDataError(f"{source}: column {column.name!r}: cannot convert {values.type} to "
-                                   f"{column.type}: {error}") from None
+                raise BadDataError(f"{source}: column {column.name!r}: cannot convert "
+                                   f"{sql_type_word(str(values.type))} to {column.type}: "
+                                   f"{sql_message(str(error), str(column.type))}") from None
             raise BadDataError(f"{source}: row {first_row + row + 1}, column {column.name!r}: cannot "
                                f"convert {values[row].as_py()!r} to {column.type}") from None
     _check(values, column, source, first_row)
@@ -101,6 +106,7 @@ def _check(values: pa.ChunkedArray, column: ColumnDef, source: str, first_row: i
             row = pc.index(pc.greater(lengths, sql_type.length), True).as_py()
             raise BadDataError(f"{source}: row {first_row + row + 1}, column {column.name!r}: value of "
                                f"{lengths[row].as_py()} characters is too long for {sql_type}")
+    _check_range(values, column, source, first_row)         # INT UNSIGNED in int64, MEDIUMINT in int32
     if sql_type.kind == "decimal" and len(values) > values.null_count:
         limit = 10 ** (sql_type.precision - sql_type.scale)
         low, high = pc.min_max(values).values()
@@ -109,6 +115,13 @@ def _check(values: pa.ChunkedArray, column: ColumnDef, source: str, first_row: i
             row = pc.index(pc.greater_equal(pc.abs(values.cast(wide)), pa.scalar(limit).cast(wide)), True).as_py()
             raise BadDataError(f"{source}: row {first_row + row + 1}, column {column.name!r}: value "
                                f"{values[row].as_py()} is out of range for {sql_type}")
+
+
+def _check_range(values: pa.ChunkedArray, column: ColumnDef, source: str, first_row: int) -> None:
+    row = first_out_of_range(values, column.type)
+    if row is not None:
+        raise BadDataError(f"{source}: row {first_row + row + 1}, column {column.name!r}: Out of range value "
+                           f"{values[row].as_py()} for {column.type}")
 
 
 def _default(column: ColumnDef, num_rows: int, source: str) -> pa.Array:

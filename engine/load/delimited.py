@@ -45,6 +45,7 @@ import pyarrow.csv as pacsv
 
 from engine.catalog import TableDef
 from engine.errors import BadDataError, BindError, ConstraintError, ExecutionError, UnsupportedError
+from engine.exec.integer_range import out_of_range
 from engine.load.load_data import LoadDataStatement
 from engine.types import TEXT, SqlType
 
@@ -476,6 +477,11 @@ class _Reader:
             if longest is not None and longest > sql_type.length:
                 self._reject(pc.greater(lengths, sql_type.length), "constraint", _TOO_LONG, lambda row: self._bad(
                     row, field, f"value of {lengths[row].as_py()} characters is too long for {sql_type}"))
+        # INT UNSIGNED is read as int64, MEDIUMINT as int32: the declared range is checked here
+        outside = out_of_range(values, sql_type)
+        if outside is not None:
+            self._reject(outside, "parser", _BAD_VALUE, lambda row: self._bad(
+                row, field, f"Out of range value {values[row].as_py()} for {sql_type}"))
         if sql_type.kind == "decimal" and len(values) > values.null_count:
             # pyarrow's CSV reader checks the scale but not the precision of a decimal.
             limit = 10 ** (sql_type.precision - sql_type.scale)
@@ -582,6 +588,9 @@ class _Reader:
         if row is None:
             return BadDataError(f"LOAD DATA {self.path}: column {field.label!r}: {detail}")
         what = "invalid UTF-8 text" if sql_type.kind == "string" else f"invalid value for {sql_type}"
+        text = raw[row].as_py()
+        if sql_type.kind == "int" and re.fullmatch(rb"\s*[+-]?[0-9]+\s*", text or b""):
+            what = f"Out of range value {text.decode().strip()} for {sql_type}"    # a number beyond the type
         return self._bad(row, field, what)
 
     def _bad(self, row: int, field: _Field, what: str) -> BadDataError:

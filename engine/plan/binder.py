@@ -1055,8 +1055,11 @@ class Binder(FunctionBinding):
         a = self.bind_expr(node.this, ctx)
         if isinstance(a, Literal) and a.value is not None and a.type.is_numeric:
             # copy_negate is exact; a Decimal's unary minus rounds to the context's 28 digits
-            return Literal(a.value.copy_negate() if isinstance(a.value, decimal.Decimal) else -a.value, a.type)
-        return self._fold(Call("negate", (a,), a.type))
+            if isinstance(a.value, int) and not isinstance(a.value, bool):
+                return Literal(-a.value, T.python_type_of(-a.value))    # -9223372036854775808 is a BIGINT
+            return Literal(a.value.copy_negate() if isinstance(a.value, decimal.Decimal) else -a.value,
+                           T.signed(a.type))
+        return self._fold(Call("negate", (a,), T.signed(a.type)))      # -x of an UNSIGNED x is signed
 
     def _bind_Not(self, node, ctx) -> Expr:
         a = self._as_bool(self.bind_expr(node.this, ctx))
@@ -1561,6 +1564,9 @@ def _fits_exactly(literal: Literal, target: T.SqlType) -> bool:
     value = literal.value
     if value is None or isinstance(value, bool) or literal.type.kind not in ("int", "decimal"):
         return False
+    bounds = T.integer_range(target)
+    if bounds is not None and not (bounds[0] <= value <= bounds[1]):
+        return False        # -1 against an UNSIGNED column: compared as numbers, not cast (and wrapped)
     if target.kind == "int":
         bits = target.bits
         # an integer beyond BIGINT is typed DECIMAL(p, 0) but is still a Python int

@@ -8,6 +8,7 @@ per column at the same boundary as the DB-API's fetch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,10 +62,14 @@ def _info(f: pa.Field) -> ColumnInfo:
 
 def _wire_column(info: ColumnInfo, arrow_type: pa.DataType) -> WireColumn:
     base = info.sql_type.split("(", 1)[0].strip().upper()
+    unsigned = base.endswith(" UNSIGNED")
+    base = base.removesuffix(" UNSIGNED")
     column_type = COLUMN_TYPES.get(base, ColumnType.VAR_STRING)
     binary = base in BINARY_TYPES
     charset = CharacterSet.binary if binary else CharacterSet.utf8mb4
     flags = ColumnDefinition(0)
+    if unsigned:
+        flags |= ColumnDefinition.UNSIGNED_FLAG
     if not info.nullable:
         flags |= ColumnDefinition.NOT_NULL_FLAG
     if binary:
@@ -106,8 +111,27 @@ def _text_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return column.cast(pa.string())
 
 
-def binary_rows(table: pa.Table) -> list[tuple]:
+def binary_rows(table: pa.Table, columns: Optional[list[WireColumn]] = None) -> list[tuple]:
     """The rows of ``table`` as typed Python values (the binary protocol's encoders take them)."""
     if table.num_columns == 0:
         return [()] * table.num_rows
+    if columns is not None:
+        table = pa.Table.from_arrays([_binary_column(c, w) for c, w in zip(table.columns, columns)],
+                                     names=table.column_names)
     return list(zip(*(column.to_pylist() for column in table.columns)))
+
+
+# the binary protocol's encoders pack integers signed: an UNSIGNED value goes as the signed integer
+# of the same bits (two's complement), which the client reads back as unsigned by the column's flag
+_SIGNED_WIDTH = {ColumnType.SHORT: 16, ColumnType.LONG: 32, ColumnType.LONGLONG: 64}
+
+
+def _binary_column(column: pa.ChunkedArray, wire: WireColumn) -> pa.ChunkedArray:
+    bits = _SIGNED_WIDTH.get(wire.result_column.type)
+    if bits is None or not wire.flags & ColumnDefinition.UNSIGNED_FLAG:
+        return column
+    if pa.types.is_decimal(column.type):
+        from engine.exec.unsigned import to_signed
+        return to_signed(column)
+    big = pc.greater(column, pa.scalar(2 ** (bits - 1) - 1, column.type))
+    return pc.if_else(big, pc.subtract(column, pa.scalar(2 ** bits, pa.int64())), column)

@@ -396,7 +396,8 @@ class WireConnection(Connection):
         # a few values are converted here on the loop; more on the thread pool, not to hold up other clients
         small = result.table.num_rows * max(result.table.num_columns, 1) <= SMALL_RESULT_VALUES
         if binary:
-            rows = binary_rows(result.table) if small else await self.session.call(binary_rows, result.table)
+            rows = binary_rows(result.table, columns) if small else \
+                await self.session.call(binary_rows, result.table, columns)
             self.stream.write_many([packets.make_binary_resultrow(row, result_columns) for row in rows])
         else:
             rows = text_rows(result.table) if small else await self.session.call(text_rows, result.table)

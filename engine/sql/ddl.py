@@ -218,8 +218,12 @@ def constant_of_type(node: exp.Expression, sql_type: T.SqlType, binder: Binder, 
     bound = binder.bind_expr(node, ExprContext(Scope(), clause=what))
     if bound.type.kind == "null":
         return None
+    bounds = T.integer_range(sql_type)
+    if bounds is not None and isinstance(bound, Literal) and bound.type.kind in ("int", "decimal", "float") \
+            and not bounds[0] <= round(bound.value) <= bounds[1]:
+        raise BadDataError(f"{what}: Out of range value {bound.value} for {sql_type}")   # before a cast wraps it
     try:
-        value = fold_constant(Call("cast", (bound,), sql_type)) if bound.type != sql_type else bound
+        value = fold_constant(Call("cast", (bound,), sql_type, ("strict",))) if bound.type != sql_type else bound
     except BadDataError as error:
         raise BadDataError(f"{what}: {error}") from None
     if not isinstance(value, Literal):

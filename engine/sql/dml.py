@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from engine import types as T
 from engine.catalog import ColumnDef, TableDef
 from engine.errors import BadDataError, BindError, ConstraintError
+from engine.exec import integer_range
 from engine.exec.evaluate import evaluate_array
 from engine.plan.expressions import Call, ColumnRef, Expr, Literal
 
@@ -57,21 +58,64 @@ def conform_to_table(data: pa.Table, source_types: Sequence[T.SqlType], table: T
             array = pa.array(np.full(rows, None, dtype=object) if value is None else [value] * rows, type=target) \
                 if rows else pa.array([], type=target)
         else:
-            source_type = source_types[index]
-            array = batch.column(index)
-            if array.type != target:
-                ref = ColumnRef(batch.schema.names[index], source_type, column.name)
-                try:
-                    array = evaluate_array(Call("cast", (ref,), column.type), batch)
-                except BadDataError as error:
-                    raise BadDataError(f"value for column {column.name!r} of {table.name} does not fit "
-                                       f"{column.type}: {error}") from None
+            array = _converted(batch, index, source_types[index], column, first_row)
             _check_length(array, column, table, first_row)
         if not column.nullable and array.null_count:
             row = first_row + int(np.flatnonzero(pc.is_null(array).to_numpy(zero_copy_only=False))[0])
             raise ConstraintError(f"column {column.name!r} of {table.name} cannot be NULL (row {row})")
         arrays.append(array)
     return pa.Table.from_arrays(arrays, schema=table.arrow_schema)
+
+
+# integers read from any source for the range check: every value MySQL could round into a column
+_EXACT_INTEGER = T.decimal_type(30, 0)
+
+
+def _converted(batch: pa.RecordBatch, index: int, source_type: T.SqlType, column: ColumnDef,
+               first_row: int) -> pa.Array:
+    """Column ``index`` of ``batch`` cast to ``column``'s type; a value outside an integer column's
+    declared range (INT UNSIGNED and -1, MEDIUMINT and 2^23) or that does not convert is MySQL's
+    strict-mode error, naming the column and the row."""
+    array, target = batch.column(index), column.type.to_arrow()
+    ref = ColumnRef(batch.schema.names[index], source_type, column.name)
+    if not integer_range.holds(source_type, column.type):
+        exact = array
+        if not (pa.types.is_integer(array.type) or pa.types.is_decimal(array.type) and array.type.scale == 0):
+            exact = _cast_or_explain(batch, ref, _EXACT_INTEGER, column, first_row)
+        row = integer_range.first_out_of_range(exact, column.type)
+        if row is not None:
+            raise BadDataError(f"Out of range value for column {column.name!r} at row {first_row + row}")
+        if exact is not array:
+            return exact.cast(target)           # whole and in range: the cast is exact
+    if array.type == target:
+        return array
+    return _cast_or_explain(batch, ref, column.type, column, first_row)
+
+
+def _cast_or_explain(batch: pa.RecordBatch, ref: ColumnRef, to: T.SqlType, column: ColumnDef,
+                     first_row: int) -> pa.Array:
+    """``CAST(ref AS to)`` over ``batch``; a value that does not convert is named with its row (found by
+    bisection, only once the cast has failed), in MySQL's words rather than Arrow's."""
+    cast = Call("cast", (ref,), to, ("strict",))
+    try:
+        return evaluate_array(cast, batch)
+    except BadDataError:
+        pass
+    low, high = 0, batch.num_rows               # the first bad value lies in rows [low, high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        try:
+            evaluate_array(cast, batch.slice(low, middle - low))
+            low = middle
+        except BadDataError:
+            high = middle
+    value = batch.column(ref.id)[low].as_py()
+    if ref.type.kind == "string":
+        kind = "int" if column.type.unsigned else column.type.kind
+        what = {"int": "integer", "decimal": "decimal", "float": "double"}.get(kind, str(column.type).lower())
+        raise BadDataError(f"Incorrect {what} value: {value!r} for column {column.name!r} at row "
+                           f"{first_row + low}") from None
+    raise BadDataError(f"Out of range value for column {column.name!r} at row {first_row + low}") from None
 
 
 def _as_batch(data: pa.Table) -> pa.RecordBatch:

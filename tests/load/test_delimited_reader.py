@@ -189,7 +189,7 @@ def test_unparsable_date_and_int_overflow(tmp_path):
     message = bad(write(tmp_path, "1,1998-01-01\n2,1998-13-01\n"), tbl)
     assert "line 2, column 'day': invalid value for DATE" in message
     message = bad(write(tmp_path, "1,1998-01-01\n99999999999,1998-01-01\n"), tbl)
-    assert "line 2, column 'k': invalid value for INT" in message
+    assert "line 2, column 'k': Out of range value 99999999999 for INT" in message
 
 
 @pytest.mark.parametrize("precision, value", [(5, "1000.00"), (15, "12345678901234.5"), (15, "-1e13")])

@@ -6,6 +6,7 @@ on Canopy and compares the two, which is what keeps the expectations here honest
 A case is a list of steps on a fresh database:
 * ``"SQL"``: a statement that must succeed;
 * ``("SQL", ERROR)``: a statement that must fail (IntegrityError for a duplicate key);
+  ``("SQL", ERROR, "fragment")``: and its message must contain ``fragment``;
 * ``("SQL", ROWCOUNT, n)``: a statement whose affected-row count must be ``n``;
 * ``(QUERY, "SELECT ...", rows)``: a query and the rows it must return, in order.
 Only SQL that MySQL, MariaDB and Canopy all accept is used (every table's unique keys contain its
@@ -89,4 +90,53 @@ CASES: dict[str, list] = {
                    "INSERT INTO t VALUES (3, 'c')", "SAVEPOINT b", "UPDATE t SET v = 'z'", "ROLLBACK TO SAVEPOINT b",
                    (QUERY, ALL, [(2, "b"), (3, "c")]), "ROLLBACK TO a", ("ROLLBACK TO SAVEPOINT b", ERROR),
                    "RELEASE SAVEPOINT a", "COMMIT", (QUERY, ALL, [(2, "b")])],
+    # issue 14 / 16: MySQL's integer ranges, UNSIGNED, text read as a number
+    "integer columns hold their declared range": [
+        "CREATE TABLE n (id INT PRIMARY KEY, a TINYINT UNSIGNED, b INT UNSIGNED, c BIGINT UNSIGNED, "
+        "d MEDIUMINT, e SMALLINT UNSIGNED)",
+        "INSERT INTO n VALUES (1, 255, 4294967295, 18446744073709551615, 8388607, 65535), (2, 0, 0, 0, -8388608, 0)",
+        ("INSERT INTO n (id, a) VALUES (3, 1), (4, -1)", ERROR, "Out of range value for column 'a' at row 2"),
+        ("INSERT INTO n (id, a) VALUES (3, 256)", ERROR, "Out of range value for column 'a' at row 1"),
+        ("INSERT INTO n (id, b) VALUES (3, 4294967296)", ERROR, "Out of range value for column 'b'"),
+        ("INSERT INTO n (id, b) VALUES (3, '-1')", ERROR, "Out of range value for column 'b'"),
+        ("INSERT INTO n (id, c) VALUES (3, -1)", ERROR, "Out of range value for column 'c'"),
+        ("INSERT INTO n (id, c) VALUES (3, 18446744073709551616)", ERROR, "Out of range value for column 'c'"),
+        ("INSERT INTO n (id, d) VALUES (3, 8388608)", ERROR, "Out of range value for column 'd'"),
+        ("INSERT INTO n (id, e) VALUES (3, 65536)", ERROR, "Out of range value for column 'e'"),
+        ("UPDATE n SET a = a + 1", ERROR, "Out of range value for column 'a'"),
+        ("UPDATE n SET b = b - 1", ERROR, "BIGINT UNSIGNED value is out of range"),
+        ("UPDATE n SET e = d", ERROR, "Out of range value for column 'e'"),
+        ("INSERT INTO n (id, b) SELECT id + 10, d FROM n", ERROR, "Out of range value for column 'b'"),
+        "UPDATE n SET b = b - 1 WHERE b > 0",
+        (QUERY, "SELECT id, a, b, c, d, e FROM n ORDER BY id",
+         [(1, 255, 4294967294, 18446744073709551615, 8388607, 65535), (2, 0, 0, 0, -8388608, 0)])],
+    "CAST AS UNSIGNED and SIGNED": [
+        (QUERY, "SELECT CAST(-1 AS UNSIGNED), CAST(-9223372036854775808 AS UNSIGNED), CAST('abc' AS UNSIGNED), "
+                "CAST('-1' AS UNSIGNED), CAST(' 12x' AS UNSIGNED), CAST(-1.5 AS UNSIGNED), CAST(1.5 AS UNSIGNED), "
+                "CAST(2.5e0 AS UNSIGNED), CAST(1e20 AS UNSIGNED), CAST(18446744073709551616 AS UNSIGNED)",
+         [(18446744073709551615, 9223372036854775808, 0, 18446744073709551615, 12, 0, 2, 2,
+           18446744073709551615, 18446744073709551615)]),
+        (QUERY, "SELECT CAST(18446744073709551615 AS SIGNED), CAST(CAST(-5 AS UNSIGNED) AS SIGNED), "
+                "-CAST(1 AS UNSIGNED), CAST('12.7x' AS SIGNED), CAST('abc' AS SIGNED)", [(-1, -5, -1, 12, 0)])],
+    "unsigned arithmetic": [
+        "CREATE TABLE n (id INT PRIMARY KEY, a BIGINT UNSIGNED, b INT UNSIGNED, c INT)",
+        "INSERT INTO n VALUES (1, 18446744073709551615, 4294967295, -5), (2, 1, 0, 5)",
+        (QUERY, "SELECT a - 1, b * 2, b + c, b / 2 FROM n WHERE id = 1",
+         [(18446744073709551614, 8589934590, 4294967290, "2147483647.5000")]),
+        ("SELECT a + 1 FROM n", ERROR, "BIGINT UNSIGNED value is out of range"),
+        ("SELECT b - c FROM n", ERROR, "BIGINT UNSIGNED value is out of range"),
+        ("SELECT a * 2 FROM n", ERROR, "BIGINT UNSIGNED value is out of range"),
+        ("SELECT CAST(1 AS UNSIGNED) - 2", ERROR, "BIGINT UNSIGNED value is out of range"),
+        ("SELECT 18446744073709551615 + 1", ERROR, "BIGINT UNSIGNED value is out of range"),
+        ("SELECT 9223372036854775807 + 1", ERROR, "BIGINT value is out of range"),
+        (QUERY, "SELECT COUNT(*) FROM n WHERE b > -1 AND a <> -1", [(2,)])],
+    "text compared with and added to numbers": [
+        "CREATE TABLE s (id INT PRIMARY KEY, v VARCHAR(10))",
+        "INSERT INTO s VALUES (1, 'abc'), (2, '12abc'), (3, ' 7'), (4, NULL), (5, '-1.5e1x')",
+        (QUERY, "SELECT id FROM s WHERE v = 0", [(1,)]),
+        (QUERY, "SELECT id FROM s WHERE v = 12", [(2,)]),
+        (QUERY, "SELECT id FROM s WHERE v < 1 ORDER BY id", [(1,), (5,)]),
+        (QUERY, "SELECT id, v + 1 FROM s ORDER BY id", [(1, 1.0), (2, 13.0), (3, 8.0), (4, None), (5, -14.0)]),
+        ("INSERT INTO s VALUES ('abc', 'x')", ERROR, "Incorrect integer value: 'abc'"),
+        ("INSERT INTO s VALUES ('12abc', 'x')", ERROR)],
 }

@@ -217,11 +217,9 @@ class _Rewrite:
             if self.columns[i].name.lower() in self._key_columns() and not self.columns[i].nullable:
                 column = dataclasses.replace(column, nullable=False)     # a primary key column stays NOT NULL
             self._rename(self.columns[i].name, column.name)
-            source = self.sources[i]
-            if column.type != self.columns[i].type:
-                source = exp.Cast(this=source, to=definition.args["kind"].copy())
+            # the old values as they are: the rewrite converts them to the new type as an INSERT would
+            # (strict: 'a' into INT, -1 into INT UNSIGNED fail the ALTER)
             self.columns[i] = column
-            self.sources[i] = source
             if action.args.get("position") is not None:
                 raise UnsupportedError("MODIFY COLUMN ... FIRST / AFTER")
         elif isinstance(action, exp.RenameColumn):
