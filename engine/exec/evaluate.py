@@ -257,8 +257,20 @@ def _null_if_zero(b: Datum) -> Datum:
     return pc.if_else(zero, pa.scalar(None, b.type), b)
 
 
+def _refuse_zero_divisor(expr: Call, a: Datum, b: Datum) -> None:
+    """MySQL's error 1365 where the binder marked a division of an INSERT / UPDATE (strict mode with
+    ERROR_FOR_DIVISION_BY_ZERO): a non-NULL value divided by 0. Elsewhere x / 0 is NULL."""
+    if not expr.options or expr.options[0] != "zero_divisor_is_error":
+        return
+    zero = pc.and_(pc.equal(b, pa.scalar(0).cast(b.type) if not pa.types.is_null(b.type) else b), pc.is_valid(a))
+    found = zero.as_py() if isinstance(zero, pa.Scalar) else pc.any(zero).as_py()
+    if found:
+        raise BadDataError("Division by 0")
+
+
 @function("divide")
 def _divide(expr, a, b):
+    _refuse_zero_divisor(expr, a, b)
     rt = expr.type
     if rt.kind == "float":
         return pc.divide(_as_type(a, rt), _as_type(_null_if_zero(b), rt))
@@ -269,6 +281,7 @@ def _divide(expr, a, b):
 
 @function("int_divide")
 def _int_divide(expr, a, b):
+    _refuse_zero_divisor(expr, a, b)
     if _is_inexact(a) or _is_inexact(b):
         q = pc.divide(a.cast(pa.float64()), _null_if_zero(b).cast(pa.float64()))
         return pc.trunc(q).cast(pa.int64())
@@ -277,6 +290,7 @@ def _int_divide(expr, a, b):
 
 @function("mod")
 def _mod(expr, a, b):
+    _refuse_zero_divisor(expr, a, b)
     rt = expr.type
     if rt.kind == "float":
         af, bf = a.cast(pa.float64()), _null_if_zero(b).cast(pa.float64())
@@ -862,12 +876,18 @@ def _datediff(expr, a, b):
 
 @function("current_date")
 def _current_date(expr):
-    return pa.scalar(datetime.date.today(), pa.date32())
+    return pa.scalar(_utc_now().date(), pa.date32())
 
 
 @function("now")
 def _now(expr):
-    return pa.scalar(datetime.datetime.now().replace(microsecond=0), pa.timestamp("us"))
+    return pa.scalar(_utc_now().replace(microsecond=0), pa.timestamp("us"))
+
+
+def _utc_now() -> datetime.datetime:
+    """The clock in Canopy's session time zone, UTC (``system_time_zone``; SET time_zone accepts only UTC),
+    whatever the host's TZ."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 # MySQL's string and date function library lives in its own modules; importing them registers it.

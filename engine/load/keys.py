@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from engine import collation
 from engine.catalog import TableDef, UniqueKey
 from engine.exec.collation_keys import collation_keys
-from engine.errors import ConstraintError, UnsupportedError
+from engine.errors import ConstraintError
 
 MAX_WARNINGS = 64          # MySQL's max_error_count: SHOW WARNINGS lists at most this many
 DUPLICATE_CODE = 1062      # MySQL's ER_DUP_ENTRY
@@ -201,28 +201,58 @@ def replace_rows(runner, table: TableDef, rows: pa.Table) -> int:
 def upsert_rows(runner, table: TableDef, rows: pa.Table, update: Callable[[pa.Table, pa.Table], pa.Table]) -> int:
     """ON DUPLICATE KEY UPDATE: insert the rows without a conflict; replace each stored row a new row
     conflicts with by ``update(old rows, new rows)`` (aligned tables of the table's schema), in one
-    statement. MySQL's count: 1 per row inserted, 2 per row changed, 0 per row left as it was."""
-    for key in table.unique_keys:
-        again = repeated(rows, key, collations=collations_of(table))
-        if again.any():
-            raise UnsupportedError(f"ON DUPLICATE KEY UPDATE with two new rows of one key "
-                                   f"({duplicate_message(key, rows, int(np.flatnonzero(again)[0]))[16:]})")
+    statement. New rows sharing a key apply in order, as MySQL's do: the first inserts (or updates the
+    stored row), the next updates what the first left. MySQL's count: 1 per row inserted, 2 per row
+    changed, 0 per row left as it was."""
+    waves = _waves(table, rows)
     hit = conflicts(runner, table, rows)
+    counted = [0]
+
+    def resolve(stored: pa.Table) -> pa.Table:
+        """The rows that replace ``stored`` (the stored rows some new row conflicts with) and the new
+        rows that insert, after applying every wave of new rows in order."""
+        current, count = stored, 0
+        for wave in waves:
+            new = rows.take(pa.array(wave))
+            old_index, new_index = _pairs(table, current, new) if current.num_rows else (np.zeros(0, int),) * 2
+            before = current.take(pa.array(old_index))
+            after = update(before, new.take(pa.array(new_index)))
+            count += 2 * int(_differs(before, after).sum())
+            inserted = np.ones(new.num_rows, dtype=bool)
+            inserted[new_index] = False
+            kept = np.ones(current.num_rows, dtype=bool)
+            kept[old_index] = False
+            count += int(inserted.sum())
+            current = pa.concat_tables([current.filter(pa.array(kept)), after, new.filter(pa.array(inserted))])
+        counted[0] = count
+        return current
+
     if not hit.any():
-        return runner.insert(table, rows)
-    fresh, clashing = rows.filter(pa.array(~hit)), rows.filter(pa.array(hit))
-    changed = [0]
+        runner.insert(table, resolve(table.arrow_schema.empty_table()))
+        return counted[0]
 
     def rewrite(deleted: list) -> pa.Table:
-        old = pa.Table.from_batches(deleted, schema=table.arrow_schema) if deleted else table.arrow_schema.empty_table()
-        old_index, new_index = _pairs(table, old, clashing)
-        before = old.take(pa.array(old_index))
-        after = update(before, clashing.take(pa.array(new_index)))
-        changed[0] = int(_differs(before, after).sum())
-        return pa.concat_tables([after, fresh])
+        return resolve(pa.Table.from_batches(deleted, schema=table.arrow_schema) if deleted
+                       else table.arrow_schema.empty_table())
 
-    runner.delete_rows(table, matcher_for(table, clashing), rewrite)
-    return fresh.num_rows + 2 * changed[0]
+    runner.delete_rows(table, matcher_for(table, rows.filter(pa.array(hit))), rewrite)
+    return counted[0]
+
+
+def _waves(table: TableDef, rows: pa.Table) -> list[np.ndarray]:
+    """``rows``' indexes in the order MySQL applies them, grouped: each group holds no two rows of one
+    unique key, and a row comes after every earlier row it shares a key with. One group when the
+    keys of ``rows`` are all distinct (the common case: one vectorised pass)."""
+    collations = collations_of(table)
+    remaining, waves = np.arange(rows.num_rows), []
+    while len(remaining):
+        part = rows.take(pa.array(remaining))
+        later = np.zeros(len(remaining), dtype=bool)
+        for key in table.unique_keys:
+            later |= repeated(part, key, collations=collations)
+        waves.append(remaining[~later])
+        remaining = remaining[later]
+    return waves
 
 
 def _pairs(table: TableDef, old: pa.Table, new: pa.Table) -> tuple[np.ndarray, np.ndarray]:

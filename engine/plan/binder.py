@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import decimal
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -116,6 +117,12 @@ class _Lifted:
 
 
 _CHECK_EVERY = 1024         # expressions bound between two checks of statement_timeout
+
+
+# MySQL's strict mode with ERROR_FOR_DIVISION_BY_ZERO: while an INSERT or UPDATE is bound (the session
+# sets this, engine.sql.handlers.writes), x / 0, x DIV 0 and x MOD 0 of a non-NULL x are errors there
+strict_division: ContextVar[bool] = ContextVar("strict_division", default=False)
+ZERO_DIVISOR_IS_ERROR = "zero_divisor_is_error"
 
 
 class Binder(FunctionBinding):
@@ -977,8 +984,10 @@ class Binder(FunctionBinding):
                 if side.type.kind not in ("bool", "null", "int"):
                     raise TypeMismatchError(f"{op.upper()} needs boolean operands, got {side.type} in {node_name(node)}")
             return self._fold(Call(op, (self._as_bool(a), self._as_bool(b)), T.BOOLEAN))
+        division = (ZERO_DIVISOR_IS_ERROR,) if op in ("divide", "mod", "int_divide") and strict_division.get() \
+            else ()
         if op == "int_divide":
-            return self._fold(Call(op, (a, b), T.BIGINT))
+            return self._fold(Call(op, (a, b), T.BIGINT, division))
         symbol = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "mod": "%"}[op]
         if a.type.is_temporal or b.type.is_temporal:
             raise TypeMismatchError(f"operator {symbol} on {a.type} and {b.type} in {node_name(node)}; "
@@ -988,7 +997,7 @@ class Binder(FunctionBinding):
         if b.type.kind == "string":
             b = self.coerce(b, T.DOUBLE)
         result = T.arithmetic_type(symbol, a.type, b.type, node_name(node))
-        return self._fold(Call(op, (a, b), result))
+        return self._fold(Call(op, (a, b), result, division))
 
     def _as_bool(self, e: Expr) -> Expr:
         if e.type.kind == "int":

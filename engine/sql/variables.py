@@ -10,7 +10,8 @@ treats a ``SET``:
 
 * ``settable``: any value is recorded and reported back; Canopy honours it (``character_set_*`` and
   ``collation_connection`` drive the wire server's encoding) or it only describes the client
-  (``sql_mode``, ``time_zone`` ... which MySQL clients set on connect);
+  (``wait_timeout`` ... which MySQL clients set on connect); ``sql_mode`` and ``time_zone`` take only the
+  values Canopy behaves as (engine/sql/sql_modes.py);
 * ``read_only``: ``SET`` fails with MySQL's "read only" error (``version``, ``lower_case_table_names``);
 * ``fixed``: only the value Canopy actually behaves as is accepted (``sql_select_limit`` = DEFAULT), any
   other raises :class:`~engine.errors.UnsupportedError` naming the variable.

@@ -139,4 +139,32 @@ CASES: dict[str, list] = {
         (QUERY, "SELECT id, v + 1 FROM s ORDER BY id", [(1, 1.0), (2, 13.0), (3, 8.0), (4, None), (5, -14.0)]),
         ("INSERT INTO s VALUES ('abc', 'x')", ERROR, "Incorrect integer value: 'abc'"),
         ("INSERT INTO s VALUES ('12abc', 'x')", ERROR)],
+    "ON DUPLICATE KEY UPDATE, new rows sharing a key apply in order": [
+        "CREATE TABLE c (k INT PRIMARY KEY, n INT)", "INSERT INTO c VALUES (2, 100)",
+        ("INSERT INTO c VALUES (1, 1), (1, 2) ON DUPLICATE KEY UPDATE n = n + 10", ROWCOUNT, 3),
+        ("INSERT INTO c VALUES (1, 5), (2, 1), (1, 7), (2, 2), (1, 1) ON DUPLICATE KEY UPDATE n = n * 2 + VALUES(n)",
+         ROWCOUNT, 10),
+        ("INSERT INTO c VALUES (3, 1), (3, 1) ON DUPLICATE KEY UPDATE n = n", ROWCOUNT, 1),
+        (QUERY, "SELECT k, n FROM c ORDER BY k", [(1, 123), (2, 404), (3, 1)])],
+    "SET sql_mode and time_zone": [
+        "SET sql_mode = 'NO_ENGINE_SUBSTITUTION,strict_trans_tables'",
+        (QUERY, "SELECT @@sql_mode", [("STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION",)]),
+        "SET SESSION sql_mode = 'ERROR_FOR_DIVISION_BY_ZERO,STRICT_ALL_TABLES,ONLY_FULL_GROUP_BY'",
+        (QUERY, "SELECT @@session.sql_mode", [("ONLY_FULL_GROUP_BY,STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO",)]),
+        ("SET sql_mode = 'NO_SUCH_MODE'", ERROR),
+        "SET time_zone = '+00:00'", (QUERY, "SELECT @@time_zone", [("+00:00",)]),
+        "SET time_zone = 'SYSTEM'", "SET sql_mode = DEFAULT"],
+    "division by 0 in INSERT and UPDATE (strict mode)": [
+        "CREATE TABLE d (id INT PRIMARY KEY, a INT, b INT)", "INSERT INTO d VALUES (1, 1, 0), (2, NULL, 0)",
+        ("INSERT INTO d VALUES (3, 1 / 0, 1)", ERROR, "Division by 0"),
+        ("INSERT INTO d VALUES (3, 5 DIV 0, 1)", ERROR, "Division by 0"),
+        ("INSERT INTO d VALUES (3, MOD(5, 0), 1)", ERROR, "Division by 0"),
+        ("INSERT INTO d SELECT id + 10, a / b, b FROM d", ERROR, "Division by 0"),
+        ("UPDATE d SET a = 7 WHERE a / b > 0", ERROR, "Division by 0"),
+        "UPDATE d SET a = a / b WHERE id = 2",                      # NULL / 0 is NULL, no error
+        ("DELETE FROM d WHERE a / b > 0", ROWCOUNT, 0),               # a DELETE reads x / 0 as NULL
+        (QUERY, "SELECT id, a / b FROM d ORDER BY id", [(1, None), (2, None)]),
+        "SET sql_mode = 'STRICT_TRANS_TABLES'",                      # without ERROR_FOR_DIVISION_BY_ZERO
+        "INSERT INTO d VALUES (3, 1 / 0, 1)", "SET sql_mode = DEFAULT",
+        (QUERY, "SELECT id, a FROM d ORDER BY id", [(1, 1), (2, None), (3, None)])],
 }

@@ -2,8 +2,8 @@
 ROLLBACK), KILL, and SHOW VARIABLES / STATUS / PROCESSLIST.
 
 A mixin of :class:`engine.session.Session`. Every SET variable listed in ``_SETTERS`` has its real
-effect; any other is refused with NotSupportedError naming it (a client that sets ``sql_mode`` or
-``time_zone`` must not believe Canopy now behaves that way), a name MySQL does not know with its
+effect; any other is refused with NotSupportedError naming it (``sql_mode`` and ``time_zone`` take the
+values Canopy behaves as, see engine/sql/sql_modes.py), a name MySQL does not know with its
 "unknown system variable" error, a read-only one with "read only". ``SET @name`` sets a user variable.
 Reads (``@@name``, ``SHOW VARIABLES``) come from :mod:`engine.sql.variables`.
 """
@@ -256,6 +256,22 @@ def _set_charset(session, name: str, value):
     raise UnsupportedError(f"SET {name} = {value}: Canopy sends and reads text as UTF-8 only (utf8mb4)")
 
 
+def _set_sql_mode(session, name: str, value):
+    from engine.sql.sql_modes import normalized_sql_mode
+    if value is None:                            # SET sql_mode = DEFAULT
+        return lambda: session.variables.system.pop("sql_mode", None)
+    mode = normalized_sql_mode(value)
+    return lambda: session.variables.__setitem__("sql_mode", mode)
+
+
+def _set_time_zone(session, name: str, value):
+    from engine.sql.sql_modes import normalized_time_zone
+    if value is None:
+        return lambda: session.variables.system.pop("time_zone", None)
+    zone = normalized_time_zone(value)
+    return lambda: session.variables.__setitem__("time_zone", zone)
+
+
 def _set_isolation(session, name: str, value):
     if value is None or str(value).upper().replace("-", " ") == _ISOLATION:
         return lambda: None
@@ -274,6 +290,8 @@ _SETTERS = {
     "character_set_connection": _set_charset,
     "character_set_results": _set_charset,
     "collation_connection": _set_charset,
+    "sql_mode": _set_sql_mode,
+    "time_zone": _set_time_zone,
     "transaction_isolation": _set_isolation,
     "tx_isolation": _set_isolation,
 }

@@ -5,6 +5,7 @@ to the runner, which makes all of it visible at once or none of it.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 from typing import Optional
@@ -19,10 +20,27 @@ from engine.sql import auto_increment, dml
 from engine.sql.query import run_query
 
 
+@contextlib.contextmanager
+def _data_change(session):
+    """Around an INSERT or UPDATE: x / 0 is MySQL's 'Division by 0' error when the session's sql_mode
+    says so (strict mode with ERROR_FOR_DIVISION_BY_ZERO, the default), NULL otherwise."""
+    from engine.plan.binder import strict_division
+    from engine.sql.sql_modes import divides_strictly
+    token = strict_division.set(divides_strictly(str(session.variables["sql_mode"])))
+    try:
+        yield
+    finally:
+        strict_division.reset(token)
+
+
 class WriteStatements:
     def _stmt_Insert(self, node: exp.Insert, statement) -> Result:
         """INSERT [IGNORE], REPLACE (parsed as INSERT with alternative REPLACE), INSERT ... ON DUPLICATE
         KEY UPDATE; the rows are checked against the table's unique keys (engine.load.keys)."""
+        with _data_change(self):
+            return self._insert(node)
+
+    def _insert(self, node: exp.Insert) -> Result:
         _refuse_unknown_clauses(node, "INSERT", {"this", "expression", "ignore", "conflict", "alternative"})
         conflict = node.args.get("conflict")
         mode = "replace" if node.args.get("alternative") == "REPLACE" else \
@@ -174,6 +192,10 @@ class WriteStatements:
 
     def _stmt_Update(self, node: exp.Update, statement) -> Result:
         """UPDATE rewrites the table with each matching row's new values; rowcount counts matched rows."""
+        with _data_change(self):
+            return self._update(node)
+
+    def _update(self, node: exp.Update) -> Result:
         if node.args.get("from") or node.args.get("from_") or node.args.get("limit") or node.args.get("order"):
             raise UnsupportedError("UPDATE with FROM, ORDER BY or LIMIT")
         table = self._table(node.this)
