@@ -452,10 +452,19 @@ def _columns(result: "Result") -> list["ColumnInfo"]:
 
 def _user_named(result: "Result") -> "pa.Table":
     """The result table with the user-visible column names (Arrow allows duplicates)."""
-    names = [c.name for c in _columns(result)]
+    import pyarrow as pa
+
+    columns = _columns(result)
+    names = [c.name for c in columns]
     if len(names) != result.table.num_columns:
         raise InternalError(f"result has {result.table.num_columns} columns but {len(names)} descriptions")
-    return result.table.rename_columns(names)
+    table = result.table.rename_columns(names)
+    for i, c in enumerate(columns):
+        if c.sql_type == "BIGINT UNSIGNED" and pa.types.is_decimal(table.schema.field(i).type):
+            # held as DECIMAL(20, 0); a client gets integers (Python int, Arrow uint64), as from MySQL
+            table = table.set_column(i, table.schema.field(i).with_type(pa.uint64()),
+                                     table.column(i).cast(pa.uint64()))
+    return table
 
 
 def _to_rows(table: "pa.Table") -> list[tuple]:

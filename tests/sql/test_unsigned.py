@@ -122,6 +122,10 @@ def test_result_types_say_unsigned(con):
     assert [d[1] for d in cur.description] == ["TINYINT UNSIGNED", "INT UNSIGNED", "BIGINT UNSIGNED", "INT",
                                                "BIGINT UNSIGNED", "BIGINT UNSIGNED", "BIGINT"]
     assert cur.description[0][1] == engine.dbapi.NUMBER
+    con.execute("INSERT INTO r VALUES (255, 4294967295, 18446744073709551615, -1)")
+    [row] = one(con, "SELECT a, b, c, d FROM r")
+    assert row == (255, 4294967295, 18446744073709551615, -1) and all(type(v) is int for v in row)
+    assert con.execute("SELECT c FROM r").fetch_arrow_table().schema.field(0).type == pa.uint64()
     assert one(con, "SELECT column_name, data_type, column_type, numeric_precision FROM information_schema.columns "
                     "WHERE table_name = 'r' ORDER BY ordinal_position") == [
         ("a", "tinyint", "tinyint unsigned", 3), ("b", "int", "int unsigned", 10),
