@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from cluster.exchange import concat, route_batches
 from cluster.leaf import Leaf, LeafStorage
 from cluster.placement import Placement
-from cluster.scheduler import Inputs, Output, Query, ScheduledRunner, Where, scanned_tables, where
+from cluster.scheduler import Inputs, Output, Query, ScheduledRunner, Where, where
 from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
@@ -254,7 +254,7 @@ class LocalRunner(ScheduledRunner):
         """leaf id -> {(table id, partition): snapshot} of every store the stages scan, taken while no
         statement is making its rows visible: the query sees each statement in every partition or in
         none (a half-applied INSERT ... SELECT, LOAD DATA or DELETE is never read)."""
-        tables = {table_id for stage in stages for table_id, _ in scanned_tables(stage.root)}
+        tables = {table_id for stage in stages for table_id, _ in stage.scanned}
         if not tables:
             return {}
         with self._committer.published:
@@ -298,7 +298,7 @@ class LocalRunner(ScheduledRunner):
         up front by their refs) plus the stored rows of the tables it scans (a metadata count; zone
         maps may skip most of them). It errs towards running in parallel."""
         rows = sum(ref.rows for task in inputs.values() for _, refs in task for ref in refs)
-        for table_id, replicated in scanned_tables(stage.root):
+        for table_id, replicated in stage.scanned:
             for leaf in self.leaves[:1] if replicated else self.leaves:
                 rows += sum(store.row_count() for _, store in leaf.storage.stores_of(table_id))
             if rows >= INLINE_STAGE_ROWS:

@@ -31,7 +31,7 @@ import ray.exceptions as rex
 
 from cluster import transport
 from cluster.exchange import route_payloads
-from cluster.scheduler import Executor, Inputs, LeafDied, Output, Query, Where, consumed, where
+from cluster.scheduler import Executor, Inputs, LeafDied, Output, Query, Where, where
 from cluster.specs import PartitionRef, TaskSpec, TransportOptions
 from engine.errors import CanopyInternalError
 from engine.exec.operators.base import Deadline, conform
@@ -209,7 +209,7 @@ class RayQueries(Executor):
             return entry
         encoded = encode_stage(spec)
         payload = encoded if len(encoded) <= INLINE_STAGE_BYTES else ray.put(encoded)
-        entry = self._stages[id(spec)] = (spec, payload, consumed(spec.root))
+        entry = self._stages[id(spec)] = (spec, payload, spec.consumed)
         while len(self._stages) > STAGE_CACHE:
             self._stages.popitem(last=False)
         return entry

@@ -32,8 +32,7 @@ from engine.exec.operators.base import Deadline, statement_deadline
 from engine.exec.progress import query_progress
 from engine.runner import Runner
 from engine.exec.operators.base import PhysicalOperator
-from engine.exec.operators.exchange import ExchangeSourceExec
-from engine.exec.stages import StageSpec
+from engine.exec.stages import StageSpec, consumed_exchanges
 
 
 class Where(enum.Enum):
@@ -72,25 +71,8 @@ def task_inputs(consumed: Sequence[int], task: int, outputs: dict[int, Output]) 
 
 
 def consumed(op: PhysicalOperator) -> tuple[int, ...]:
-    """The exchange ids a stage reads (its ExchangeSourceExec leaves), found the way ``split_stages``
-    walks operators: through every operator-valued dataclass field."""
-    found: set[int] = set()
-
-    def walk(node) -> None:
-        if isinstance(node, ExchangeSourceExec):
-            found.add(node.exchange_id)
-            return
-        for f in dataclasses.fields(node):
-            value = getattr(node, f.name)
-            if isinstance(value, PhysicalOperator):
-                walk(value)
-            elif isinstance(value, tuple):
-                for v in value:
-                    if isinstance(v, PhysicalOperator):
-                        walk(v)
-
-    walk(op)
-    return tuple(sorted(found))
+    """The exchange ids a stage reads (its ExchangeSourceExec leaves)."""
+    return consumed_exchanges(op)
 
 
 def submission_order(stages: Sequence[StageSpec],
@@ -99,19 +81,11 @@ def submission_order(stages: Sequence[StageSpec],
     equals. A Ray leaf runs its tasks in the order they were submitted, so a stage that reads only
     tables (a broadcast's build side) must not queue behind one waiting for another stage's output.
     ``consumed_of``: a stage's consumed exchange ids (a runner may cache them per plan)."""
-    consumed_of = consumed_of or (lambda spec: consumed(spec.root))
+    consumed_of = consumed_of or (lambda spec: spec.consumed)
     depth: dict[int, int] = {}
     for spec in stages:                     # producers come before their consumers
         depth[spec.stage_id] = 1 + max((depth[i] for i in consumed_of(spec)), default=-1)
     return sorted(stages, key=lambda spec: depth[spec.stage_id])
-
-
-def scanned_tables(op: PhysicalOperator) -> list[tuple[int, bool]]:
-    """(table id, replicated) of every scan in an operator tree."""
-    from engine.exec.operators.scan import ScanExec
-    if isinstance(op, ScanExec):
-        return [(op.table_id, op.replicated)]
-    return [t for child in op.children for t in scanned_tables(child)]
 
 
 class LeafDied(ExecutionError):
@@ -147,8 +121,8 @@ class Executor(ABC):
     partitions_per_leaf: int
 
     def consumed(self, stage: StageSpec) -> tuple[int, ...]:
-        """The exchange ids ``stage`` reads (a runner may cache them per plan)."""
-        return consumed(stage.root)
+        """The exchange ids ``stage`` reads."""
+        return stage.consumed
 
     def open(self, query: Query, stages: Sequence[StageSpec]) -> None:
         """Before the first attempt: pin what the query reads."""

@@ -25,6 +25,15 @@ class StageSpec:
     output_kind: Optional[str]         # gather | broadcast | repartition | keep | None for the final stage
     output_keys: tuple[str, ...] = ()
     scans_tables: bool = False         # a once-only stage that reads reference tables runs on a leaf
+    # Derived from ``root`` when the spec is made (a plan cache reruns one spec many times; the
+    # scheduler would otherwise walk the operators for them on every run): the exchange ids the stage
+    # reads, in order, and (table id, replicated) of each table scan.
+    consumed: tuple[int, ...] = dataclasses.field(init=False, compare=False, repr=False)
+    scanned: tuple[tuple[int, bool], ...] = dataclasses.field(init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "consumed", consumed_exchanges(self.root))
+        object.__setattr__(self, "scanned", tuple(scanned_tables(self.root)))
 
 
 def split_stages(root: PhysicalOperator) -> list[StageSpec]:
@@ -90,6 +99,36 @@ def _split(root: PhysicalOperator, origins: list) -> list[StageSpec]:
     origins.append((len(stages), root))
     stages.append(StageSpec(len(stages), final, False, None, (), reads_table(final)))
     return stages
+
+
+def consumed_exchanges(op: PhysicalOperator) -> tuple[int, ...]:
+    """The exchange ids a stage reads (its ExchangeSourceExec leaves), found the way ``split_stages``
+    walks operators: through every operator-valued dataclass field."""
+    found: set[int] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, ExchangeSourceExec):
+            found.add(node.exchange_id)
+            return
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if isinstance(value, PhysicalOperator):
+                walk(value)
+            elif isinstance(value, tuple):
+                for v in value:
+                    if isinstance(v, PhysicalOperator):
+                        walk(v)
+
+    walk(op)
+    return tuple(sorted(found))
+
+
+def scanned_tables(op: PhysicalOperator) -> list[tuple[int, bool]]:
+    """(table id, replicated) of every scan in an operator tree."""
+    from engine.exec.operators.scan import ScanExec
+    if isinstance(op, ScanExec):
+        return [(op.table_id, op.replicated)]
+    return [t for child in op.children for t in scanned_tables(child)]
 
 
 def reads_table(op: PhysicalOperator) -> bool:

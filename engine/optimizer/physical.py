@@ -46,6 +46,7 @@ from engine.exec.operators.union import UnionExec
 from engine.exec.operators.cte_scan import CteScanExec
 from engine.exec.operators.values import ValuesExec
 from engine.exec.operators.window import WindowExec
+from engine.exec.stages import reads_table
 from engine import types as T
 from engine.optimizer import cost
 from engine.optimizer.context import OptimizerContext
@@ -192,6 +193,10 @@ class PhysicalPlanner:
     # -- helpers -----------------------------------------------------------------------------------
     def to_single(self, op: PhysicalOperator, dist: Distribution) -> PhysicalOperator:
         if dist.kind == "single":
+            return op
+        if dist.kind == "replicated" and not reads_table(op):
+            # rows every task would make alike (VALUES, SELECT 1): made once where they are read,
+            # not on leaf 0 and gathered (a stage and an exchange less per query)
             return op
         return ExchangeExec(op, "gather", (), parallel_input=dist.partitioned)
 

@@ -184,3 +184,43 @@ def test_errors_of_repeated_texts_are_the_statement_s(session):
     session.execute("CREATE TABLE no_such_table (a BIGINT)")
     for _ in range(3):
         assert session.execute("SELECT * FROM no_such_table").table.num_rows == 0
+
+
+def test_what_operators_derive_follows_their_fields_and_stays_home(session):
+    """A cached plan's operators keep what they derive from their description (the filter split for
+    the kernels, the metadata plan of a count): a plan bound to other values derives it afresh from
+    its own filters, and a stage shipped to another process carries only the description."""
+    import pickle
+
+    from engine.exec.operators.scan import ScanExec
+    from engine.exec.stages import decode_stage, encode_stage
+    answers = {}
+    for bound in (0, 500, -999, 0, 500):
+        got = session.execute(SQL, (bound,)).table.column(0)[0].as_py()
+        assert got == int((session.values > bound).sum())
+        answers.setdefault(bound, got)
+    entry = next(e for k, e in session.plan_cache.entries.items() if k[0].startswith("SELECT COUNT(id)"))
+    bound = entry.bind([-999])
+    stage = next(s for s in bound.stages if s.scanned)
+
+    def scans(op):
+        return [op] if isinstance(op, ScanExec) else [s for c in op.children for s in scans(c)]
+    scan = scans(stage.root)[0]
+    assert scan.kernel_filter() is not None and any(k.startswith("_derived_") for k in vars(scan))
+    assert not any(k.startswith("_derived_") for k in vars(pickle.loads(pickle.dumps(scan))))
+    shipped = scans(decode_stage(encode_stage(stage)).root)[0]
+    assert shipped.kernel_filter().kernel[0].args == scan.kernel_filter().kernel[0].args
+    assert session.execute(SQL, (-999,)).table.column(0)[0].as_py() == answers[-999]
+
+
+def test_constant_queries_run_in_one_stage(session):
+    """Rows no table holds (SELECT 1, a UNION of them) are made where they are read: no stage on a leaf and
+    no exchange to the aggregator."""
+    from engine.sql.query import plan_query
+    from engine.sql.parser import parse
+    for sql in ("SELECT 1", "SELECT 1 + 2 AS x, 'a' AS y", "SELECT 1 AS a UNION ALL SELECT 2"):
+        planned = plan_query(parse(sql)[0].node, session.catalog, session.database, session.statistics,
+                             session.runner.num_partitions)
+        assert len(planned.stages) == 1, sql
+    assert session.execute("SELECT 1 AS a UNION ALL SELECT 2 ORDER BY a DESC").table.column(0).to_pylist() \
+        == [2, 1]

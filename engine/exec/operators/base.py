@@ -153,6 +153,26 @@ class PhysicalOperator:
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         raise NotImplementedError
 
+    def derived(self, name: str, sources: tuple, compute: Callable[[], object]):
+        """``compute()``, kept on the operator while ``sources`` (the fields it is derived from) are
+        the same objects: a cached plan runs one operator many times, and what it derives from its
+        description alone (a filter split for the kernels) need not be derived on every run. A copy
+        with one of those fields replaced (a plan bound to new parameter values) derives it afresh."""
+        cached = self.__dict__.get(_DERIVED + name)
+        if cached is not None and len(cached[0]) == len(sources) \
+                and all(a is b for a, b in zip(cached[0], sources)):
+            return cached[1]
+        value = compute()
+        self.__dict__[_DERIVED + name] = (sources, value)     # frozen dataclass: not through setattr
+        return value
+
+    def __getstate__(self):
+        # what travels to another process is the description only, never what was derived here
+        return {k: v for k, v in self.__dict__.items() if not k.startswith(_DERIVED)}
+
+
+_DERIVED = "_derived_"
+
 
 def _profiled(execute):
     @functools.wraps(execute)

@@ -39,11 +39,16 @@ class ScanExec(PhysicalOperator):
         via = f" index lookup on {lookup}" if lookup else ""
         return f"Scan {kind}{self.table_name} [{', '.join(self.column_names)}]{where}{via}"
 
+    def kernel_filter(self) -> Optional[KernelFilter]:
+        """The filters split into kernel conjuncts and a residual (None without filters)."""
+        return self.derived("kernel_filter", (self.filters,),
+                            lambda: KernelFilter.of(and_all(list(self.filters))) if self.filters else None)
+
     def index_lookup_column(self) -> Optional[str]:
         """The indexed column an equality / IN conjunct of the filter looks up, if any."""
         if not self.indexed or not self.filters:
             return None
-        predicate = KernelFilter.of(and_all(list(self.filters)))
+        predicate = self.kernel_filter()
         bounds = _storage_bounds(predicate, dict(zip([f.id for f in self.fields], self.column_names)), self.indexed)
         return next((column for column, op, _ in bounds if op == "index"), None)
 
@@ -57,7 +62,7 @@ class ScanExec(PhysicalOperator):
         not the strings; ``HashAggregateExec``). Every other column is plain."""
         ids = [f.id for f in self.fields]
         # Simple conjuncts (column <op> constant, IN, LIKE 'abc%') run in the filter kernels.
-        predicate = KernelFilter.of(and_all(list(self.filters))) if self.filters else None
+        predicate = self.kernel_filter()
         bounds = _storage_bounds(predicate, dict(zip(ids, self.column_names)), self.indexed) if predicate else None
         # Columns come as stored (run-end / dictionary encoded): the kernel conjuncts compare them
         # encoded and only the surviving rows are decoded. Every batch leaving the scan is plain.

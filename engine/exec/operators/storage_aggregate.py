@@ -36,10 +36,10 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.exec.collation_keys import collation_keys
-from engine.exec.kernel_filters import KernelFilter, KernelPredicate
+from engine.exec.kernel_filters import KernelPredicate
 from engine.exec.operators.base import TaskContext
 from engine.exec.operators.scan import ScanExec
-from engine.plan.expressions import AggCall, ColumnRef, and_all
+from engine.plan.expressions import AggCall, ColumnRef
 from engine.plan.logical import Field
 from engine.storage.columnstore.encoding import ColumnStats, decode_column, may_match
 from engine.storage.memory import MemoryPartitionStore
@@ -53,9 +53,44 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
 
     if ctx.storage is None:
         return None
+    # what the aggregates and the scan's filters ask of the metadata: derived once per plan
+    plan = scan.derived("storage_states", (aggregates, scan.filters), lambda: _metadata_plan(aggregates, scan))
+    if plan is None:
+        return None
+    names, preds, wanted, collations, only_count, counted = plan
+    partitions = ctx.scan_partitions(scan.replicated)
+    stores = [ctx.storage.store(scan.table_id, p) for p in partitions]
+    pinned = [ctx.snapshots.get((scan.table_id, p)) for p in partitions]      # the query's snapshot
+    # in memory as on disk: (segments, write buffer or tail batches)
+    if all(isinstance(s, (MemoryPartitionStore, ColumnstorePartitionStore)) for s in stores):
+        snapshots = [pin if pin is not None else s.snapshot() for s, pin in zip(stores, pinned)]
+    else:
+        return None
+    states = _States(wanted, collations)
+    try:
+        for segments, buffer in snapshots:
+            for segment in segments:
+                if only_count:
+                    states.add_count(_count_segment(segment, preds, names))
+                elif not states.add_segment(segment, preds, names):
+                    return None
+            for batch in buffer:
+                if only_count:
+                    states.add_count(_count_batch(batch.select(counted), preds, names))
+                elif not states.add_rows(batch, preds, names):
+                    return None
+    except TypeError:           # a constant or layout the kernels refuse: the ordinary scan answers
+        return None
+    return states.table()
+
+
+def _metadata_plan(aggregates, scan: ScanExec):
+    """(stored name by field id, the kernel conjuncts, the wanted states, collations, whether only
+    counts are wanted, the stored columns a count reads) of ``storage_states``, or None when the
+    metadata path cannot answer these aggregates over this scan."""
     names = dict(zip((f.id for f in scan.fields), scan.column_names))
     not_null = {f.id for f in scan.fields if not f.nullable}
-    predicate = KernelFilter.of(and_all(list(scan.filters))) if scan.filters else None
+    predicate = scan.kernel_filter()
     preds = predicate.kernel if predicate is not None else ()
     if predicate is not None and (predicate.residual is not None or any(p.column not in names for p in preds)):
         return None
@@ -80,32 +115,8 @@ def storage_states(aggregates: tuple[tuple[Field, AggCall], ...], scan: ScanExec
         suffix = "count" if call.func == "count" else call.func
         wanted.append((f"{f.id}|{suffix}", call.func, names[call.arg.id],
                        pa.int64() if call.func == "count" else call.type.to_arrow()))
-    partitions = ctx.scan_partitions(scan.replicated)
-    stores = [ctx.storage.store(scan.table_id, p) for p in partitions]
-    pinned = [ctx.snapshots.get((scan.table_id, p)) for p in partitions]      # the query's snapshot
     only_count = all(func == "count_star" for _, func, _, _ in wanted)
-    # in memory as on disk: (segments, write buffer or tail batches)
-    if all(isinstance(s, (MemoryPartitionStore, ColumnstorePartitionStore)) for s in stores):
-        snapshots = [pin if pin is not None else s.snapshot() for s, pin in zip(stores, pinned)]
-    else:
-        return None
-    states = _States(wanted, collations)
-    counted = _needed_columns(preds, names, ())
-    try:
-        for segments, buffer in snapshots:
-            for segment in segments:
-                if only_count:
-                    states.add_count(_count_segment(segment, preds, names))
-                elif not states.add_segment(segment, preds, names):
-                    return None
-            for batch in buffer:
-                if only_count:
-                    states.add_count(_count_batch(batch.select(counted), preds, names))
-                elif not states.add_rows(batch, preds, names):
-                    return None
-    except TypeError:           # a constant or layout the kernels refuse: the ordinary scan answers
-        return None
-    return states.table()
+    return names, preds, wanted, collations, only_count, _needed_columns(preds, names, ())
 
 
 class _States:
