@@ -109,7 +109,7 @@ def _task_output(stage: StageSpec, ctx: TaskContext) -> Iterator[pa.RecordBatch]
     """A task's non-empty output batches, the memory they hold reserved while the task runs (its
     caller keeps them: an exploding join stops at the limit instead of filling the machine), and an
     allocation failure (Python's MemoryError, Arrow's) reported as the query's MemoryLimitError."""
-    reservation = ctx.memory.reservation(f"the output of stage {stage.stage_id} ({stage.root.describe().split(' ')[0]})")
+    reservation = ctx.memory.reservation(stage.output_label)
     try:
         for batch in stage.root.execute(ctx.task, ctx):
             if batch.num_rows:

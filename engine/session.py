@@ -254,6 +254,25 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         with self._deadline(sql):
             return self._guarded(lambda: self._execute(sql, params))
 
+    def prepare(self, sql: str, count: int) -> "Prepared":
+        """A statement with ``count`` pyformat ``%s`` markers made ready to run many times
+        (COM_STMT_PREPARE): its markers are numbered once here, and each :meth:`execute_prepared`
+        goes straight to the plan cache with its values (a plan is reused for values of the same
+        shapes) instead of scanning the text again."""
+        self._check_open()
+        marked, _ = self._guarded(lambda: mark_placeholders(sql, [None] * count))
+        return Prepared(sql, marked, count)
+
+    def execute_prepared(self, prepared: "Prepared", values: Sequence) -> Result:
+        """Run a statement made by :meth:`prepare` with ``values`` (one per marker, in order)."""
+        self._check_open()
+        values = list(values)
+        if len(values) != prepared.count:
+            from engine.sql.parameters import ParameterError
+            raise ParameterError(f"the statement has {prepared.count} parameters but {len(values)} were given")
+        with self._deadline(prepared.sql):
+            return self._guarded(lambda: self._execute(prepared.sql, values, prepared.marked))
+
     def execute_many(self, sql: str, seq_of_params) -> Result:
         """Run ``sql`` once per parameter set. INSERT ... VALUES becomes one columnar append."""
         self._check_open()
@@ -382,7 +401,9 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         except Exception as error:   # an engine bug: typed, with its cause attached for the report
             raise CanopyInternalError(f"internal error ({type(error).__name__}): {error}") from error
 
-    def _execute(self, sql: str, params) -> Result:
+    def _execute(self, sql: str, params, marked: Optional[str] = None) -> Result:
+        """``marked``: ``sql`` with its markers already numbered (a prepared statement; ``params``
+        then the list of its values)."""
         if not isinstance(sql, str):
             raise BindError(f"the statement must be a string, not {type(sql).__name__}")
         cacheable = self._cacheable(sql)
@@ -401,7 +422,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
                 return self._run_planned(entry)
             if entry is UNCACHEABLE or cache.first_sighting(text_key):
                 text_key = None
-        marked, values = mark_placeholders(sql, params)
+        marked, values = mark_placeholders(sql, params) if marked is None else (marked, params)
         if cacheable:
             # A query with literals and no parameters is cached by its shape too: its literals become
             # the parameters (verified in _cached_query); otherwise it runs as written.
@@ -629,6 +650,15 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         result = ddl.text_result(["EXPLAIN"], [(line,) for line in text.splitlines()])
         result.picture = PlanPicture(explain_parts(planned, profiles), text, execution_summary(profiles))
         return result
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """A statement made ready by :meth:`Session.prepare`: its text and the text with its ``count``
+    markers numbered (what the plan cache keys on)."""
+    sql: str
+    marked: str
+    count: int
+
 
 # Statements statement_timeout stops before their plan runs too (a SET, SHOW or DDL is never cut short:
 # SET statement_timeout = 0 must work under any timeout)

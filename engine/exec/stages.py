@@ -35,6 +35,15 @@ class StageSpec:
         object.__setattr__(self, "consumed", consumed_exchanges(self.root))
         object.__setattr__(self, "scanned", tuple(scanned_tables(self.root)))
 
+    @property
+    def output_label(self) -> str:
+        """How memory errors name the stage's output (its root's kind: the same in every binding)."""
+        label = self.__dict__.get("_output_label")
+        if label is None:
+            label = f"the output of stage {self.stage_id} ({self.root.describe().split(' ')[0]})"
+            self.__dict__["_output_label"] = label
+        return label
+
 
 def split_stages(root: PhysicalOperator) -> list[StageSpec]:
     """Stages in execution order (producers before consumers); the last is the final stage. An exchange

@@ -43,6 +43,7 @@ from engine.errors import AccessDeniedError, Error, UnsupportedError
 from engine.result import Result
 from engine.server.auth import FAST_AUTH_SUCCESS, FastAuthName
 from engine.server.errors import SECURE_FILE_PRIV, mysql_error
+from engine.server.params import check_count, parameter_count, read_execute_params
 from engine.server.results import binary_rows, text_rows, wire_columns
 from engine.sql.parameters import qmark_to_pyformat
 from engine.sql.parser import split_statements
@@ -341,20 +342,19 @@ class WireConnection(Connection):
         stmt = self.get_stmt(types.read_uint_4(reader))
         use_cursor, count_available = packets._read_cursor_flags(reader)     # noqa: SLF001
         types.read_uint_4(reader)                                             # iteration count: 1
-        count = stmt.num_params
-        if count or (Capabilities.CLIENT_QUERY_ATTRIBUTES in self.capabilities and count_available):
-            if Capabilities.CLIENT_QUERY_ATTRIBUTES in self.capabilities:
-                count = types.read_uint_len(reader)
-        params = packets._read_params(self.capabilities, self.client_charset, reader, count,   # noqa: SLF001
-                                      stmt.param_buffers) if count else []
-        stmt.param_buffers = None
-        values = [value for _, value in params[:stmt.num_params]]
         session = self.session
         try:
+            count = parameter_count(reader, stmt.num_params, count_available, self.capabilities)
+            values = check_count(read_execute_params(reader, count, self.capabilities, self.client_charset, stmt),
+                                 stmt.num_params)
+            stmt.param_buffers = None
             session.check_statement(stmt.sql, local_files=False)
-            result = await session.call(session.engine.execute, qmark_to_pyformat(stmt.sql),
-                                        values if stmt.num_params else None)
-        except asyncio.CancelledError:
+            prepared = getattr(stmt, "engine_statement", None)
+            if prepared is None:            # the text made ready to bind once (engine.session.Prepared)
+                prepared = stmt.engine_statement = session.engine.prepare(qmark_to_pyformat(stmt.sql),
+                                                                          stmt.num_params)
+            result = await session.call(session.engine.execute_prepared, prepared, values)
+        except (asyncio.CancelledError, MysqlError):      # mysql-mimic writes a MysqlError with its code
             raise
         except Exception as error:               # noqa: BLE001
             await self.stream.write(self.error_packet(error))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime
 import decimal
 from typing import Any, Optional
 
@@ -28,7 +29,9 @@ import pyarrow as pa
 UNCACHEABLE = object()
 # Decimals come from literals lifted out of query text (2.50 stays a DECIMAL(3, 2)); a plan that
 # keeps one as a scaled integer shows no slot for it, and the statement is then planned every time.
-CACHEABLE_TYPES = (int, float, str, decimal.Decimal)
+# Dates and datetimes (a prepared statement's DATE / DATETIME parameters) are held by plans as the
+# same Python values, so they make slots like the others.
+CACHEABLE_TYPES = (int, float, str, decimal.Decimal, datetime.date, datetime.datetime)
 MAX_ENTRIES = 1024
 
 
@@ -46,7 +49,7 @@ class PlanCache:
     @staticmethod
     def key(marked_sql: str, values: list, database: Optional[str], num_partitions: int) -> Optional[tuple]:
         if not values or any(type(v) not in CACHEABLE_TYPES for v in values):
-            return None      # bool, None, dates, bytes: not worth the risk of a wrong slot
+            return None      # bool, None, times, bytes: not worth the risk of a wrong slot
         return (marked_sql, tuple(_shape(v) for v in values), database, num_partitions)
 
     def first_sighting(self, key: tuple) -> bool:
@@ -78,6 +81,8 @@ def _shape(value) -> tuple:
     if isinstance(value, decimal.Decimal):
         sign, digits, exponent = value.as_tuple()
         return (decimal.Decimal, len(digits), exponent)
+    if isinstance(value, datetime.datetime):    # fractional seconds and a time zone may type it otherwise
+        return (datetime.datetime, value.microsecond != 0, value.tzinfo is None)
     return (type(value),)
 
 
@@ -90,6 +95,9 @@ def other_values(values: list) -> list:
         elif isinstance(v, decimal.Decimal):
             other = _same_shape_decimal(v, set(values) | set(out))
             out.append(other if other is not None else v + 7919 * (i + 1))
+        elif isinstance(v, datetime.date):          # whole days: a datetime keeps its time of day
+            step = datetime.timedelta(days=7919 * (i + 1))
+            out.append(v + step if v.year < 5000 else v - step)
         else:
             out.append(v + 7919 * (i + 1))
     return out
@@ -187,12 +195,12 @@ def _diff(a, b, path: tuple, out: list) -> bool:
         return a.keys() == b.keys() and all(_diff(a[k], b[k], path + (k,), out) for k in a)
     if isinstance(a, (pa.Array, pa.ChunkedArray, pa.Table, pa.RecordBatch, pa.Schema, pa.DataType, pa.Scalar)):
         return a.equals(b)
-    if isinstance(a, (int, float, str, bytes, decimal.Decimal, type(None))):
+    if isinstance(a, (int, float, str, bytes, decimal.Decimal, type(None), datetime.date)):
         if a != b:
             out.append((path, a, b))
         return True
     try:
-        return bool(a == b)       # anything else (sets, dates, enums) must be equal outright
+        return bool(a == b)       # anything else (sets, times, enums) must be equal outright
     except Exception:             # noqa: BLE001 - an object without a truthful ==: not comparable, not cacheable
         return False
 

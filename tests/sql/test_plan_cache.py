@@ -224,3 +224,47 @@ def test_constant_queries_run_in_one_stage(session):
         assert len(planned.stages) == 1, sql
     assert session.execute("SELECT 1 AS a UNION ALL SELECT 2 ORDER BY a DESC").table.column(0).to_pylist() \
         == [2, 1]
+
+
+def test_dates_datetimes_and_decimals_reuse_the_plan(session):
+    """Parameters of every cacheable type: each shape gets its plan once, later values are bound
+    into it and answer as a fresh planning would (checked against Python over the same rows)."""
+    import datetime
+    import decimal
+    session.execute("CREATE TABLE events (id BIGINT NOT NULL, d DATE, ts DATETIME(6), amount DECIMAL(10,2))")
+    base = datetime.datetime(2020, 1, 1)
+    rows = [(i, (base + datetime.timedelta(days=i * 7)).date(), base + datetime.timedelta(hours=i * 13, microseconds=i),
+             decimal.Decimal(i * 37 % 1000) / 4) for i in range(200)]
+    session.load_table("events", pa.table({"id": [r[0] for r in rows], "d": [r[1] for r in rows],
+                                           "ts": pa.array([r[2] for r in rows], pa.timestamp("us")),
+                                           "amount": pa.array([r[3] for r in rows], pa.decimal128(10, 2))}))
+    session.execute("ANALYZE TABLE events")      # statistics now, not in the background mid-test
+    cache = session.plan_cache
+    sql = "SELECT COUNT(*) FROM events WHERE d >= %s AND ts < %s AND amount > %s"
+    probes = [(datetime.date(2020, 6, 1), datetime.datetime(2022, 1, 1), decimal.Decimal("10.50")),
+              (datetime.date(2021, 2, 3), datetime.datetime(2020, 3, 1), decimal.Decimal("99.75")),
+              (datetime.date(2019, 1, 1), datetime.datetime(2030, 1, 1), decimal.Decimal("12.25")),
+              (datetime.date(2020, 6, 1), datetime.datetime(2022, 1, 1, 0, 0, 0, 5), decimal.Decimal("10.50"))]
+    hits = cache.hits
+    for day, moment, amount in probes:
+        expected = sum(1 for _, d, ts, a in rows if d >= day and ts < moment and a > amount)
+        assert session.execute(sql, (day, moment, amount)).table.column(0)[0].as_py() == expected
+    # the first planned; the next two bound into it; the datetime with microseconds is its own shape
+    assert cache.hits - hits == 2
+    key_shapes = {k[1] for k in cache.entries if k[0].startswith("SELECT COUNT(*) FROM events")}
+    assert len(key_shapes) == 2
+
+
+def test_prepared_statements_bind_into_the_cached_plan(session):
+    """Session.prepare / execute_prepared (the wire server's COM_STMT_PREPARE / EXECUTE): the markers
+    are numbered once; each execution answers for its values and reuses the plan."""
+    prepared = session.prepare("SELECT COUNT(*) FROM sbtest1 WHERE big_int_col > %s AND name LIKE 'n1%%'", 1)
+    names = np.array([f"n{i % 10}" for i in range(2000)])
+    hits = session.plan_cache.hits
+    for bound in (0, 500, -700, 0):
+        expected = int(((session.values > bound) & np.char.startswith(names, "n1")).sum())
+        assert session.execute_prepared(prepared, [bound]).table.column(0)[0].as_py() == expected
+    assert session.plan_cache.hits - hits == 3
+    from engine.errors import Error
+    with pytest.raises(Error, match="1 parameters but 2"):
+        session.execute_prepared(prepared, [1, 2])

@@ -145,7 +145,7 @@ class PhysicalOperator:
 
     @property
     def schema(self) -> pa.Schema:
-        return schema_of(self.fields)
+        return self.derived("schema", (self.fields,), lambda: schema_of(self.fields))
 
     def describe(self) -> str:
         return type(self).__name__

@@ -246,6 +246,9 @@ class HashAggregateExec(PhysicalOperator):
 
     @property
     def schema(self) -> pa.Schema:
+        return self.derived("schema", (self.keys, self.aggregates, self.mode), self._schema)
+
+    def _schema(self) -> pa.Schema:
         keys = [pa.field(f.id, f.type.to_arrow()) for f, _ in self.keys]
         if self.mode in ("partial", "merge"):
             return pa.schema(keys + state_fields(self.aggregates))
@@ -415,7 +418,7 @@ class HashAggregateExec(PhysicalOperator):
             # COUNT(*) / MIN / MAX of a columnstore scan from its metadata and runs (None: read it)
             result = storage_states(self.aggregates, self.input, ctx)
             if result is not None:
-                yield from table_to_batches(result.cast(self.schema) if self.mode == "partial"
+                yield from table_to_batches(_as_schema(result, self.schema) if self.mode == "partial"
                                             else self._finish(result))
                 return
         if self._distinct_counts_on_kernels():
@@ -804,6 +807,11 @@ class HashAggregateExec(PhysicalOperator):
             columns.append(column)
             names.append(f.id)
         return pa.table(columns, names=names)
+
+
+def _as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` cast to ``schema`` (itself when it has it already: a cast copies)."""
+    return table if table.schema.equals(schema) else table.cast(schema)
 
 
 def _cast_result(column, target: pa.DataType):
