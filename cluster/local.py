@@ -10,7 +10,6 @@ partition stores (:mod:`engine.storage.columnstore.commit`).
 from __future__ import annotations
 
 import os
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -42,7 +41,22 @@ _CHECK_STAGE_CODEC = os.environ.get("CANOPY_CHECK_STAGE_CODEC") == "1"
 INLINE_STAGE_ROWS = 50_000
 
 
-def _interruptible(deadline: Optional[Deadline], interrupted: threading.Event) -> Deadline:
+class _Flag:
+    """Set once, read by every task of a query (``threading.Event`` without waiting, which costs
+    more to make than a small query takes to run)."""
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+
+def _interruptible(deadline: Optional[Deadline], interrupted: _Flag) -> Deadline:
     """The statement's deadline (or none) that also ends once ``interrupted`` is set (Ctrl-C)."""
     if deadline is None:
         return Deadline(None, cancelled=interrupted.is_set)
@@ -54,7 +68,7 @@ def _interruptible(deadline: Optional[Deadline], interrupted: threading.Event) -
 @dataclass
 class _LocalQuery:
     """The embedded executor's state of one query (``cluster.scheduler.Query.state``)."""
-    interrupted: threading.Event        # set on Ctrl-C or any failure: the pool's tasks stop at a batch
+    interrupted: _Flag                  # set on Ctrl-C or any failure: the pool's tasks stop at a batch
     snapshots: dict                     # leaf id -> {(table id, partition): snapshot} (see _pin)
 
 
@@ -231,7 +245,7 @@ class LocalRunner(ScheduledRunner):
             raise CanopyInternalError("the runner has been shut down")
         # statement_timeout, and Ctrl-C: every task checks the deadline per batch, so an interrupt in
         # this thread stops the tasks running on the pool within one batch instead of after them
-        interrupted = threading.Event()
+        interrupted = _Flag()
         query.deadline = _interruptible(query.deadline, interrupted)
         query.state = _LocalQuery(interrupted, self._pin(stages))
 
@@ -305,7 +319,7 @@ class LocalRunner(ScheduledRunner):
                 break
         return rows
 
-    def _run_parallel(self, task, tasks, interrupted: Optional[threading.Event] = None,
+    def _run_parallel(self, task, tasks, interrupted: Optional[_Flag] = None,
                       progress=None) -> list[list[pa.RecordBatch]]:
         futures = [self._pool.submit(task, t) for t in tasks]
         outputs, first_error = [], None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import uuid
+import os
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Optional, Sequence
 
@@ -171,7 +171,7 @@ class Scheduler:
         executor.open(query, stages)
         try:
             for attempt in range(2):
-                query.query_id, query.attempt = uuid.uuid4().hex, attempt
+                query.query_id, query.attempt = os.urandom(16).hex(), attempt     # uuid4's randomness
                 if profile is not None:             # a retry counts the whole query again
                     profile.operators.clear()
                     profile.exchanges.clear()
@@ -209,11 +209,12 @@ class Scheduler:
             exchange = ExchangeSpec.of(stage, leaves, per_leaf)
             reads = executor.consumed(stage)
             inputs = {t: task_inputs(reads, t, outputs) for t in tasks_of(stage, leaves)}
-            tasks = [TaskSpec(query.query_id, stage.stage_id, t, leaves * per_leaf, query.params, exchange,
-                              inputs=tuple((stage_id, len(refs)) for stage_id, refs in inputs[t]),
-                              profile=query.profile is not None,
-                              deadline=(deadline.timeout_ms, deadline.remaining()) if timed else None,
-                              memory_limit=memory_limit)
+            tasks = [TaskSpec.make(query_id=query.query_id, stage_id=stage.stage_id, task=t,
+                                   num_partitions=leaves * per_leaf, params=query.params, exchange=exchange,
+                                   inputs=tuple((stage_id, len(refs)) for stage_id, refs in inputs[t]),
+                                   profile=query.profile is not None,
+                                   deadline=(deadline.timeout_ms, deadline.remaining()) if timed else None,
+                                   memory_limit=memory_limit)
                      for t in inputs]
             if stage.output_kind is None:
                 return executor.run_final(query, stage, tasks, inputs)

@@ -5,6 +5,7 @@ where its output goes. They are plain values (picklable, compared by value), nev
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -70,6 +71,23 @@ class TaskSpec:
     floor: Optional[int] = None
     deadline: Optional[tuple[int, float]] = None
     memory_limit: Optional[int] = None          # bytes one query's operators may hold (engine.exec.memory)
+
+    @classmethod
+    def make(cls, **values: Any) -> "TaskSpec":
+        """``TaskSpec(**values)`` without the frozen dataclass ``__init__``'s ``object.__setattr__``
+        per field: a query makes one per task, and those cost about as much as running a tiny task.
+        The same object (same fields, equality, pickling); every field without a default is needed."""
+        missing = _TASK_REQUIRED.difference(values)
+        if missing:
+            raise TypeError(f"TaskSpec.make() missing {sorted(missing)}")
+        spec = object.__new__(cls)
+        spec.__dict__.update(_TASK_DEFAULTS)
+        spec.__dict__.update(values)
+        return spec
+
+
+_TASK_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TaskSpec) if f.default is not dataclasses.MISSING}
+_TASK_REQUIRED = frozenset(f.name for f in dataclasses.fields(TaskSpec)) - set(_TASK_DEFAULTS)
 
 
 @dataclass(frozen=True)

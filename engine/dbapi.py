@@ -458,7 +458,8 @@ def _user_named(result: "Result") -> "pa.Table":
     names = [c.name for c in columns]
     if len(names) != result.table.num_columns:
         raise InternalError(f"result has {result.table.num_columns} columns but {len(names)} descriptions")
-    table = result.table.rename_columns(names)
+    # named so already (a query's result): no new table
+    table = result.table if result.table.column_names == names else result.table.rename_columns(names)
     for i, c in enumerate(columns):
         if c.sql_type == "BIGINT UNSIGNED" and pa.types.is_decimal(table.schema.field(i).type):
             # held as DECIMAL(20, 0); a client gets integers (Python int, Arrow uint64), as from MySQL

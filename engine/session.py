@@ -368,7 +368,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         memory_token = statement_memory_limit.set(self.memory_limit)
         collation_token = collation.connection_lookup.set(lambda: self.variables["collation_connection"])
         # a progress bar for the plans this call runs, once they have run a second (engine.exec.progress)
-        progress = TqdmQueryProgress() if progress_wanted(self.progress) else None
+        progress = TqdmQueryProgress() if self._progress_wanted() else None
         progress_token = query_progress.set(progress)
         try:
             yield
@@ -383,6 +383,16 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             self._cancel_requested = False
             if self._killed:
                 self.close()
+
+    def _progress_wanted(self) -> bool:
+        """progress_wanted(self.progress), the terminal-or-notebook question of ``progress=None``
+        asked once per session (a system call per statement otherwise)."""
+        if self.progress is not None:
+            return bool(self.progress)
+        auto = self.__dict__.get("_progress_auto")
+        if auto is None:
+            auto = self.__dict__["_progress_auto"] = progress_wanted(None)
+        return auto
 
     @staticmethod
     def _guarded(action) -> Result:
