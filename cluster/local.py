@@ -30,7 +30,6 @@ from engine.exec.profile import TaskProfile
 from engine.exec.stages import StageSpec, decode_stage, encode_stage
 from engine.runner import LoadWriter
 from engine.storage.columnstore import Committer
-from engine.data_directory import DataDirectory
 
 
 _CHECK_STAGE_CODEC = os.environ.get("CANOPY_CHECK_STAGE_CODEC") == "1"
@@ -83,6 +82,7 @@ class LocalRunner(ScheduledRunner):
         storages = [LeafStorage() for _ in range(leaves)]
         self._committer = Committer(None)      # statements as transactions over the partition stores
         if data_dir is not None:
+            from engine.data_directory import DataDirectory     # durable runners only
             self._data = DataDirectory(data_dir, leaves, partitions_per_leaf, storage_options)
             self._committer = self._data.committer
             storages = [LeafStorage(self._data.leaf_dir(i), self._committer, self._data.options)

@@ -616,7 +616,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
                 if _is_load_data(node):
                     result = self._load_data(node)
                 else:
-                    handler = statement_handlers().get(type(node))
+                    handler = statement_handlers().get(type(node)) or pipeline_handlers().get(type(node))
                     if handler is None:
                         words = " ".join(statement.text.split()[:2]).upper()
                         raise UnsupportedError(f"statement {words} ... is not supported")
@@ -704,10 +704,8 @@ def _plan_cache_of(runner) -> PlanCache:
 @functools.cache
 def statement_handlers() -> dict[type, Callable]:
     """Every statement a session runs, by the parser's class for it, and the handler that runs it
-    (``handler(session, node, statement) -> Result``). LOAD DATA goes to ``Session._load_data``."""
-    # the parser makes these only when it meets their SQL (engine.sql.parser imports them the same way)
-    from engine.pipelines import statements as pipeline
-
+    (``handler(session, node, statement) -> Result``). LOAD DATA goes to ``Session._load_data``;
+    pipeline statements are in :func:`pipeline_handlers`."""
     queries = {kind: Session._query for kind in (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery,
                                                  exp.Values)}
     return {
@@ -729,7 +727,16 @@ def statement_handlers() -> dict[type, Callable]:
         CreateUser: AccountStatements._stmt_CreateUser, AlterUser: AccountStatements._stmt_AlterUser,
         DropUser: AccountStatements._stmt_DropUser, Grant: AccountStatements._stmt_Grant,
         ShowGrants: AccountStatements._stmt_ShowGrants,
-        # pipelines (engine.sql.handlers.pipelines)
+    }
+
+
+@functools.cache
+def pipeline_handlers() -> dict[type, Callable]:
+    """The pipeline statements' handlers (engine.sql.handlers.pipelines). Apart, because their
+    classes come from engine.pipelines, which the parser imports only when it meets their SQL: a
+    program that never names a pipeline never loads it."""
+    from engine.pipelines import statements as pipeline
+    return {
         pipeline.CreatePipeline: PipelineStatements._stmt_CreatePipeline,
         pipeline.StartPipeline: PipelineStatements._stmt_StartPipeline,
         pipeline.StopPipeline: PipelineStatements._stmt_StopPipeline,

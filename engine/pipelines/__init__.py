@@ -1,9 +1,23 @@
 """SingleStore-style pipelines: ``CREATE PIPELINE ... AS LOAD DATA S3 ...`` loading new files continuously,
 exactly once (see :mod:`engine.pipelines.pipeline`), reported by SHOW PIPELINES and the system tables
 ``information_schema.PIPELINES`` / ``information_schema.PIPELINES_FILES``."""
-from engine.pipelines.pipeline import Pipeline, PipelineRegistry, pipelines_of
-from engine.pipelines.statements import (AlterPipeline, CreatePipeline, DropPipeline, ShowCreatePipeline,
-                                         ShowPipelines, StartPipeline, StopPipeline, is_pipeline_statement, parse_pipeline_statement)
+import importlib
+
+# Imported on first use (PEP 562): connect() and the system tables touch this package, and loading the
+# pipeline machinery (S3 sources, the loader) there would cost every program's start-up.
+_LAZY = {name: "engine.pipelines.pipeline" for name in ("Pipeline", "PipelineRegistry", "pipelines_of")}
+_LAZY.update({name: "engine.pipelines.statements" for name in (
+    "AlterPipeline", "CreatePipeline", "DropPipeline", "ShowCreatePipeline", "ShowPipelines", "StartPipeline",
+    "StopPipeline", "is_pipeline_statement", "parse_pipeline_statement")})
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def resume_pipelines(runner) -> None:
@@ -11,6 +25,7 @@ def resume_pipelines(runner) -> None:
     to do, and nothing created, when no pipeline was ever defined there)."""
     from engine.pipelines.durable import existing_tables
     if existing_tables(runner) is not None:
+        from engine.pipelines.pipeline import pipelines_of
         pipelines_of(runner).resume()
 
 
