@@ -59,6 +59,16 @@ class PlannedQuery:
     # as long as this plan is, so their ids stay unique
     estimates: dict = field(default_factory=dict, compare=False)
 
+    def result_columns(self) -> tuple[list, list]:
+        """(the Arrow type, ColumnInfo) of each result column: made once per plan (a cached plan runs
+        many times), not on every run."""
+        made = self.__dict__.get("_result_columns")
+        if made is None:
+            made = ([f.type.to_arrow() for f in self.fields],
+                    [column_info(name, f) for f, name in zip(self.fields, self.names)])
+            self.__dict__["_result_columns"] = made       # frozen dataclass: not through setattr
+        return made
+
 
 def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], statistics,
                num_partitions: int) -> PlannedQuery:
@@ -113,7 +123,7 @@ def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfil
                                f"returned {table.num_rows})")
         params.append(table.column(0)[0].as_py() if table.num_rows else None)
     table = run(with_ctes(planned.stages, ctes), params)
-    return query_result(table, planned.fields, planned.names)
+    return query_result(table, planned.fields, planned.names, planned.result_columns())
 
 
 def reads_tables(op: PhysicalOperator) -> bool:
@@ -147,19 +157,20 @@ def with_ctes(stages: tuple[StageSpec, ...], ctes: list[pa.Table]) -> tuple[Stag
                  for stage, root in ((stage, bind(stage.root)) for stage in stages))
 
 
-def query_result(table: pa.Table, fields: tuple[Field, ...], names: tuple[str, ...]) -> Result:
-    """Name the result columns as the user wrote them and describe them for clients."""
-    columns = []
+def query_result(table: pa.Table, fields: tuple[Field, ...], names: tuple[str, ...],
+                 described: Optional[tuple[list, list]] = None) -> Result:
+    """Name the result columns as the user wrote them and describe them for clients. ``described``:
+    (Arrow types, ColumnInfos) of the columns when the caller has them already."""
+    targets, infos = described if described is not None else \
+        ([f.type.to_arrow() for f in fields], [column_info(name, f) for f, name in zip(fields, names)])
     arrays = []
-    for i, (f, name) in enumerate(zip(fields, names)):
+    for i, target in enumerate(targets):
         column = table.column(i)
-        target = f.type.to_arrow()
         if column.type != target:
             column = column.cast(target)
         arrays.append(column)
-        columns.append(column_info(name, f))
     result = pa.Table.from_arrays(arrays, names=list(names)) if arrays else pa.table({})
-    return Result(result, columns, result.num_rows)
+    return Result(result, list(infos), result.num_rows)
 
 
 def column_info(name: str, f: Field) -> ColumnInfo:
