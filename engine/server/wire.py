@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("canopy.server")
 DISCONNECT_POLL_S = 0.1
 SMALL_RESULT_VALUES = 256        # results up to this many values are encoded without a thread hand-off
+_MAX_HEADERS = 256               # result headers a connection keeps (WireConnection._result_header)
 
 
 class LoginFailed(Exception):
@@ -196,6 +197,7 @@ class WireConnection(Connection):
         self.session.connection = self
         self.status_flags = ServerStatus.SERVER_STATUS_AUTOCOMMIT
         self.fast_auth_pending = False
+        self._headers: dict[tuple, tuple[list[bytes], list]] = {}     # see _result_header
 
     def ok(self, **kwargs: Any) -> bytes:
         if self.fast_auth_pending:           # caching_sha2_password: 0x03, then the login's OK
@@ -382,17 +384,10 @@ class WireConnection(Connection):
             await self.stream.write(self.ok(affected_rows=max(result.rowcount, 0), warnings=warnings,
                                             flags=flags, last_insert_id=_last_insert_id(self.session.engine)))
             return
-        columns = wire_columns(result)
-        header = [packets.make_column_count(capabilities=self.capabilities, column_count=len(columns))]
-        for column in columns:
-            header.append(packets.make_column_definition_41(
-                server_charset=self.server_charset, name=column.name, column_type=column.result_column.type,
-                character_set=column.result_column.character_set, column_length=column.length,
-                flags=column.flags, decimals=column.decimals))
-        if not self.deprecate_eof():
-            header.append(self.eof())
+        header, result_columns = self._result_header(result)
+        if not self.deprecate_eof():         # old clients: an EOF (with the status flags of now) after them
+            header = header + [self.eof()]
         self.stream.write_many(header)
-        result_columns = [c.result_column for c in columns]
         # a few values are converted here on the loop; more on the thread pool, not to hold up other clients
         small = result.table.num_rows * max(result.table.num_columns, 1) <= SMALL_RESULT_VALUES
         if binary:
@@ -403,6 +398,26 @@ class WireConnection(Connection):
             rows = text_rows(result.table) if small else await self.session.call(text_rows, result.table)
             self.stream.write_text_rows(rows, result_columns)
         await self.stream.write(self.ok_or_eof(affected_rows=len(rows), warnings=warnings, flags=flags))
+
+    def _result_header(self, result: Result) -> tuple[list[bytes], list]:
+        """The column count and column definition packets of ``result``, with mysql-mimic's columns
+        for the rows: kept per connection by the columns' descriptions, since a client mostly runs
+        the same few queries again."""
+        key = (tuple(result.columns), tuple(result.table.schema.types))
+        cached = self._headers.get(key)
+        if cached is not None:
+            return cached
+        columns = wire_columns(result)
+        header = [packets.make_column_count(capabilities=self.capabilities, column_count=len(columns))]
+        for column in columns:
+            header.append(packets.make_column_definition_41(
+                server_charset=self.server_charset, name=column.name, column_type=column.result_column.type,
+                character_set=column.result_column.character_set, column_length=column.length,
+                flags=column.flags, decimals=column.decimals))
+        if len(self._headers) >= _MAX_HEADERS:
+            self._headers.clear()
+        self._headers[key] = made = (header, [c.result_column for c in columns])
+        return made
 
     def error_packet(self, error: BaseException) -> bytes:
         if isinstance(error, _SecureFilePriv):
