@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -403,6 +403,10 @@ class HashAggregateExec(PhysicalOperator):
             return result
         state_schema = self._state_schema()
         batches = [b for b in batches if b.num_rows]
+        if not key_names:
+            merged = self._merge_keyless(batches, state_schema)
+            if merged is not None:
+                return merged
         table = pa.Table.from_batches(batches, schema=state_schema) if batches else state_schema.empty_table()
         specs, names = [], []
         for f, call in self.aggregates:
@@ -412,6 +416,22 @@ class HashAggregateExec(PhysicalOperator):
         grouped = _group_by(_widen_sums(table, specs), key_names, specs)
         key_columns, agg_columns = _split_grouped(grouped, key_names)
         return pa.table(key_columns + _narrow_sums(agg_columns), names=key_names + names)
+
+    def _merge_keyless(self, batches: list, state_schema: pa.Schema) -> Optional[pa.Table]:
+        """A scalar aggregate's partial states (a row per task) merged column by column, when every
+        state merges by MIN, MAX or an integer SUM (counts); None otherwise (a decimal or float sum
+        is widened to notice an overflow: the general path)."""
+        columns, names = [], []
+        for f, call in self.aggregates:
+            for suffix, _, merge in _STATES[call.func]:
+                name = f"{f.id}|{suffix}"
+                arrow_type = state_schema.field(name).type
+                if merge not in ("sum", "min", "max") or (merge == "sum" and not pa.types.is_integer(arrow_type)):
+                    return None
+                value = _KEYLESS[merge](pa.chunked_array([b.column(name) for b in batches], type=arrow_type))
+                columns.append(pa.array([value.as_py()], arrow_type))
+                names.append(name)
+        return pa.table(columns, names=names)
 
     def _first_phase(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
         if not self.keys and isinstance(self.input, ScanExec):
