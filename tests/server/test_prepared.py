@@ -67,7 +67,9 @@ def dbapi():
 
 def _connector(server):
     return mysql_connector.connect(host=server.host, port=server.port, user=ADMIN, password=PASSWORD,
-                                   database="canopy", autocommit=True, use_pure=True)
+                                   database="canopy", autocommit=True, use_pure=True,
+                                   # its default, utf8mb4_0900_ai_ci (MySQL 8), is not a collation Canopy has
+                                   charset="utf8mb4", collation="utf8mb4_general_ci")
 
 
 @pytest.mark.parametrize("sql, params", CASES, ids=[f"{i}" for i in range(len(CASES))])
