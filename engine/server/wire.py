@@ -197,7 +197,7 @@ class WireConnection(Connection):
         self.session.connection = self
         self.status_flags = ServerStatus.SERVER_STATUS_AUTOCOMMIT
         self.fast_auth_pending = False
-        self._headers: dict[tuple, tuple[list[bytes], list]] = {}     # see _result_header
+        self._headers: dict[tuple, tuple[list[bytes], list, list]] = {}     # see _result_header
 
     def ok(self, **kwargs: Any) -> bytes:
         if self.fast_auth_pending:           # caching_sha2_password: 0x03, then the login's OK
@@ -384,7 +384,7 @@ class WireConnection(Connection):
             await self.stream.write(self.ok(affected_rows=max(result.rowcount, 0), warnings=warnings,
                                             flags=flags, last_insert_id=_last_insert_id(self.session.engine)))
             return
-        header, result_columns = self._result_header(result)
+        header, columns, result_columns = self._result_header(result)
         if not self.deprecate_eof():         # old clients: an EOF (with the status flags of now) after them
             header = header + [self.eof()]
         self.stream.write_many(header)
@@ -399,10 +399,10 @@ class WireConnection(Connection):
             self.stream.write_text_rows(rows, result_columns)
         await self.stream.write(self.ok_or_eof(affected_rows=len(rows), warnings=warnings, flags=flags))
 
-    def _result_header(self, result: Result) -> tuple[list[bytes], list]:
-        """The column count and column definition packets of ``result``, with mysql-mimic's columns
-        for the rows: kept per connection by the columns' descriptions, since a client mostly runs
-        the same few queries again."""
+    def _result_header(self, result: Result) -> tuple[list[bytes], list, list]:
+        """The column count and column definition packets of ``result``, with its wire columns and
+        mysql-mimic's columns for the rows: kept per connection by the columns' descriptions, since a
+        client mostly runs the same few queries again."""
         key = (tuple(result.columns), tuple(result.table.schema.types))
         cached = self._headers.get(key)
         if cached is not None:
@@ -416,7 +416,7 @@ class WireConnection(Connection):
                 flags=column.flags, decimals=column.decimals))
         if len(self._headers) >= _MAX_HEADERS:
             self._headers.clear()
-        self._headers[key] = made = (header, [c.result_column for c in columns])
+        self._headers[key] = made = (header, columns, [c.result_column for c in columns])
         return made
 
     def error_packet(self, error: BaseException) -> bytes:
