@@ -59,6 +59,11 @@ class Estimator:
         self._skews: dict[tuple[int, int], tuple] = {}   # (id(stats), id(stats)) -> (stats, stats, skew)
         self._literal_ndv: dict[str, int] = {}    # a small Values' column -> its distinct values
         self._bare_scans: dict[int, tuple[Scan, Scan]] = {}   # id(scan) -> (scan, the scan without filters)
+        self._ids: dict[int, tuple[LogicalPlan, frozenset]] = {}     # id(plan) -> (plan, its field ids)
+        self._pins: dict[tuple[str, int], tuple] = {}     # (column id, id(plan)) -> (plan, _pinned's answer)
+        self._rows_memo: dict = {}        # table id -> rows; (table id, column) -> NDV / statistics
+        self._ndv_memo: dict = {}
+        self._stats_memo: dict = {}
 
     # where a column id comes from (for its NDV and histogram)
     def _register(self, plan: LogicalPlan) -> None:
@@ -89,7 +94,7 @@ class Estimator:
             for i, f in enumerate(plan.fields):
                 origins = [self._origins.get(child.fields[i].id) for child in plan.inputs]
                 if all(origins):
-                    self._origins[f.id] = max(origins, key=lambda o: self.stats.column_ndv(*o))
+                    self._origins[f.id] = max(origins, key=lambda o: self._column_ndv(*o))
 
     def ndv(self, column_id: str, within: LogicalPlan) -> float:
         rows = self.rows(within)
@@ -103,7 +108,7 @@ class Estimator:
             self._note("default")
             return max(rows, 1.0)
         self._note("ndv")
-        ndv = float(self.stats.column_ndv(*origin))
+        ndv = float(self._column_ndv(*origin))
         pinned = self._pinned(column_id, within)
         pinned = None if pinned is None else float(len(pinned))
         return max(1.0, min(ndv if pinned is None else min(pinned, ndv), rows))
@@ -127,6 +132,13 @@ class Estimator:
     def _pinned(self, column_id: str, plan: LogicalPlan) -> Optional[list]:
         """The values a filter below ``plan`` leaves the column: one under ``col = const``, k under
         ``col IN (k constants)`` (``WHERE k = 3 GROUP BY k`` is one group); None when unrestricted."""
+        key = (column_id, id(plan))
+        cached = self._pins.get(key)
+        if cached is None or cached[0] is not plan:     # join ordering asks again per candidate
+            cached = self._pins[key] = (plan, self._find_pinned(column_id, plan))
+        return cached[1]
+
+    def _find_pinned(self, column_id: str, plan: LogicalPlan) -> Optional[list]:
         while True:
             predicates = plan.filters if isinstance(plan, Scan) else \
                 conjuncts(plan.predicate) if isinstance(plan, Filter) else ()
@@ -141,12 +153,20 @@ class Estimator:
                 column_id = next((e.id for f, e in plan.exprs if f.id == column_id and isinstance(e, ColumnRef)), None)
             if isinstance(plan, (Filter, Sort, Limit, Project, Window)) and column_id is not None:
                 plan = plan.input
-            elif isinstance(plan, Join) and column_id in plan.left.field_ids():
+            elif isinstance(plan, Join) and column_id in self._field_ids(plan.left):
                 plan = plan.left
-            elif isinstance(plan, Join) and column_id in plan.right.field_ids():
+            elif isinstance(plan, Join) and column_id in self._field_ids(plan.right):
                 plan = plan.right
             else:
                 return None
+
+    def _field_ids(self, plan: LogicalPlan) -> frozenset:
+        """``plan.field_ids()``, kept: a join's fields are its inputs' (recomputed per call), and join
+        ordering asks about the same subtrees for every candidate built on them."""
+        cached = self._ids.get(id(plan))
+        if cached is None or cached[0] is not plan:
+            cached = self._ids[id(plan)] = (plan, frozenset(plan.field_ids()))
+        return cached[1]
 
     def rows(self, plan: LogicalPlan) -> float:
         cached = self._rows.get(id(plan))
@@ -181,14 +201,14 @@ class Estimator:
 
     def _provisional(self, plan: LogicalPlan) -> float:
         if isinstance(plan, Scan):
-            return max(1.0, float(self.stats.table_rows(plan.table)))
+            return max(1.0, float(self._table_rows(plan.table)))
         if plan.inputs:
             return max(self.rows(i) for i in plan.inputs)
         return 1000.0
 
     def _estimate(self, plan: LogicalPlan) -> float:
         if isinstance(plan, Scan):
-            rows = float(self.stats.table_rows(plan.table))
+            rows = float(self._table_rows(plan.table))
             if not plan.filters:
                 return rows
             # The filters are estimated against the scan without them: against the scan itself, an
@@ -352,10 +372,10 @@ class Estimator:
             if origin is None:
                 return float("inf")
             tables.add(origin[0].table_id)
-            product *= max(1.0, float(self.stats.column_ndv(*origin)))
+            product *= max(1.0, float(self._column_ndv(*origin)))
         if len(tables) == 1:
             table = self._origins[keys[0].id][0]
-            product = min(product, float(self.stats.table_rows(table)))
+            product = min(product, float(self._table_rows(table)))
         return product
 
     # -- predicates -----------------------------------------------------------------------------------
@@ -494,7 +514,23 @@ class Estimator:
         lookup = getattr(self.stats, "column_stats", None)
         if origin is None or lookup is None:
             return None
-        return lookup(*origin)
+        key = (origin[0].table_id, origin[1])
+        if key not in self._stats_memo:
+            self._stats_memo[key] = lookup(*origin)
+        return self._stats_memo[key]
+
+    # One planning asks for the same table's rows and column's statistics once per candidate join (a
+    # 60-input join thousands of times): each is asked of the provider once per Estimator (per query).
+    def _table_rows(self, table: TableDef) -> int:
+        if table.table_id not in self._rows_memo:
+            self._rows_memo[table.table_id] = self.stats.table_rows(table)
+        return self._rows_memo[table.table_id]
+
+    def _column_ndv(self, table: TableDef, column: str) -> int:
+        key = (table.table_id, column)
+        if key not in self._ndv_memo:
+            self._ndv_memo[key] = self.stats.column_ndv(table, column)
+        return self._ndv_memo[key]
 
 
 def _weakest(*stats: ColumnStats) -> str:

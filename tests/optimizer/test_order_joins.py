@@ -128,3 +128,37 @@ def test_ten_inputs_are_planned_by_dp_quickly(monkeypatch):
 
 def test_doctests():
     assert doctest.testmod(rule).failed == 0
+
+
+def _shape(kind: str, n: int) -> MultiJoin:
+    names = [f"t{i:02d}" for i in range(n)]
+    if kind == "chain":
+        pairs = list(zip(names, names[1:]))
+    elif kind == "cycle":
+        pairs = list(zip(names, names[1:] + names[:1]))
+    elif kind == "star":
+        pairs = [(names[0], x) for x in names[1:]]
+    else:                  # snowflake: a star whose every point has a point of its own
+        half = n // 2
+        pairs = [(names[0], x) for x in names[1:half]] + [(names[i - half + 1], names[i]) for i in range(half, n)]
+    return MultiJoin(tuple(rel(x) for x in names), tuple(eq(x, y) for x, y in pairs))
+
+
+@pytest.mark.parametrize("kind", ["chain", "cycle", "star", "snowflake"])
+def test_sixty_inputs_cost_quadratically_many_estimates(kind):
+    """60 inputs are ordered greedily, each pair's candidate estimated once: O(n^2) estimates, where
+    re-estimating every pair on every step took O(n^3) (minutes of planning for a 60-table join)."""
+    import time
+    estimates = HandEstimates({}, default=100)
+    started = time.process_time()
+    plan = rule.order_joins(_shape(kind, 60), OptimizerContext(estimates))
+    assert len(joins(plan)) == 59 and all(j.kind == "inner" for j in joins(plan))
+    assert len(estimates.asked) < 60 * 60 * 3
+    assert time.process_time() - started < 5
+
+
+@pytest.mark.parametrize("kind", ["chain", "cycle", "star", "snowflake"])
+def test_twelve_inputs_are_planned_by_dphyp_within_its_budget(kind):
+    estimates = HandEstimates({}, default=100)
+    plan = rule.order_joins(_shape(kind, 12), OptimizerContext(estimates))
+    assert len(joins(plan)) == 11 and all(j.kind == "inner" for j in joins(plan))

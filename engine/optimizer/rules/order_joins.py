@@ -1,14 +1,16 @@
-"""Turn each MultiJoin into a tree of binary joins: dynamic programming over connected subgraphs.
+"""Turn each MultiJoin into a tree of binary joins: DPhyp over the join graph, greedy beyond it.
 
 For up to ``DP_LIMIT`` inputs (counting the EXISTS / IN semi and anti joins peeled off them), every
 connected set of inputs gets its cheapest tree, built from the cheapest trees of two connected,
-connected-to-each-other halves; the cost of a tree is the sum of the estimated rows of the joins in it
-(its intermediate results). A pending semi / anti join is one more element of the sets: it is applied
-on top of any set that holds the columns it needs, so it lands wherever filtering first is cheapest.
+connected-to-each-other halves, enumerated by DPhyp (:mod:`engine.optimizer.dphyp`: one step per such
+pair, within ``DP_BUDGET`` steps, as DuckDB does); the cost of a tree is the sum of the estimated rows
+of the joins in it (its intermediate results). A pending semi / anti join is one more element of the
+sets: it is applied on top of any set that holds the columns it needs, so it lands wherever filtering
+first is cheapest.
 Only pairs joined by an equality are ever split, so the DP never builds a cross product; the trees of
-the inputs' connected components (and inputs beyond ``DP_LIMIT``) are then joined greedily: repeatedly
-the two subtrees whose join has the smallest estimated output, connected pairs first, a cross product
-only when nothing else connects them (the query asked for one). The smaller side of each join becomes
+the inputs' connected components (and inputs beyond ``DP_LIMIT`` or the budget) are then joined greedily
+(GOO, each pair's candidate estimated once): repeatedly the two subtrees whose join has the smallest
+estimated output, connected pairs first, a cross product only when nothing else connects them (the query asked for one). The smaller side of each join becomes
 its build (right) side. A join key implied by the equalities already applied below it (after the
 transitive-predicates rule adds ``a.x = c.z`` beside ``a.x = b.y AND b.y = c.z``) is dropped.
 
@@ -34,6 +36,7 @@ Join inner ON c = b
 from __future__ import annotations
 
 from engine.optimizer.context import OptimizerContext
+from engine.optimizer.dphyp import TooManyPairs, csg_cmp_pairs
 from engine.plan.expressions import Call, ColumnRef, Expr, and_all, conjuncts
 from engine.plan.logical import Filter, Join, LogicalPlan, MultiJoin, Scan, filter_all
 
@@ -83,25 +86,26 @@ def _needed_ids(join: Join) -> set[str]:
     return needed
 
 
-DP_LIMIT = 10      # inputs + pending semi / anti joins: 3^n subset splits, ~60k at 10
+DP_LIMIT = 12      # inputs + pending semi / anti joins planned by DPhyp (DuckDB: 12 and 10,000 pairs)
+DP_BUDGET = 4_000  # DPhyp steps (pairs plus sets looked at); a star or clique beyond it is planned greedily
 
 
 def _order(node: MultiJoin, ctx: OptimizerContext) -> LogicalPlan:
     est = ctx.estimator
     trees: list[LogicalPlan] = []
     pending: list[Join] = []
-    conditions = list(node.conditions)
+    conditions = [(c, frozenset(c.column_ids())) for c in node.conditions]   # column ids walked once
     for child in node.inputs:
         child = _peel_filtering_joins(child, pending)
         ids = child.field_ids()
-        local = [c for c in conditions if c.column_ids() and c.column_ids() <= ids]
-        conditions = [c for c in conditions if c not in local]
+        local = [c for c, cids in conditions if cids and cids <= ids]
+        conditions = [(c, cids) for c, cids in conditions if not (cids and cids <= ids)]
         trees.append(filter_all(child, local))
     trees, pending, conditions = _dynamic(trees, pending, conditions, est)
     return _greedy(trees, pending, conditions, est)
 
 
-def _dynamic(trees: list[LogicalPlan], pending: list[Join], conditions: list[Expr], est):
+def _dynamic(trees: list[LogicalPlan], pending: list[Join], conditions: list[tuple[Expr, frozenset]], est):
     """Replace each connected component of ``trees`` (with the pending joins it alone can take) that has
     at most DP_LIMIT elements by its cheapest tree; return the trees, pending joins and conditions left."""
     owner = {fid: i for i, t in enumerate(trees) for fid in t.field_ids()}
@@ -114,9 +118,9 @@ def _dynamic(trees: list[LogicalPlan], pending: list[Join], conditions: list[Exp
             m |= 1 << owner[fid]
         return m
 
-    cond_masks = [mask(c.column_ids()) for c in conditions]
+    cond_masks = [mask(ids) for _, ids in conditions]
     equi = []                 # (left mask, right mask) of each equality between columns of disjoint inputs
-    for c in conditions:
+    for c, _ in conditions:
         if isinstance(c, Call) and c.op == "eq" and all(a.column_ids() for a in c.args):
             mx, my = mask(c.args[0].column_ids()), mask(c.args[1].column_ids())
             if mx and my and not mx & my:
@@ -147,9 +151,9 @@ def _dynamic(trees: list[LogicalPlan], pending: list[Join], conditions: list[Exp
             continue
         conds = [k for k, m in enumerate(cond_masks) if m and m & group_mask == m]
         best = _best_tree([trees[i] for i in members], members, [pending[p] for p in mine],
-                          [pending_masks[p] for p in mine], [(conditions[k], cond_masks[k]) for k in conds],
+                          [pending_masks[p] for p in mine], [(conditions[k][0], cond_masks[k]) for k in conds],
                           equi, est)
-        if best is None:      # joined only through expressions over several inputs: leave it to greedy
+        if best is None:      # joined only through expressions over several inputs, or too many pairs
             out_trees.extend(trees[i] for i in members)
             continue
         out_trees.append(best)
@@ -160,8 +164,12 @@ def _dynamic(trees: list[LogicalPlan], pending: list[Join], conditions: list[Exp
 
 
 def _best_tree(trees, positions, pending, pending_masks, conditions, equi, est) -> LogicalPlan | None:
-    """The cheapest tree over all of ``trees`` and ``pending``; masks are over ``positions`` (the trees'
-    indexes in the MultiJoin), re-based here onto bits 0..n-1 for trees and n.. for pending joins."""
+    """The cheapest tree over all of ``trees`` and ``pending`` (None past DP_BUDGET); masks are over
+    ``positions`` (the trees' indexes in the MultiJoin), re-based here onto bits 0..n-1.
+
+    DPhyp enumerates the joins of two connected sets of inputs; each set keeps its cheapest tree per
+    subset of the pending semi / anti joins applied inside it (a pending join is applied on top of a
+    set that holds the columns it needs, once that set's own joins are all known)."""
     n, m = len(trees), len(pending)
 
     def rebase(mk: int) -> int:
@@ -172,58 +180,105 @@ def _best_tree(trees, positions, pending, pending_masks, conditions, equi, est) 
     edges = [(x, y) for x, y in edges if x and y and (x | y) & relations == x | y]
     conds = [(c, rebase(mk)) for c, mk in conditions]
     needs = [rebase(mk) for mk in pending_masks]
-    neighbours = [0] * n
-    for x, y in edges:
-        for k in range(n):
-            if (x | y) >> k & 1:
-                neighbours[k] |= (x | y) & ~(1 << k)
+    # best[rel][applied pending joins] = (cost, rows, tie-break, tree); of equal costs and rows, a pending
+    # join applied last wins (the first of them), then the split whose numerically smaller half is largest
+    best: dict[int, dict[int, tuple[float, float, tuple, LogicalPlan]]] = {
+        1 << k: {0: (0.0, 0.0, (0, 0), t)} for k, t in enumerate(trees)}
+    closed: set[int] = set()
+    equalities: dict = {}
 
-    def connected(rel: int) -> bool:
-        seen = reached = rel & -rel
-        while reached:
-            grown = 0
-            for k in range(n):
-                if reached >> k & 1:
-                    grown |= neighbours[k]
-            reached = grown & rel & ~seen
-            seen |= reached
-        return seen == rel
+    def offer(rel: int, applied: int, cost: float, tie: tuple, candidate: LogicalPlan) -> None:
+        rows = est.rows(candidate)
+        entry = best.setdefault(rel, {}).get(applied)
+        if entry is None or (cost + rows, rows, tie) < entry[:3]:
+            best[rel][applied] = (cost + rows, rows, tie, candidate)
 
-    best: dict[int, tuple[float, LogicalPlan]] = {1 << k: (0.0, t) for k, t in enumerate(trees)}
-    for s in range(1, 1 << (n + m)):
-        rel = s & relations
-        if s in best or not rel or not connected(rel):
-            continue
-        choice = None
-        for p in range(m):                   # a pending semi / anti join applied last
-            bit = 1 << (n + p)
-            if s & bit and (s ^ bit) in best and needs[p] & rel == needs[p]:
-                cost, below = best[s ^ bit]
-                j = pending[p]
-                candidate = Join(below, j.right, j.kind, j.left_keys, j.right_keys, j.residual)
-                score = (cost + est.rows(candidate), est.rows(candidate))
-                if choice is None or score < choice[0]:
-                    choice = (score, candidate)
-        s1 = (s - 1) & s
-        while s1:                            # every split into two halves, each half once
-            s2 = s ^ s1
-            if s1 < s2 and s1 in best and s2 in best and any(
-                    x & s1 == x and y & s2 == y or x & s2 == x and y & s1 == y for x, y in edges):
-                (c1, a), (c2, b) = best[s1], best[s2]
-                r1, r2 = s1 & relations, s2 & relations
-                joined = [c for c, mk in conds if mk & rel == mk and mk & r1 and mk & r2]
-                candidate = _make_join(a, b, _drop_implied(joined, a, b), est)
-                score = (c1 + c2 + est.rows(candidate), est.rows(candidate))
-                if choice is None or score < choice[0]:
-                    choice = (score, candidate)
-            s1 = (s1 - 1) & s
-        if choice is not None:
-            best[s] = (choice[0][0], choice[1])
-    full = best.get((1 << (n + m)) - 1)
-    return full[1] if full else None
+    def close(rel: int) -> dict[int, tuple[float, float, tuple, LogicalPlan]]:
+        """Add the pending joins ``rel`` can take on top of its trees (fewest applied first)."""
+        if rel not in closed:
+            closed.add(rel)
+            fits = [p for p in range(m) if needs[p] & rel == needs[p]]
+            fit_mask = sum(1 << p for p in fits)
+            subsets = [a for a in range(1 << m) if a & fit_mask == a]
+            for applied in sorted(subsets, key=lambda a: bin(a).count("1")):
+                if applied not in best[rel]:
+                    continue
+                cost, below = best[rel][applied][0], best[rel][applied][3]
+                for p in fits:
+                    if not applied >> p & 1:
+                        j = pending[p]
+                        offer(rel, applied | 1 << p, cost, (0, p),
+                              Join(below, j.right, j.kind, j.left_keys, j.right_keys, j.residual))
+        return best[rel]
+
+    def emit(r1: int, r2: int) -> None:
+        rel = r1 | r2
+        joined = [c for c, mk in conds if mk & rel == mk and mk & r1 and mk & r2]
+        for p1, (c1, _, _, a) in close(r1).items():
+            for p2, (c2, _, _, b) in close(r2).items():
+                if not p1 & p2:
+                    left, right = (a, b) if r1 | p1 << n < r2 | p2 << n else (b, a)
+                    tie = (1, -min(r1 | p1 << n, r2 | p2 << n))
+                    offer(rel, p1 | p2, c1 + c2, tie, _make_join(left, right, _drop_implied(joined, left, right, equalities), est))
+
+    try:
+        csg_cmp_pairs(n, edges, emit, DP_BUDGET)
+    except TooManyPairs:
+        return None
+    if relations not in best:
+        return None
+    full = close(relations).get((1 << m) - 1)
+    return full[3] if full else None
 
 
-def _greedy(trees: list[LogicalPlan], pending: list[Join], conditions: list[Expr], est) -> LogicalPlan:
+def _greedy(trees: list[LogicalPlan], pending: list[Join], conditions: list[tuple[Expr, frozenset]],
+            est) -> LogicalPlan:
+    """GOO: repeatedly join the two trees whose join has the smallest estimated output, pairs joined by
+    an equality first, a cross product only when nothing else connects them. A pair's candidate join is
+    estimated once, when the second of its trees is made, so n inputs cost O(n^2) estimates."""
+    owner = {fid: i for i, t in enumerate(trees) for fid in t.field_ids()}
+    masks = {id(t): 1 << i for i, t in enumerate(trees)}
+    cond_masks = []
+    for _, ids in conditions:
+        mk = 0
+        for fid in ids:
+            mk = mk | 1 << owner[fid] if fid in owner else -1
+            if mk < 0:
+                break
+        cond_masks.append(max(mk, 0))      # 0: never applied by a join (columns from outside, or none)
+    used: set[int] = set()
+    touching = {id(t): [k for k, mk in enumerate(cond_masks) if mk & masks[id(t)] and mk != masks[id(t)]]
+                for t in trees}
+    scored: dict[tuple[int, int], tuple] = {}    # (id(a), id(b)) -> (score, candidate, condition indexes)
+    equalities: dict = {}
+
+    def score(a: LogicalPlan, b: LogicalPlan, ks: list[int]) -> tuple:
+        conds = [conditions[k][0] for k in ks]
+        connected = any(_is_equi(c, a, b) for c in conds)
+        candidate = _make_join(a, b, _drop_implied(conds, a, b, equalities), est)
+        return (0 if connected else 1, est.rows(candidate), est.rows(a) + est.rows(b)), candidate, ks
+
+    def score_partners(t: LogicalPlan, pos: int, in_list: list[LogicalPlan]) -> None:
+        """Score ``t`` (at ``pos`` of ``in_list``) with every tree a condition joins it to, in one pass
+        over its conditions; the earlier tree of a pair is the candidate's left, as the loop below sees
+        them (the probe side of equal estimates)."""
+        mt = masks[id(t)]
+        by_partner: dict[int, list[int]] = {}
+        for k in touching[id(t)]:
+            rest = cond_masks[k] & ~mt
+            for o in in_list:
+                if o is not t and rest & ~masks[id(o)] == 0:
+                    by_partner.setdefault(id(o), []).append(k)
+                    break
+        for q, o in enumerate(in_list):
+            if id(o) in by_partner and o is not t:
+                a, b = (o, t) if q < pos else (t, o)
+                if (id(a), id(b)) not in scored:
+                    scored[(id(a), id(b))] = score(a, b, sorted(by_partner[id(o)]))
+
+    for i, t in enumerate(trees):
+        score_partners(t, i, trees)
+    pending_scored: dict[tuple[int, int], tuple] = {}
     while len(trees) > 1 or pending:
         best = None
         # a semi / anti join competes with the inner joins: it is applied when its output is the smallest
@@ -231,41 +286,52 @@ def _greedy(trees: list[LogicalPlan], pending: list[Join], conditions: list[Expr
             needed = _needed_ids(join)
             for i, tree in enumerate(trees):
                 if needed <= tree.field_ids():
-                    candidate = Join(tree, join.right, join.kind, join.left_keys, join.right_keys, join.residual)
-                    score = (0, est.rows(candidate), est.rows(tree))
-                    if best is None or score < best[0]:
-                        best = (score, ("pending", p, i), candidate, [])
+                    key = (id(join), id(tree))
+                    if key not in pending_scored:
+                        candidate = Join(tree, join.right, join.kind, join.left_keys, join.right_keys,
+                                         join.residual)
+                        pending_scored[key] = ((0, est.rows(candidate), est.rows(tree)), candidate)
+                    s, candidate = pending_scored[key]
+                    if best is None or s < best[0]:
+                        best = (s, ("pending", p, i), candidate, [])
                     break
-        for i in range(len(trees)):
-            for j in range(i + 1, len(trees)):
-                a, b = trees[i], trees[j]
-                ids = a.field_ids() | b.field_ids()
-                conds = [c for c in conditions if c.column_ids() <= ids
-                         and c.column_ids() & a.field_ids() and c.column_ids() & b.field_ids()]
-                connected = any(_is_equi(c, a, b) for c in conds)
-                candidate = _make_join(a, b, _drop_implied(conds, a, b), est)
-                rows = est.rows(candidate)
-                score = (0 if connected else 1, rows, est.rows(a) + est.rows(b))
-                if best is None or score < best[0]:
-                    best = (score, ("join", i, j), candidate, conds)
+        for tier in (0, 1):
+            for i in range(len(trees)):
+                for j in range(i + 1, len(trees)):
+                    entry = scored.get((id(trees[i]), id(trees[j])))
+                    if entry is None and tier == 1:    # no condition joins them: a cross product
+                        entry = score(trees[i], trees[j], [])
+                    if entry is not None and (best is None or entry[0] < best[0]):
+                        best = (entry[0], ("join", i, j), entry[1], entry[2])
+            if best is not None:
+                break
         if best is None:              # pending joins whose columns no single tree holds: apply on top
             break
-        _, (what, a, b), joined, used = best
+        _, (what, a, b), joined, ks = best
         if what == "pending":
             pending.pop(a)
+            masks[id(joined)] = masks[id(trees[b])]
+            touching[id(joined)] = touching[id(trees[b])]
             trees[b] = joined
+            score_partners(joined, b, trees)
             continue
-        conditions = [c for c in conditions if c not in used]
+        used.update(ks)
+        merged = masks[id(trees[a])] | masks[id(trees[b])]
+        masks[id(joined)] = merged
+        touching[id(joined)] = [k for k in dict.fromkeys(touching[id(trees[a])] + touching[id(trees[b])])
+                                if k not in used and cond_masks[k] & ~merged]
         trees = [t for k, t in enumerate(trees) if k not in (a, b)] + [joined]
+        score_partners(joined, len(trees) - 1, trees)
     result = trees[0]
-    if conditions:
-        result = filter_all(result, conditions)
+    left = [c for k, (c, _) in enumerate(conditions) if k not in used]
+    if left:
+        result = filter_all(result, left)
     for join in pending:
         result = Join(result, join.right, join.kind, join.left_keys, join.right_keys, join.residual)
     return result
 
 
-def _drop_implied(conds: list[Expr], a: LogicalPlan, b: LogicalPlan) -> list[Expr]:
+def _drop_implied(conds: list[Expr], a: LogicalPlan, b: LogicalPlan, cache: dict | None = None) -> list[Expr]:
     """``conds`` less the column equalities that those applied inside ``a`` and ``b`` and the ones kept
     before it imply: with ``a.x = b.y`` applied in ``a``, ``b.y = c.z`` makes ``a.x = c.z`` redundant, and
     a redundant key would make the estimate count the same selectivity twice."""
@@ -278,7 +344,7 @@ def _drop_implied(conds: list[Expr], a: LogicalPlan, b: LogicalPlan) -> list[Exp
             i = parent[i]
         return i
 
-    for x, y in _equalities(a) + _equalities(b):
+    for x, y in _equalities(a, cache) + _equalities(b, cache):
         parent[find(x)] = find(y)
     kept = []
     for c in conds:
@@ -300,19 +366,27 @@ def _column_equality(c: Expr):
     return None
 
 
-def _equalities(plan: LogicalPlan) -> list[tuple[str, str]]:
-    """Column equalities true of every row ``plan`` outputs, from its inner-join keys and filters."""
+def _equalities(plan: LogicalPlan, cache: dict | None = None) -> list[tuple[str, str]]:
+    """Column equalities true of every row ``plan`` outputs, from its inner-join keys and filters;
+    ``cache`` (id(join) -> (join, equalities)) keeps a join's across the candidates built on it."""
     if isinstance(plan, Filter):
-        return [p for c in conjuncts(plan.predicate) if (p := _column_equality(c))] + _equalities(plan.input)
+        return [p for c in conjuncts(plan.predicate) if (p := _column_equality(c))] + _equalities(plan.input, cache)
     if isinstance(plan, Scan):
         return [p for c in plan.filters if (p := _column_equality(c))]
     if isinstance(plan, Join):
+        cached = cache.get(id(plan)) if cache is not None else None
+        if cached is not None and cached[0] is plan:
+            return cached[1]
+        found = []
         if plan.kind == "inner":
             keys = [p for l, r in zip(plan.left_keys, plan.right_keys)
                     if (p := _column_equality(Call("eq", (l, r), l.type)))]
-            return keys + _equalities(plan.left) + _equalities(plan.right)
-        if plan.kind in _FILTERING_JOINS or plan.kind == "left":
-            return _equalities(plan.left)
+            found = keys + _equalities(plan.left, cache) + _equalities(plan.right, cache)
+        elif plan.kind in _FILTERING_JOINS or plan.kind == "left":
+            found = _equalities(plan.left, cache)
+        if cache is not None:
+            cache[id(plan)] = (plan, found)
+        return found
     return []
 
 
