@@ -9,7 +9,9 @@ line to paste into ``cost.py``. Each constant is named after the measurement tha
 
 Solved in pairs where one operator has two costs: the hash aggregate's per-row and per-group cost
 from a 1,000-group and an all-but-unique run; the hash join's per-build-row and per-probe-row cost
-from two build/probe shapes.
+from two build/probe shapes. ``--shape tpcds`` takes those two from TPC-DS's joins instead: a fact
+table probing a dimension 1/40 of its size (store_sales and date_dim at SF 1) and a returns table
+1/10 of a sales table's size probed by half of it (store_returns against the sales of one year).
 """
 from __future__ import annotations
 
@@ -78,7 +80,11 @@ def _aggregate(rows: int, groups: int, sorted_keys: bool, seed: int = 1):
     return source, keys_spec, aggs
 
 
-def measure(rows: int, repeat: int) -> dict[str, float]:
+# (build, probe) of the two hash-join shapes, as fractions of --rows
+JOIN_SHAPES = {"uniform": ((1 / 20, 1.0), (1 / 2, 1 / 2)), "tpcds": ((1 / 40, 1.0), (1 / 10, 1 / 2))}
+
+
+def measure(rows: int, repeat: int, shape: str = "uniform") -> dict[str, float]:
     """name -> nanoseconds (per row, per pair or per call, as the name says)."""
     ns = {}
     source, keys, aggs = _aggregate(rows, 1000, sorted_keys=False)
@@ -109,7 +115,8 @@ def measure(rows: int, repeat: int) -> dict[str, float]:
         return _seconds(join, repeat)
 
     # two shapes: t = build * b + probe * p
-    b1, p1, b2, p2 = rows // 20, rows, rows // 2, rows // 2
+    (fb1, fp1), (fb2, fp2) = JOIN_SHAPES[shape]
+    b1, p1, b2, p2 = int(rows * fb1), int(rows * fp1), int(rows * fb2), int(rows * fp2)
     t1, t2 = join_seconds(b1, p1), join_seconds(b2, p2)
     solved = np.linalg.solve(np.array([[b1, p1], [b2, p2]], dtype=float), np.array([t1, t2]))
     ns["hash_join_build_row"], ns["hash_join_probe_row"] = (max(x, 0.0) * 1e9 for x in solved)
@@ -168,9 +175,11 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--shape", choices=sorted(JOIN_SHAPES), default="uniform",
+                        help="the hash join's two build/probe shapes")
     args = parser.parse_args(argv)
-    ns = measure(args.rows, args.repeat)
-    print(f"# benchmarks/bench_costs.py --rows {args.rows:,} --repeat {args.repeat}, "
+    ns = measure(args.rows, args.repeat, args.shape)
+    print(f"# benchmarks/bench_costs.py --rows {args.rows:,} --repeat {args.repeat} --shape {args.shape}, "
           f"{datetime.date.today().isoformat()}")
     for name, value in ns.items():
         print(f"{name.upper()}_NS = {value:.2f}")

@@ -154,9 +154,9 @@ class Estimator:
             if isinstance(plan, (Filter, Sort, Limit, Project, Window)) and column_id is not None:
                 plan = plan.input
             elif isinstance(plan, Join) and column_id in self._field_ids(plan.left):
-                plan = plan.left
+                return self._pinned(column_id, plan.left)       # kept per subtree: join trees are deep
             elif isinstance(plan, Join) and column_id in self._field_ids(plan.right):
-                plan = plan.right
+                return self._pinned(column_id, plan.right)
             else:
                 return None
 
