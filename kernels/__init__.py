@@ -28,7 +28,7 @@ if _choice == "reference":
     from kernels.reference.join import JoinBloom, JoinTable, supports_join_key
     from kernels.reference.strings import char_length, substring, substring_length
     from kernels.reference.decimals import DIVIDE as DECIMAL_DIVIDE, INT_DIVIDE as DECIMAL_INT_DIVIDE
-    from kernels.reference.decimals import MOD as DECIMAL_MOD, decimal_divide, decimal_multiply
+    from kernels.reference.decimals import MOD as DECIMAL_MOD, decimal_add, decimal_divide, decimal_multiply
     from kernels.reference.decimals import (CEILING_DIVIDE as DECIMAL_CEILING_DIVIDE,
                                             FLOOR_DIVIDE as DECIMAL_FLOOR_DIVIDE)
     from kernels.reference.collation import collation_key
@@ -48,7 +48,7 @@ elif _choice == "compiled":
         from kernels.join import JoinBloom, JoinTable, supports_join_key
         from kernels.strings import char_length, substring, substring_length
         from kernels.decimals import DIVIDE as DECIMAL_DIVIDE, INT_DIVIDE as DECIMAL_INT_DIVIDE
-        from kernels.decimals import MOD as DECIMAL_MOD, decimal_divide, decimal_multiply
+        from kernels.decimals import MOD as DECIMAL_MOD, decimal_add, decimal_divide, decimal_multiply
         from kernels.decimals import (CEILING_DIVIDE as DECIMAL_CEILING_DIVIDE,
                                       FLOOR_DIVIDE as DECIMAL_FLOOR_DIVIDE)
         from kernels.collation import collation_key
@@ -87,5 +87,5 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            "segment_bounds", "range_frame", "window_count", "window_sum_float", "window_sum_words",
            "window_arg_extreme",
            # exact DECIMAL /, DIV, % and * (MySQL rounding, overflow reported)
-           "decimal_divide", "decimal_multiply", "DECIMAL_DIVIDE", "DECIMAL_INT_DIVIDE", "DECIMAL_MOD",
+           "decimal_add", "decimal_divide", "decimal_multiply", "DECIMAL_DIVIDE", "DECIMAL_INT_DIVIDE", "DECIMAL_MOD",
            "DECIMAL_FLOOR_DIVIDE", "DECIMAL_CEILING_DIVIDE"]

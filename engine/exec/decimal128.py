@@ -1,12 +1,12 @@
-"""Exact DECIMAL division and multiplication with MySQL's result types, on the 128-bit kernels.
+"""Exact DECIMAL arithmetic with MySQL's result types, on the 128-bit kernels.
 
-``divide(a, b, rt)``, ``multiply(a, b, rt)`` and ``mod(a, b, rt)`` take decimal128 operands (arrays
+``add(a, b, rt)``, ``divide(a, b, rt)``, ``multiply(a, b, rt)`` and ``mod(a, b, rt)`` take decimal128 operands (arrays
 or scalars) and return a decimal128 of the result type ``rt`` (chosen by
 ``engine.types.arithmetic_type``): the exact quotient, product or remainder, rounded half away from
 zero to ``rt``'s scale, NULL where an operand is NULL or a divisor is 0, and
 :class:`DecimalOverflow` when a value does not fit ``rt``'s precision. ``int_divide`` is SQL's DIV:
 the quotient truncated to a BIGINT.
-The per-row work is ``kernels.decimal_divide`` / ``kernels.decimal_multiply``; this module only
+The per-row work is ``kernels.decimal_add`` / ``decimal_divide`` / ``decimal_multiply``; this module only
 moves Arrow buffers in and out.
 """
 from __future__ import annotations
@@ -58,12 +58,15 @@ def _run(kernel, a: Operand, b: Operand, rt: pa.Decimal128Type, *arguments: int)
     n = 1 if scalar else len(a if not isinstance(a, pa.Scalar) else b)
     (wa, step_a), (wb, step_b) = _words(a), _words(b)
     valid = _valid(n, a, b)
-    out = np.zeros(2 * n, dtype=np.int64)
+    out = np.empty(2 * n, dtype=np.int64)
     first = kernel(wa, step_a, wb, step_b, *arguments, rt.precision, out, valid)
     if first >= 0:
         raise DecimalOverflow(f"DECIMAL value is out of range: the result does not fit DECIMAL"
                               f"({rt.precision},{rt.scale})")
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    bitmap = None
+    if not valid.all():     # the kernel skipped these rows (or made them NULL: x / 0): words of 0
+        out.reshape(-1, 2)[valid == 0] = 0
+        bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
     result = pa.Array.from_buffers(rt, n, [bitmap, pa.py_buffer(out)])
     return result[0] if scalar else result
 
@@ -143,6 +146,14 @@ def floor_or_ceiling(a: Operand, ceiling: bool) -> Operand:
     return _run(kernels.decimal_divide, a, _ONE, pa.decimal128(38, 0), 0, a.type.scale, op)
 
 
+def add(a: Operand, b: Operand, rt: pa.Decimal128Type, subtract: bool = False) -> Operand:
+    """``a + b`` (``a - b`` when ``subtract``) at ``rt``'s scale (at least each operand's: exact)."""
+    shift_a, shift_b = rt.scale - a.type.scale, rt.scale - b.type.scale
+    if shift_a < 0 or shift_b < 0:
+        raise ValueError(f"sum scale {rt.scale} below its operands' {a.type.scale}, {b.type.scale}")
+    return _run(kernels.decimal_add, a, b, rt, shift_a, shift_b, subtract)
+
+
 def multiply(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
     """``a * b`` rounded half away to ``rt.scale`` (below s_a + s_b only when MySQL caps it at 30)."""
     down = a.type.scale + b.type.scale - rt.scale
@@ -151,4 +162,4 @@ def multiply(a: Operand, b: Operand, rt: pa.Decimal128Type) -> Operand:
     return _run(kernels.decimal_multiply, a, b, rt, down)
 
 
-__all__ = ["DecimalOverflow", "divide", "int_divide", "mod", "multiply", "rescale", "round_digits", "floor_or_ceiling", "widen_for_sum", "narrow_sum"]
+__all__ = ["DecimalOverflow", "add", "divide", "int_divide", "mod", "multiply", "rescale", "round_digits", "floor_or_ceiling", "widen_for_sum", "narrow_sum"]

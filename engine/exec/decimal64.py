@@ -1,10 +1,9 @@
-"""DECIMAL arithmetic on 64-bit scaled integers when the values allow it.
+"""DECIMAL values as 64-bit scaled integers when they fit: the aggregates' int64 sums.
 
-Arrow computes decimal128 arithmetic exactly but slowly (each operation rescales through casts). Most
-decimals in practice (TPC-H money: DECIMAL(15,2)) hold values far below 2**63 once scaled, so a sum, a
-difference or a product can be computed in int64 with NumPy — exact as long as no intermediate exceeds
-int64, which is checked up front from the operands' largest magnitudes. Anything else (nulls, values or
-results that may not fit, scales that would need rounding) returns None and the caller takes Arrow's path.
+Most decimals in practice (TPC-H money: DECIMAL(15,2)) hold values far below 2**63 once scaled, so
+the hash aggregate sums them as int64 and turns the sums back into decimals here. (Arithmetic on
+decimals runs on the 128-bit kernels, ``engine.exec.decimal128``, which take the same int64 shortcut
+row by row.)
 
 A decimal128 value is two little-endian 64-bit words; when the value fits in int64 the high word is the
 sign extension of the low word, so the low words *are* the scaled integers (read without copying).
@@ -59,40 +58,4 @@ def from_int64_array(values: pa.Array, type_: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(type_, len(values), [values.buffers()[0], pa.py_buffer(words)])
 
 
-def _max_abs(v: Union[np.ndarray, int]) -> int:
-    if isinstance(v, int):
-        return abs(v)
-    return int(max(abs(int(v.max())), abs(int(v.min())))) if len(v) else 0
-
-
-def arith(name: str, a: Operand, b: Operand, result_type: pa.DataType) -> Optional[pa.Array]:
-    """``a <name> b`` (add, subtract, multiply) as a decimal128 of ``result_type``, or None to fall back."""
-    if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
-        return None
-    x, y = scaled_int64(a), scaled_int64(b)
-    if x is None or y is None:
-        return None
-    sa, sb, scale = a.type.scale, b.type.scale, result_type.scale
-    if name == "multiply":
-        if sa + sb != scale or _max_abs(x) * _max_abs(y) >= _LIMIT:
-            return None
-        result = x * y
-    else:
-        if scale < sa or scale < sb:
-            return None
-        fx, fy = 10 ** (scale - sa), 10 ** (scale - sb)
-        if (_max_abs(x) * fx + _max_abs(y) * fy) >= _LIMIT:
-            return None
-        if fx != 1:
-            x = x * fx
-        if fy != 1:
-            y = y * fy
-        result = x + y if name == "add" else x - y
-    if isinstance(result, int):       # both scalars cannot happen; keep numpy shape otherwise
-        return None
-    if _max_abs(result) >= 10 ** result_type.precision:
-        return None                   # the checked Arrow path raises the proper overflow error
-    return from_scaled_int64(np.asarray(result, dtype=np.int64), result_type)
-
-
-__all__ = ["arith", "scaled_int64", "from_scaled_int64"]
+__all__ = ["scaled_int64", "from_scaled_int64", "from_int64_array"]

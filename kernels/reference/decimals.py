@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["decimal_divide", "decimal_multiply", "DIVIDE", "INT_DIVIDE", "MOD", "FLOOR_DIVIDE",
+__all__ = ["decimal_divide", "decimal_multiply", "decimal_add", "DIVIDE", "INT_DIVIDE", "MOD", "FLOOR_DIVIDE",
            "CEILING_DIVIDE"]
 
 DIVIDE, INT_DIVIDE, MOD, FLOOR_DIVIDE, CEILING_DIVIDE = 0, 1, 2, 3, 4
@@ -71,4 +71,16 @@ def decimal_multiply(a, a_step, b, b_step, down, precision, out, valid) -> int:
     p[rows] = _round_div(x[rows] * y[rows], np.full(len(rows), 10 ** down, dtype=object))
     first = _first_overflow(p, rows, precision)
     _store(p, out, rows[rows < first] if first >= 0 else rows)
+    return first
+
+
+def decimal_add(a, a_step, b, b_step, shift_a, shift_b, subtract, precision, out, valid) -> int:
+    n = len(valid)
+    x, y = _ints(a, a_step, n), _ints(b, b_step, n)
+    rows = np.flatnonzero(valid)
+    r = np.zeros(n, dtype=object)
+    x, y = x[rows] * 10 ** shift_a, y[rows] * 10 ** shift_b
+    r[rows] = x - y if subtract else x + y
+    first = _first_overflow(r, rows, precision)
+    _store(r, out, rows[rows < first] if first >= 0 else rows)
     return first

@@ -33,6 +33,11 @@ static inline void cd_store(int64_t *words, cd_i128 v) {
     words[1] = (int64_t)(uint64_t)((cd_u128)v >> 64);
 }
 
+/* whether a decimal128 value's high word is its low word's sign extension (it fits int64) */
+static inline int cd_fits64(const int64_t *words) {
+    return words[1] == (words[0] >> 63);
+}
+
 static inline cd_u128 cd_abs(cd_i128 v) {
     return v < 0 ? (cd_u128)0 - (cd_u128)v : (cd_u128)v;
 }
@@ -159,10 +164,14 @@ static inline int cd_multiply(cd_i128 a, cd_i128 b, int down, cd_u128 limit, cd_
     int negative = (a < 0) != (b < 0);
     cd_u128 ua = cd_abs(a), ub = cd_abs(b), p, q;
     if (!__builtin_mul_overflow(ua, ub, &p) && down <= 38) {
-        cd_u128 d = cd_pow10(down);
-        q = p / d;
-        cd_u128 r = p - q * d;
-        if (down > 0 && r >= d - r) q++;
+        if (down == 0) {
+            q = p;                      /* no rounding: skip the 128-bit division by 1 */
+        } else {
+            cd_u128 d = cd_pow10(down);
+            q = p / d;
+            cd_u128 r = p - q * d;
+            if (r >= d - r) q++;
+        }
     } else {
         cd_u256 wp = cd_mul_u128(ua, ub), wd = {0, 1};
         if (!cd_u256_scale10(&wd, down)) { *out = 0; return 1; }      /* product < 2**256 << 10**down */
@@ -225,8 +234,44 @@ static inline int64_t cd_multiply_words(const int64_t *a, int64_t a_step, const 
     cd_i128 p;
     for (int64_t i = 0; i < n; i++) {
         if (!valid[i]) continue;
-        if (!cd_multiply(cd_load(a + 2 * i * a_step), cd_load(b + 2 * i * b_step), down, limit, &p)) return i;
+        const int64_t *x = a + 2 * i * a_step, *y = b + 2 * i * b_step;
+        if (down == 0 && cd_fits64(x) && cd_fits64(y)) {
+            p = (cd_i128)x[0] * (cd_i128)y[0];         /* |p| <= 2**126: one 64x64->128 product */
+            if (cd_abs(p) >= limit) return i;
+        } else if (!cd_multiply(cd_load(x), cd_load(y), down, limit, &p)) {
+            return i;
+        }
         cd_store(out + 2 * i, p);
+    }
+    return -1;
+}
+
+/* a * 10**shift_a + b * 10**shift_b (or minus, `subtract`) per row, exact: the sum or difference
+ * of two decimals brought to the result's scale (shifts 0..38). Returns -1, or the first row whose
+ * result is at least 10**precision in magnitude or overflows 128 bits (the rest left unwritten). */
+static inline int64_t cd_add_words(const int64_t *a, int64_t a_step, const int64_t *b, int64_t b_step,
+                                   int64_t n, int shift_a, int shift_b, int subtract, int precision,
+                                   int64_t *out, const uint8_t *valid) {
+    cd_u128 limit = cd_pow10(precision);
+    cd_i128 fa = (cd_i128)cd_pow10(shift_a), fb = (cd_i128)cd_pow10(shift_b);
+    /* both factors below 2**62: int64 operands scale and add without overflowing 128 bits */
+    int small = shift_a <= 18 && shift_b <= 18;
+    int64_t fa64 = (int64_t)fa, fb64 = (int64_t)fb;
+    cd_i128 r, u, v;
+    for (int64_t i = 0; i < n; i++) {
+        if (!valid[i]) continue;
+        const int64_t *x = a + 2 * i * a_step, *y = b + 2 * i * b_step;
+        if (small && cd_fits64(x) && cd_fits64(y)) {
+            u = (cd_i128)x[0] * fa64;
+            v = (cd_i128)y[0] * fb64;
+            r = subtract ? u - v : u + v;
+        } else {
+            if (__builtin_mul_overflow(cd_load(x), fa, &u) || __builtin_mul_overflow(cd_load(y), fb, &v))
+                return i;
+            if (subtract ? __builtin_sub_overflow(u, v, &r) : __builtin_add_overflow(u, v, &r)) return i;
+        }
+        if (cd_abs(r) >= limit) return i;
+        cd_store(out + 2 * i, r);
     }
     return -1;
 }

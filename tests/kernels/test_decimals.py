@@ -1,4 +1,4 @@
-"""kernels.decimal_divide (/, DIV, %) / decimal_multiply (compiled and reference), through
+"""kernels.decimal_divide (/, DIV, %) / decimal_multiply / decimal_add (+, -) (compiled and reference), through
 engine.exec.decimal128, against Python's ``decimal`` module: random DECIMAL(p, s) operands with
 nulls, zeros, scalars and the extreme values of 38 digits, results rounded half away from zero to
 MySQL's result types (engine.types.arithmetic_type), and overflow reported, never wrapped."""
@@ -25,6 +25,7 @@ def impl(request, monkeypatch):
     module = IMPLEMENTATIONS[request.param]
     monkeypatch.setattr(kernels, "decimal_divide", module.decimal_divide)
     monkeypatch.setattr(kernels, "decimal_multiply", module.decimal_multiply)
+    monkeypatch.setattr(kernels, "decimal_add", module.decimal_add)
     for op in ("DIVIDE", "INT_DIVIDE", "MOD", "FLOOR_DIVIDE", "CEILING_DIVIDE"):
         monkeypatch.setattr(kernels, f"DECIMAL_{op}", getattr(module, op))
     return request.param
@@ -53,7 +54,8 @@ def _expected(op, x, y, rt):
     if op == "DIV":                      # Decimal's // truncates toward zero, as DIV
         quotient = int(EXACT.divide_int(x, y))
         return quotient if -2 ** 63 <= quotient < 2 ** 63 else OverflowError
-    exact = {"/": EXACT.divide, "*": EXACT.multiply, "%": EXACT.remainder}[op](x, y)
+    exact = {"/": EXACT.divide, "*": EXACT.multiply, "%": EXACT.remainder, "+": EXACT.add,
+             "-": EXACT.subtract}[op](x, y)
     value = exact.quantize(Decimal(1).scaleb(-rt.scale), rounding=decimal.ROUND_HALF_UP, context=EXACT)
     return value if value.copy_abs() < Decimal(10) ** (rt.precision - rt.scale) else OverflowError
 
@@ -67,6 +69,7 @@ def _check(op, a_column, b_column, a_scalar, b_scalar):
     a, b = _operand(xs, ta, a_scalar), _operand(ys, tb, b_scalar)
     expected = [_expected(op, x, y, rt) for x, y in zip(xs, ys)]
     compute = {"/": decimal128.divide, "*": decimal128.multiply, "%": decimal128.mod,
+               "+": decimal128.add, "-": lambda a, b, rt: decimal128.add(a, b, rt, subtract=True),
                "DIV": lambda a, b, _: decimal128.int_divide(a, b)}[op]
     if OverflowError in expected:
         with pytest.raises(decimal128.DecimalOverflow, match="out of range"):
@@ -88,6 +91,33 @@ def test_divide_matches_python_decimal(impl, a, b, a_scalar, b_scalar):
 @given(a=decimal_columns(), b=decimal_columns(), a_scalar=st.booleans(), b_scalar=st.booleans())
 def test_multiply_matches_python_decimal(impl, a, b, a_scalar, b_scalar):
     _check("*", a, b, a_scalar, b_scalar)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=decimal_columns(), b=decimal_columns(), a_scalar=st.booleans(), b_scalar=st.booleans(),
+       op=st.sampled_from(["+", "-"]))
+def test_add_and_subtract_match_python_decimal(impl, a, b, a_scalar, b_scalar, op):
+    _check(op, a, b, a_scalar, b_scalar)
+
+
+@pytest.mark.parametrize("digits", [2, 17, 18, 19, 38])
+def test_add_and_multiply_at_the_int64_edge(impl, digits):
+    """Operands on both sides of the kernels' int64 fast path (|value| < 2**63) and results at the
+    result type's last digit give Python's exact answers; one digit more is an overflow."""
+    t = T.decimal_type(38, digits if digits < 38 else 0)
+    edge = [2 ** 63 - 1, -2 ** 63, 2 ** 63, -2 ** 63 - 1, 10 ** 18, -(10 ** 19)]
+    xs = [Decimal(v).scaleb(-t.scale, EXACT) for v in edge]
+    for op in ("+", "-"):
+        _check(op, (xs, t), (xs[::-1], t), False, False)
+    small = T.decimal_type(15, 2)
+    ys = [Decimal("0.07"), Decimal("-99999.99"), Decimal("1"), Decimal("0"), Decimal("3.5"), Decimal("-1")]
+    _check("*", (xs, t), (ys, small), False, False)
+    largest = T.decimal_type(38, 0)
+    top = pa.array([Decimal(10 ** 38 - 1)], largest.to_arrow())
+    with pytest.raises(decimal128.DecimalOverflow):
+        decimal128.add(top, pa.scalar(Decimal(1), pa.decimal128(1, 0)), largest.to_arrow())
+    assert decimal128.add(top, pa.scalar(Decimal(1), pa.decimal128(1, 0)), largest.to_arrow(),
+                          subtract=True).to_pylist() == [Decimal(10 ** 38 - 2)]
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -161,3 +191,5 @@ def test_kernels_check_their_arguments():
         compiled.decimal_multiply(words, 1, words, 1, 0, 39, out, valid)
     with pytest.raises(ValueError, match="step"):
         compiled.decimal_multiply(words, 2, words, 1, 0, 10, out, valid)
+    with pytest.raises(ValueError, match="shifts"):
+        compiled.decimal_add(words, 1, words, 1, 39, 0, False, 10, out, valid)
