@@ -2,7 +2,8 @@
 
 Rows live in encoded in-memory segments (:class:`~engine.storage.columnstore.memory_segment.MemorySegment`:
 the same encodings, zone maps and statistics as a ``data_dir``'s segment files) plus a *tail* of plain
-Arrow batches for small appends, flushed into a segment once it holds ``flush_rows`` rows. The store's
+Arrow batches for small appends, flushed into a segment once it holds ``flush_rows`` rows (a write of
+``_BULK_ROWS`` rows or more is encoded at once). The store's
 snapshot has the columnstore's shape ``(segments, tail batches)``, so every reader of encoded
 segments serves both stores.
 
@@ -28,6 +29,13 @@ from engine.storage.interface import PartitionStore
 # Small appends (INSERT ... VALUES) pile up in the tail; a tail of this many pieces is concatenated
 # into one (single-row INSERTs would otherwise leave thousands of one-row batches for every scan).
 _TAIL_PIECES = 16
+
+# A write of this many rows (one statement's rows for the partition: a LOAD DATA, an INSERT ... SELECT)
+# is encoded into a segment at once, even under flush_rows. Without a file, a tail row costs nothing
+# to keep but is read plain by every scan: no dictionary codes, run ends or zone maps, and in the
+# load's small routed pieces (TPC-H SF 1's partsupp, part and customer, 19k-100k rows a partition,
+# stayed in tails of 3-4k-row batches, so every join and filter on them ran on strings, piece by piece).
+_BULK_ROWS = 1 << 14
 
 _DEFAULT_OPTIONS = StoreOptions(column_cache_bytes=0)
 
@@ -80,7 +88,7 @@ class MemoryPartitionStore(PartitionStore):
         visible until the returned part is applied."""
         batches = [self._conform(b) for b in batches if b.num_rows]
         rows = sum(b.num_rows for b in batches)
-        if rows >= self.options.flush_rows:
+        if rows >= min(self.options.flush_rows, _BULK_ROWS):
             return _MemoryWrite(self, self._encode(batches), (), replace)
         return _MemoryWrite(self, (), tuple(batches), replace)
 
