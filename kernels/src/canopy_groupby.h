@@ -180,12 +180,23 @@ static inline int canopy_gb_resize_slots(canopy_gb_table *t, uint64_t cap) {
             }
         }
     } else {
-        for (uint64_t s = 0; s < oldcap; s++) {
-            uint64_t v = old[s];
-            if (!v) continue;
-            uint64_t pos = canopy_gb_group_hash(t, (int64_t)(uint32_t)v - 1) & mask;
-            while (slots[pos]) pos = (pos + 1) & mask;
-            slots[pos] = v;
+        /* By group id, not by old slot: the keys are read in order (a walk of the old slots read
+         * each group's key at a random place, a cache miss per group on every doubling), and the
+         * new slots of a block are prefetched before they are filled. The null group has no slot. */
+        uint64_t hashes[CANOPY_GB_BLOCK];
+        for (int64_t start = 0; start < t->ngroups; start += CANOPY_GB_BLOCK) {
+            int64_t m = t->ngroups - start < CANOPY_GB_BLOCK ? t->ngroups - start : CANOPY_GB_BLOCK;
+            for (int64_t i = 0; i < m; i++) {
+                hashes[i] = canopy_gb_group_hash(t, start + i);
+                __builtin_prefetch(&slots[hashes[i] & mask], 1);
+            }
+            for (int64_t i = 0; i < m; i++) {
+                const int64_t g = start + i;
+                if (g == t->null_group) continue;
+                uint64_t pos = hashes[i] & mask;
+                while (slots[pos]) pos = (pos + 1) & mask;
+                slots[pos] = ((hashes[i] >> 32) << 32) | (uint64_t)(g + 1);
+            }
         }
     }
     free(old);
