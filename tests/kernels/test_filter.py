@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import engine
 import kernels
-from engine.exec.kernel_filters import KernelFilter, _like_match
+from engine.exec.kernel_filters import KernelFilter, KernelPredicate, _like_match
 from kernels.reference import filter as reference
 
 try:
@@ -218,12 +218,30 @@ def test_unsupported_types_raise_type_error():
 
 
 @pytest.mark.parametrize("pattern, expected", [
-    ("abc%", ("prefix", "abc")), ("%abc", ("suffix", "abc")), ("%abc%", ("contains", "abc")),
-    ("abc", ("equal", "abc")), ("%", ("suffix", "")), ("%%", ("contains", "")),
-    ("a_c%", None), ("a%c", None), ("a\\%%", None),
+    ("abc%", ("prefix", ("abc",))), ("%abc", ("suffix", ("abc",))), ("%abc%", ("contains", ("abc",))),
+    ("abc", ("equal", ("abc",))), ("%", ("suffix", ("",))), ("%%", ("contains", ("",))),
+    ("a_c%", None), ("a%cd", ("like", ("a%cd", "cd", "a"))), ("a\\%%", None),
+    ("%special%requests%", ("like", ("%special%requests%", "requests", "special"))),
 ])
 def test_like_patterns_the_kernels_take(pattern, expected):
     assert _like_match(pattern) == expected
+
+
+@pytest.mark.parametrize("encoding", ["plain", "dictionary", "run_end"])
+@pytest.mark.parametrize("pattern", ["%p%e%", "a%t", "%a%a%", "%%a%%", "b%n%", "%zz%z%", "%ap%le"])
+def test_prefiltered_like_matches_arrow(encoding, pattern):
+    """A pattern with inner %: rows holding its longest piece, then Arrow's LIKE on those only;
+    NULLs stay NULL, on stored (encoded) columns too."""
+    values = ["apple", None, "banana", "apricot", "", "grape ap", "papaya", "apt", "Apple", None] * 3
+    plain = pa.array(values, pa.string())
+    column = {"plain": plain, "dictionary": plain.dictionary_encode(),
+              "run_end": pc.run_end_encode(pa.array(sorted(values, key=lambda v: (v is None, v or "")), pa.string()))}[encoding]
+    kind, args = _like_match(pattern)
+    assert kind == "like"
+    got = KernelPredicate("s", "match", "like", args, False, None).evaluate(column)
+    decoded = column.cast(pa.string()) if encoding == "dictionary" else \
+        pc.run_end_decode(column) if encoding == "run_end" else column
+    assert got.to_pylist() == pc.match_like(decoded, pattern).to_pylist()
 
 
 SCHEMA = "CREATE TABLE f (id INT, i INT, b BIGINT, d DECIMAL(10,2), s VARCHAR(20), dt DATE, x DOUBLE)"
@@ -238,7 +256,8 @@ ROWS = [
 WHERES = [
     "i = 5", "i <> 5", "5 < i", "i BETWEEN 0 AND 10", "i >= 0 AND i <= 5 AND b > 0",
     "d < 1.005", "d >= -2.5", "d = 1.00", "s = 'apple'", "s <> 'apple'", "s LIKE 'ap%'",
-    "s NOT LIKE 'ap%'", "s LIKE '%ap%'", "s LIKE '%e'", "s LIKE 'a_ple'", "dt >= DATE '2024-01-01'",
+    "s NOT LIKE 'ap%'", "s LIKE '%ap%'", "s LIKE '%e'", "s LIKE 'a_ple'", "s LIKE '%p%e%'",
+    "s NOT LIKE '%a%a%'", "s LIKE 'a%t'", "s NOT LIKE '%ap%le'", "dt >= DATE '2024-01-01'",
     "x > 1", "i IN (5, 100)", "i NOT IN (5, 100)", "i IN (5, NULL)", "i NOT IN (5, NULL)",
     "s IN ('apple', 'grape ap')", "s NOT IN ('apple', NULL)", "b IN (" + ", ".join(map(str, range(-1, 40))) + ")",
     "b NOT IN (" + ", ".join(map(str, range(0, 40))) + ")", "i = 5 OR s LIKE 'b%'", "i > 0 AND b * 2 > 5",
