@@ -51,8 +51,8 @@ elif _choice == "compiled":
         from kernels.decimals import MOD as DECIMAL_MOD, decimal_divide, decimal_multiply
         try:
             from kernels.decimals import decimal_add
-        except ImportError:     # a decimals module built before decimal_add: the reference until rebuilt
-            from kernels.reference.decimals import decimal_add
+        except ImportError:     # a decimals module built before decimal_add: Arrow's path until rebuilt
+            decimal_add = None
         from kernels.decimals import (CEILING_DIVIDE as DECIMAL_CEILING_DIVIDE,
                                       FLOOR_DIVIDE as DECIMAL_FLOOR_DIVIDE)
         from kernels.collation import collation_key

@@ -151,6 +151,14 @@ def add(a: Operand, b: Operand, rt: pa.Decimal128Type, subtract: bool = False) -
     shift_a, shift_b = rt.scale - a.type.scale, rt.scale - b.type.scale
     if shift_a < 0 or shift_b < 0:
         raise ValueError(f"sum scale {rt.scale} below its operands' {a.type.scale}, {b.type.scale}")
+    if kernels.decimal_add is None:     # kernels built before decimal_add: Arrow's checked add
+        import pyarrow.compute as pc
+        wide = pa.decimal128(rt.precision, rt.scale) if rt.precision < 38 else pa.decimal256(rt.precision, rt.scale)
+        try:
+            return (pc.subtract_checked if subtract else pc.add_checked)(a.cast(wide), b.cast(wide)).cast(rt)
+        except pa.ArrowInvalid:
+            raise DecimalOverflow(f"DECIMAL value is out of range: the result does not fit DECIMAL"
+                                  f"({rt.precision},{rt.scale})") from None
     return _run(kernels.decimal_add, a, b, rt, shift_a, shift_b, subtract)
 
 
