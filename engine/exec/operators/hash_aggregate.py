@@ -370,7 +370,8 @@ class HashAggregateExec(PhysicalOperator):
         return 32 + keys + 16 * states
 
     def _state_schema(self) -> pa.Schema:
-        return pa.schema([pa.field(f.id, f.type.to_arrow()) for f, _ in self.keys] + state_fields(self.aggregates))
+        return self.derived("state_schema", (self.keys, self.aggregates), lambda: pa.schema(
+            [pa.field(f.id, f.type.to_arrow()) for f, _ in self.keys] + state_fields(self.aggregates)))
 
     def _spilled_groups(self, ctx: TaskContext) -> SpillPartitions:
         """Partitions on disk of partial states by their keys (each table is cast to the states' schema)."""

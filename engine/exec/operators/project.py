@@ -18,7 +18,7 @@ class ProjectExec(PhysicalOperator):
 
     @property
     def fields(self):
-        return tuple(f for f, _ in self.exprs)
+        return self.derived("fields", (self.exprs,), lambda: tuple(f for f, _ in self.exprs))
 
     @property
     def children(self):
