@@ -552,7 +552,9 @@ def _cast_value(expr, a):
     if pa.types.is_integer(target) and pa.types.is_decimal(source):
         return _to_integer(decimal128.rescale(_whole(a), pa.decimal128(38, 0)), target)
     if pa.types.is_integer(target) and pa.types.is_floating(source):
-        return pc.round(a, round_mode=HALF_AWAY).cast(target)
+        # a DOUBLE becomes an integer by rint(), half to even (MySQL: CAST(2.5e0 AS SIGNED) is 2, and
+        # 2.5e0 stored into an INT column is 2); exact values round half away (CAST(2.5 AS SIGNED) is 3)
+        return pc.round(a, round_mode="half_to_even").cast(target)
     if pa.types.is_string(target) and pa.types.is_decimal(source):
         return a.cast(target)
     if pa.types.is_date(target) and pa.types.is_string(source):

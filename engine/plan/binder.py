@@ -123,6 +123,9 @@ _CHECK_EVERY = 1024         # expressions bound between two checks of statement_
 # sets this, engine.sql.handlers.writes), x / 0, x DIV 0 and x MOD 0 of a non-NULL x are errors there
 strict_division: ContextVar[bool] = ContextVar("strict_division", default=False)
 ZERO_DIVISOR_IS_ERROR = "zero_divisor_is_error"
+# MySQL's strict mode in an UPDATE (SET and WHERE): text read as a number must be one ('abc' = 0 is an
+# error there, 'Truncated incorrect DOUBLE value', where a SELECT reads 'abc' as 0)
+strict_text_numbers: ContextVar[bool] = ContextVar("strict_text_numbers", default=False)
 
 
 class Binder(FunctionBinding):
@@ -253,9 +256,16 @@ class Binder(FunctionBinding):
             for r in rows[1:]:
                 t = T.common_type(t, r[i].type, "VALUES")
             types.append(t if t.kind != "null" else T.TEXT)
-        values = tuple(tuple(self._constant(self.coerce(e, t)) for e, t in zip(r, types)) for r in rows)
+        values = tuple(tuple(self._constant(self._strict_coerce(e, t)) for e, t in zip(r, types)) for r in rows)
         fields = tuple(Field(self.ids.new(n), n, t) for n, t in zip(names, types))
         return Values(fields, values), names
+
+    def _strict_coerce(self, e: Expr, target: T.SqlType) -> Expr:
+        """A VALUES item as its column's common type, strictly: these are the rows of an INSERT, where
+        MySQL refuses text that is no number ('12abc' beside 1 is an error, not 12)."""
+        if e.type == target or target.kind == "null" or e.type.kind == target.kind == "string":
+            return e
+        return Call("cast", (e,), target, ("strict",))
 
     def _constant(self, e: Expr):
         if not isinstance(e, Literal):
@@ -810,6 +820,8 @@ class Binder(FunctionBinding):
             return e
         if e.type.kind == target.kind == "string":
             return e
+        if e.type.kind == "string" and target.kind in ("int", "decimal", "float") and strict_text_numbers.get():
+            return self._fold(Call("cast", (e,), target, ("strict",)))
         if e.type.kind == target.kind == "int" and e.type.bits <= target.bits:
             return Call("cast", (e,), target)
         return self._fold(Call("cast", (e,), target))

@@ -80,6 +80,9 @@ def _converted(batch: pa.RecordBatch, index: int, source_type: T.SqlType, column
     ref = ColumnRef(batch.schema.names[index], source_type, column.name)
     if not integer_range.holds(source_type, column.type):
         exact = array
+        if pa.types.is_floating(array.type):
+            # MySQL stores a DOUBLE into an integer column rounded half to even (2.5e0 is 2)
+            batch = batch.set_column(index, batch.schema.field(index), pc.round(array, round_mode="half_to_even"))
         if not (pa.types.is_integer(array.type) or pa.types.is_decimal(array.type) and array.type.scale == 0):
             exact = _cast_or_explain(batch, ref, _EXACT_INTEGER, column, first_row)
         row = integer_range.first_out_of_range(exact, column.type)

@@ -118,6 +118,15 @@ CASES: dict[str, list] = {
            18446744073709551615, 18446744073709551615)]),
         (QUERY, "SELECT CAST(18446744073709551615 AS SIGNED), CAST(CAST(-5 AS UNSIGNED) AS SIGNED), "
                 "-CAST(1 AS UNSIGNED), CAST('12.7x' AS SIGNED), CAST('abc' AS SIGNED)", [(-1, -5, -1, 12, 0)])],
+    "a DOUBLE becomes an integer half to even, an exact value half away": [
+        (QUERY, "SELECT CAST(2.5e0 AS SIGNED), CAST(3.5e0 AS SIGNED), CAST(-2.5e0 AS SIGNED), CAST(0.5e0 AS SIGNED), "
+                "CAST(2.5 AS SIGNED), CAST(-2.5 AS SIGNED), CAST(2.5e0 AS DECIMAL(5,0))", [(2, 4, -2, 0, 3, -3, 3)]),
+        "CREATE TABLE r (id INT PRIMARY KEY, i INT, u INT UNSIGNED, d DECIMAL(5,0))",
+        "INSERT INTO r VALUES (1, 2.5e0, 2.5e0, 2.5e0), (2, 3.5e0, 0.5e0, -2.5e0)",
+        "INSERT INTO r VALUES (4, 2.5, 2.5, '2.5'), (5, -2.5, 3.5, '-2.5')",
+        (QUERY, "SELECT id, i, u, d FROM r ORDER BY id", [(1, 2, 2, 3), (2, 4, 0, -3), (4, 3, 3, 3), (5, -3, 4, -3)]),
+        ("INSERT INTO r VALUES (6, 1, 1, 1), (7, '12abc', 1, 1)", ERROR),         # no lenient reading in a write
+        (QUERY, "SELECT COUNT(*) FROM r", [(4,)])],
     "unsigned arithmetic": [
         "CREATE TABLE n (id INT PRIMARY KEY, a BIGINT UNSIGNED, b INT UNSIGNED, c INT)",
         "INSERT INTO n VALUES (1, 18446744073709551615, 4294967295, -5), (2, 1, 0, 5)",
@@ -138,7 +147,10 @@ CASES: dict[str, list] = {
         (QUERY, "SELECT id FROM s WHERE v < 1 ORDER BY id", [(1,), (5,)]),
         (QUERY, "SELECT id, v + 1 FROM s ORDER BY id", [(1, 1.0), (2, 13.0), (3, 8.0), (4, None), (5, -14.0)]),
         ("INSERT INTO s VALUES ('abc', 'x')", ERROR, "Incorrect integer value: 'abc'"),
-        ("INSERT INTO s VALUES ('12abc', 'x')", ERROR)],
+        ("INSERT INTO s VALUES ('12abc', 'x')", ERROR),
+        ("UPDATE s SET v = 'z' WHERE v = 0", ERROR),              # strict mode: no lenient reading in an UPDATE
+        ("UPDATE s SET id = id + 10 WHERE id = 1", ROWCOUNT, 1),
+        (QUERY, "SELECT id, v FROM s WHERE id > 10", [(11, "abc")])],
     "ON DUPLICATE KEY UPDATE, new rows sharing a key apply in order": [
         "CREATE TABLE c (k INT PRIMARY KEY, n INT)", "INSERT INTO c VALUES (2, 100)",
         ("INSERT INTO c VALUES (1, 1), (1, 2) ON DUPLICATE KEY UPDATE n = n + 10", ROWCOUNT, 3),

@@ -192,8 +192,13 @@ class WriteStatements:
 
     def _stmt_Update(self, node: exp.Update, statement) -> Result:
         """UPDATE rewrites the table with each matching row's new values; rowcount counts matched rows."""
-        with _data_change(self):
-            return self._update(node)
+        from engine.plan.binder import strict_text_numbers
+        token = strict_text_numbers.set(True)       # MariaDB's strict UPDATE: 'abc' = 0 is an error there
+        try:
+            with _data_change(self):
+                return self._update(node)
+        finally:
+            strict_text_numbers.reset(token)
 
     def _update(self, node: exp.Update) -> Result:
         if node.args.get("from") or node.args.get("from_") or node.args.get("limit") or node.args.get("order"):
