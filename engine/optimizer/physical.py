@@ -1,11 +1,11 @@
-"""Physical planning: choose operators and where data moves.
+"""Physical planning: choose operators and what each needs of its inputs' distribution.
 
-Every physical subtree has a *distribution*:
-
-* ``hashed(keys)`` — rows spread over all partitions by the hash of ``keys`` (sharded tables, shuffles);
-* ``any`` — spread over all partitions, no known key (keyless tables);
-* ``replicated`` — every partition sees every row (reference tables, broadcasts, constants);
-* ``single`` — one task (the aggregator).
+Every physical subtree has a *distribution* (:mod:`engine.exec.distribution`: hashed on keys, spread on
+no key, replicated, or in a single task), which its operators declare. The planner chooses strategies by
+setting the distribution an operator requires of each input (``requires``); it places no exchange
+itself: the rule :mod:`engine.optimizer.exchanges` inserts them where an input's distribution does not
+satisfy its consumer's, once the tree is built (:meth:`PhysicalPlanner.plan`). While building, the
+distribution a subtree will have once exchanges are placed is what the choices above it read.
 
 Joins are colocated when both sides are hashed on the join keys, local when one side is replicated,
 otherwise one side is broadcast or both are repartitioned by the join keys, whichever
@@ -21,7 +21,7 @@ cost (its own and its inputs') is kept in ``costs`` for EXPLAIN.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Optional
 
 from engine.errors import UnsupportedError
@@ -29,6 +29,8 @@ from engine.exec.operators import streaming_aggregate
 from engine.exec.operators.base import PhysicalOperator
 from engine.exec.operators.batched_key_join import KINDS as BATCHED_KEY_KINDS
 from engine.exec.operators.batched_key_join import BatchedKeyJoinExec, key_supported
+from engine.exec.distribution import (NEEDS_BROADCAST, NEEDS_SINGLE, SINGLE, Distribution,
+                                      Required, delivered, hash_compatible, join_output, key_id)
 from engine.exec.operators.exchange import ExchangeExec
 from engine.exec.operators.filter import FilterExec
 from engine.exec.extended_aggregates import mergeable
@@ -46,67 +48,17 @@ from engine.exec.operators.union import UnionExec
 from engine.exec.operators.cte_scan import CteScanExec
 from engine.exec.operators.values import ValuesExec
 from engine.exec.operators.window import WindowExec
-from engine.exec.stages import reads_table
 from engine import types as T
 from engine.optimizer import cost
 from engine.optimizer.context import OptimizerContext
+from engine.optimizer.exchanges import ExchangePlacer
 from engine.plan.expressions import AggCall, Call, ColumnRef, and_all
 from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, Project, Repeat,
                                  Scan, Sort, Union, Values, Window)
 
 
-@dataclass(frozen=True)
-class Distribution:
-    kind: str                       # hashed | any | replicated | single
-    keys: tuple[str, ...] = ()
-
-    @property
-    def partitioned(self) -> bool:
-        return self.kind in ("hashed", "any")
-
-
 _MIN_LIMIT_BATCH = 1024          # a LIMIT's scan batches: never tinier (per-batch overhead) ...
 _MAX_LIMIT_BATCH = 1 << 16       # ... nor larger than a segment chunk
-
-def collated_id(field_id: str, collation: str) -> str:
-    """The distribution key of a string column hashed by its collation keys (a table whose rows are
-    placed by them, engine.catalog.TableDef.collated_placement): it names no column until a
-    ``collation_key(column)`` under that collation is computed, which then stands for it."""
-    return f"collation_key({field_id}, {collation})"
-
-
-def _key_id(e) -> Optional[str]:
-    """The distribution key an expression hashes as: a column's id, a collation key's collated_id."""
-    if isinstance(e, ColumnRef):
-        return e.id
-    if isinstance(e, Call) and e.op == "collation_key" and isinstance(e.args[0], ColumnRef) and e.options[1]:
-        return collated_id(e.args[0].id, e.options[0])
-    return None
-
-
-def _rename(dist: "Distribution", exprs) -> "Distribution":
-    """``dist`` over the output of a projection ``exprs`` ((field, expression) pairs): a key passed
-    through (or, for a collated key, its collation key computed) under its new name, else ANY."""
-    if dist.kind != "hashed":
-        return dist
-    renames = {}
-    for f, e in exprs:
-        if isinstance(e, ColumnRef):
-            renames.setdefault(e.id, f.id)
-            for key in dist.keys:
-                if key.startswith(f"collation_key({e.id}, "):
-                    renames.setdefault(key, key.replace(f"({e.id}, ", f"({f.id}, ", 1))
-        elif _key_id(e) is not None:
-            renames[_key_id(e)] = f.id
-    if all(k in renames for k in dist.keys):
-        return Distribution("hashed", tuple(renames[k] for k in dist.keys))
-    return ANY
-
-
-SINGLE = Distribution("single")
-REPLICATED = Distribution("replicated")
-ANY = Distribution("any")
-
 
 class PhysicalPlanner:
     def __init__(self, ctx: OptimizerContext):
@@ -120,16 +72,29 @@ class PhysicalPlanner:
         # id(operator) -> the choices made for it by cost: (what was chosen, {alternative: seconds}),
         # each alternative priced the same way (for EXPLAIN: "hash 3 ms vs nested loop 40 ms")
         self.choices: dict[int, list[tuple[str, dict[str, float]]]] = {}
-        # kept CTEs (engine.optimizer.ctes) by number: the one exchange all their references read, and
-        # the distribution its rows keep
-        self._kept: dict[int, tuple[ExchangeExec, Distribution]] = {}
+        # kept CTEs (engine.optimizer.ctes) by number: the one exchange all their references read
+        self._kept: dict[int, ExchangeExec] = {}
         self._priced_once: set[int] = set()      # kept CTEs' exchanges already counted in a plan's cost
+        self.exchanges = ExchangePlacer(self._replaced, self._exchange_added)
 
     def plan(self, root: LogicalPlan) -> PhysicalOperator:
-        op, dist = self.build(root)
-        op = self.to_single(op, dist)
+        op, _ = self.build(root)
+        op = self.exchanges.place(op, NEEDS_SINGLE)      # the root's rows go to the aggregator
         self._price(op)
         return op
+
+    def _replaced(self, old: PhysicalOperator, new: PhysicalOperator) -> None:
+        """An operator rebuilt over its inputs with exchanges keeps what was noted for it."""
+        for notes in (self.logical_of, self._own, self._out_rows, self.choices):
+            if id(old) in notes:
+                notes[id(new)] = notes[id(old)]
+        self._keep.append(new)
+
+    def _exchange_added(self, exchange: ExchangeExec, consumer: Optional[PhysicalOperator]) -> None:
+        """An exchange placed below ``consumer`` shares its estimate (the root's gather: none)."""
+        if consumer is not None and id(consumer) in self.logical_of:
+            self.logical_of[id(exchange)] = self.logical_of[id(consumer)]
+        self._keep.append(exchange)
 
     def plan_cost(self, root: LogicalPlan) -> float:
         """The estimated cost of ``root`` planned (a kept CTE counted once however often it is read)."""
@@ -190,30 +155,15 @@ class PhysicalPlanner:
     def tasks(self) -> int:
         return max(1, self.ctx.num_tasks or self.ctx.num_partitions)
 
-    # -- helpers -----------------------------------------------------------------------------------
-    def to_single(self, op: PhysicalOperator, dist: Distribution) -> PhysicalOperator:
-        if dist.kind == "single":
-            return op
-        if dist.kind == "replicated" and not reads_table(op):
-            # rows every task would make alike (VALUES, SELECT 1): made once where they are read,
-            # not on leaf 0 and gathered (a stage and an exchange less per query)
-            return op
-        return ExchangeExec(op, "gather", (), parallel_input=dist.partitioned)
-
-    def broadcast(self, op, dist) -> PhysicalOperator:
-        return ExchangeExec(op, "broadcast", (), parallel_input=dist.partitioned)
-
-    def repartition(self, op, dist, key_ids: tuple[str, ...]) -> PhysicalOperator:
-        return ExchangeExec(op, "repartition", key_ids, parallel_input=dist.partitioned)
-
     # -- dispatch ----------------------------------------------------------------------------------
     def build(self, node: LogicalPlan) -> tuple[PhysicalOperator, Distribution]:
+        """The operator computing ``node``, and the distribution of its rows once exchanges are placed."""
         method = getattr(self, "_" + type(node).__name__, None)
         if method is None:
             raise UnsupportedError(f"no physical operator for {type(node).__name__}")
-        op, dist = method(node)
+        op = method(node)
         self._tag(op, node)
-        return op, dist
+        return op, self.exchanges.distribution(op)
 
     def _tag(self, op: PhysicalOperator, node: LogicalPlan) -> None:
         """Operators added for ``node`` (partial aggregates, per-partition top-N, key projections) down
@@ -228,47 +178,32 @@ class PhysicalPlanner:
         table = node.table
         stored = {c.lower() for c in node.column_names}
         indexed = tuple(c for c in table.indexed_columns if c.lower() in stored)
-        op = ScanExec(table.table_id, table.name, node.fields, node.column_names, node.filters, table.reference,
-                      indexed=indexed)
-        if table.reference:
-            return op, REPLICATED
-        if table.shard_key:
-            by_name = {c.lower(): f.id for f, c in zip(node.fields, node.column_names)}
-            if all(k.lower() in by_name for k in table.shard_key):
-                # a string key placed by its collation keys is hashed as collation_key(column)
-                return op, Distribution("hashed", tuple(
-                    by_name[k.lower()] if name is None else collated_id(by_name[k.lower()], name)
-                    for k, name in zip(table.shard_key, table.shard_key_collations())))
-        return op, ANY
+        return ScanExec(table.table_id, table.name, node.fields, node.column_names, node.filters, table.reference,
+                        indexed=indexed, shard_key=tuple(table.shard_key or ()),
+                        shard_key_collations=table.shard_key_collations() if table.shard_key else ())
 
     def _Values(self, node: Values):
-        return ValuesExec(node.fields, node.rows), REPLICATED
+        return ValuesExec(node.fields, node.rows)
 
     def _CteScan(self, node: CteScan):
         if not node.kept:
             # gathered and handed to every reader (at most broadcast_row_limit rows: engine.optimizer.ctes)
-            return CteScanExec(node.fields, node.name, node.index), REPLICATED
+            return CteScanExec(node.fields, node.name, node.index)
         # Kept on the leaves: the definition is planned once, into this plan; every reference reads the
         # same exchange (one stage) where its rows were computed, renamed to the reference's columns.
         if node.index not in self._kept:
             op, dist = self.build(node.definition)
-            keep = ExchangeExec(op, "keep", (), parallel_input=dist.partitioned, label=node.name)
-            self._kept[node.index] = (keep, dist if dist.partitioned else SINGLE)
-        keep, dist = self._kept[node.index]
-        renames = {f.id: r.id for f, r in zip(node.definition.fields, node.fields)}
+            self._kept[node.index] = ExchangeExec(op, "keep", (), parallel_input=dist.partitioned, label=node.name)
         exprs = tuple((r, ColumnRef(f.id, f.type, f.name)) for f, r in zip(node.definition.fields, node.fields))
-        if dist.kind == "hashed":
-            dist = Distribution("hashed", tuple(renames[k] for k in dist.keys)) \
-                if all(k in renames for k in dist.keys) else ANY
-        return ProjectExec(keep, exprs), dist
+        return ProjectExec(self._kept[node.index], exprs)
 
     def _Filter(self, node: Filter):
-        op, dist = self.build(node.input)
-        return FilterExec(op, node.predicate), dist
+        op, _ = self.build(node.input)
+        return FilterExec(op, node.predicate)
 
     def _Project(self, node: Project):
-        op, dist = self.build(node.input)
-        return ProjectExec(op, node.exprs), _rename(dist, node.exprs)
+        op, _ = self.build(node.input)
+        return ProjectExec(op, node.exprs)
 
     def _Limit(self, node: Limit):
         op, dist = self.build(node.input)
@@ -276,8 +211,7 @@ class PhysicalPlanner:
             op = self._scan_batch_for(op, node.input, node.count + node.offset)
         if dist.partitioned and node.count is not None:
             op = LimitExec(op, node.count + node.offset, 0)
-        op = self.to_single(op, dist)
-        return LimitExec(op, node.count, node.offset), SINGLE
+        return LimitExec(op, node.count, node.offset, requires=(NEEDS_SINGLE,))
 
     def _scan_batch_for(self, op: PhysicalOperator, node: LogicalPlan, wanted: int) -> PhysicalOperator:
         """``op`` with the scan under its streaming Project/Filter chain reading batches of about the
@@ -299,17 +233,13 @@ class PhysicalPlanner:
 
     def _Sort(self, node: Sort):
         op, dist = self.build(node.input)
-        if dist.partitioned:
-            if node.limit is not None:
-                op = SortExec(op, node.keys, node.limit)      # top-N per partition, merged below
-            op = self.to_single(op, dist)
-        elif dist.kind == "replicated":
-            op = self.to_single(op, dist)
-        return SortExec(op, node.keys, node.limit), SINGLE
+        if dist.partitioned and node.limit is not None:
+            op = SortExec(op, node.keys, node.limit)      # top-N per partition, merged above
+        return SortExec(op, node.keys, node.limit, requires=(NEEDS_SINGLE,))
 
     def _Repeat(self, node: Repeat):
-        op, dist = self.build(node.input)
-        return RepeatExec(op, node.count), dist
+        op, _ = self.build(node.input)
+        return RepeatExec(op, node.count)
 
     def _Window(self, node: Window):
         """Every row of a window partition must meet in one task: rows are hash-repartitioned by the
@@ -317,92 +247,63 @@ class PhysicalPlanner:
         them, a GROUP BY finished by those keys); without PARTITION BY they are gathered."""
         op, dist = self.build(node.input)
         key_ids = tuple(k.id for k in node.partition_by)
-        if not key_ids or dist.kind == "replicated":
-            op, dist = self.to_single(op, dist), SINGLE
-        elif dist.kind != "single" and not self._hashed_on(dist, key_ids):
-            op = self.repartition(op, dist, key_ids)
-            dist = Distribution("hashed", key_ids)
-        return WindowExec(op, node.partition_by, node.order_by, node.calls), dist
+        required = NEEDS_SINGLE if not key_ids or dist.kind == "replicated" else Required.colocated(key_ids)
+        return WindowExec(op, node.partition_by, node.order_by, node.calls, requires=(required,))
 
     def _Union(self, node: Union):
         """Inputs that are all spread over the partitions stay there (each task unions its share, and
-        an aggregate above, as INTERSECT / EXCEPT have, runs distributed); otherwise all are gathered.
-        Inputs all hashed on the same columns (by position, of one type) make the union hashed on
-        them: INTERSECT of two SELECT DISTINCTs then counts without moving rows again (TPC-DS q38)."""
+        an aggregate above, as INTERSECT / EXCEPT have, runs distributed; UnionExec says when its
+        output stays hashed); otherwise all are gathered."""
         built = [self.build(child) for child in node.inputs]
+        ops = tuple(op for op, _ in built)
         if all(dist.partitioned for _, dist in built):
-            return UnionExec(tuple(op for op, _ in built), node.fields), self._union_distribution(node, built)
-        return UnionExec(tuple(self.to_single(op, dist) for op, dist in built), node.fields), SINGLE
-
-    @staticmethod
-    def _union_distribution(node: Union, built) -> Distribution:
-        positions = set()
-        for child, (_, dist) in zip(node.inputs, built):
-            if dist.kind != "hashed":
-                return ANY
-            ids = [f.id for f in child.fields]
-            if not all(k in ids for k in dist.keys):        # a collated key not computed here
-                return ANY
-            positions.add(tuple(ids.index(k) for k in dist.keys))
-        if len(positions) != 1:
-            return ANY
-        (keys,) = positions
-        for i in keys:
-            types = [child.fields[i].type for child in node.inputs]
-            if not all(_hash_compatible(types[0], t) and types[0].to_arrow() == t.to_arrow() for t in types):
-                return ANY
-        return Distribution("hashed", tuple(node.fields[i].id for i in keys))
+            return UnionExec(ops, node.fields)
+        return UnionExec(ops, node.fields, requires=(NEEDS_SINGLE,) * len(ops))
 
     def _Aggregate(self, node: Aggregate):
         op, dist = self.build(node.input)
         if node.grouping_sets:
-            return self._grouping_sets(node, op, dist), SINGLE
+            return self._grouping_sets(node, op, dist)
         key_ids = tuple(e.id for _, e in node.keys if isinstance(e, ColumnRef))
         has_distinct = not all(mergeable(a) for _, a in node.aggregates)
         out_keys = tuple(f.id for f, _ in node.keys)
         if dist.kind in ("single", "replicated"):
-            if dist.kind == "replicated":
-                op = self.to_single(op, dist)
-            return self._one_step(node, op, key_ids, has_distinct), SINGLE
+            return self._one_step(node, op, key_ids, has_distinct, NEEDS_SINGLE)
         # keys a distribution can name: columns, and a string column's collation key (GROUP BY s)
-        named = {_key_id(e): f.id for f, e in node.keys if _key_id(e) is not None}
-        if dist.kind == "hashed" and node.keys and set(dist.keys) <= set(named):
-            return self._one_step(node, op, key_ids, has_distinct), \
-                Distribution("hashed", tuple(named[k] for k in dist.keys))
+        named = Required.colocated(tuple(k for k in (key_id(e) for _, e in node.keys) if k is not None))
+        if node.keys and named.satisfied_by(dist):
+            return self._one_step(node, op, key_ids, has_distinct, named)
         if has_distinct:
             # DISTINCT states do not merge: move rows by the group keys (or gather) and aggregate once
             if node.keys and len(key_ids) == len(node.keys):
-                op = self.repartition(op, dist, key_ids)
-                return HashAggregateExec(op, "single", node.keys, node.aggregates), Distribution("hashed", out_keys)
+                return HashAggregateExec(op, "single", node.keys, node.aggregates,
+                                         requires=(Required.colocated(key_ids),))
             shuffled = self._count_distinct_by_shuffle(node, op, dist)
             if shuffled is not None:
-                return shuffled, SINGLE
-            op = self.to_single(op, dist)
-            return HashAggregateExec(op, "single", node.keys, node.aggregates), SINGLE
+                return shuffled
+            return HashAggregateExec(op, "single", node.keys, node.aggregates, requires=(NEEDS_SINGLE,))
         if node.keys:
             return self._grouped(node, op, dist, key_ids, out_keys)
         partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
-        moved = self.to_single(partial, dist)
-        return HashAggregateExec(moved, "final", node.keys, node.aggregates), SINGLE
+        return HashAggregateExec(partial, "final", node.keys, node.aggregates, requires=(NEEDS_SINGLE,))
 
     def _grouping_sets(self, node: Aggregate, op, dist: Distribution) -> PhysicalOperator:
         """ROLLUP / CUBE / GROUPING SETS: a partial aggregate by the finest grouping on every leaf, its
         states gathered, merged once and rolled up to each set on the aggregator. Aggregates whose
         states do not merge (DISTINCT) gather the rows and aggregate each set from them."""
         if not all(mergeable(a) for _, a in node.aggregates):
-            gathered = self.to_single(op, dist)
-            return GroupingSetsExec(gathered, "single", node.keys, node.aggregates, node.grouping_sets,
-                                    node.grouping_id)
-        if dist.kind == "replicated":
-            op, dist = self.to_single(op, dist), SINGLE
+            return GroupingSetsExec(op, "single", node.keys, node.aggregates, node.grouping_sets,
+                                    node.grouping_id, requires=(NEEDS_SINGLE,))
+        # a replicated input is aggregated from one copy
+        before = (NEEDS_SINGLE,) if dist.kind == "replicated" else ()
         rows = self.est.rows(node.input)
         finest = min(rows, self.est.rows(replace(node, grouping_sets=(), grouping_id=None)))
         tasks = self.tasks if dist.partitioned else 1
         states = min(rows, tasks * finest)
-        partial = self._priced(HashAggregateExec(op, "partial", node.keys, node.aggregates),
+        partial = self._priced(HashAggregateExec(op, "partial", node.keys, node.aggregates, requires=before),
                                cost.hash_aggregate(rows, states), states)
-        rolled_up = GroupingSetsExec(self.to_single(partial, dist), "final", node.keys, node.aggregates,
-                                     node.grouping_sets, node.grouping_id)
+        rolled_up = GroupingSetsExec(partial, "final", node.keys, node.aggregates,
+                                     node.grouping_sets, node.grouping_id, requires=(NEEDS_SINGLE,))
         # the states merged once by the finest grouping, then once more per set
         return self._priced(rolled_up, cost.final_aggregate(states, finest)
                             + len(node.grouping_sets) * cost.final_aggregate(finest, finest))
@@ -433,11 +334,11 @@ class PhysicalPlanner:
                 + cost.final_aggregate(runs, groups)
         choice = min(options, key=options.__getitem__)
         if choice == "shuffle rows":
-            moved = self.repartition(op, dist, key_ids)
-            final = self._priced(HashAggregateExec(moved, "single", node.keys, node.aggregates),
+            final = self._priced(HashAggregateExec(op, "single", node.keys, node.aggregates,
+                                                   requires=(Required.colocated(key_ids),)),
                                  cost.hash_aggregate(rows, groups))
             self._chose(final, choice, options)
-            return final, Distribution("hashed", out_keys)
+            return final
         if choice == "streaming partial":
             partial = self._priced(StreamingAggregateExec(op, "partial", node.keys, node.aggregates),
                                    cost.streaming_aggregate(rows), runs)
@@ -446,19 +347,15 @@ class PhysicalPlanner:
             partial = self._priced(HashAggregateExec(op, "partial", node.keys, node.aggregates),
                                    cost.hash_aggregate(rows, partial_rows), partial_rows)
             state_rows = partial_rows
-        if gather:
-            moved = self.to_single(partial, dist)
-            out = SINGLE
-        else:
-            moved = self.repartition(partial, dist, out_keys)
-            out = Distribution("hashed", out_keys)
-        final = self._priced(HashAggregateExec(moved, "final", node.keys, node.aggregates),
+        # the states meet by their keys: on the aggregator when few, else repartitioned by them
+        required = NEEDS_SINGLE if gather else Required.colocated(out_keys)
+        final = self._priced(HashAggregateExec(partial, "final", node.keys, node.aggregates, requires=(required,)),
                              cost.final_aggregate(state_rows, groups))
         self._chose(final, choice, options)
-        return final, out
+        return final
 
-    def _one_step(self, node: Aggregate, op, key_ids, has_distinct) -> PhysicalOperator:
-        """The whole aggregate in one operator (input already together or hashed on the keys):
+    def _one_step(self, node: Aggregate, op, key_ids, has_distinct, required: Required) -> PhysicalOperator:
+        """The whole aggregate in one operator (input together, or hashed on the keys: ``required``):
         streaming when the input is a sort on the group keys, else hashing."""
         groups, rows = self.est.rows(node), self.est.rows(node.input)
         options = {"hash": cost.hash_aggregate(rows, groups)}
@@ -467,9 +364,9 @@ class PhysicalPlanner:
             options["streaming"] = cost.streaming_aggregate(rows)
         choice = min(options, key=options.__getitem__)
         if choice == "streaming":
-            aggregate = StreamingAggregateExec(op, "single", node.keys, node.aggregates)
+            aggregate = StreamingAggregateExec(op, "single", node.keys, node.aggregates, requires=(required,))
         else:
-            aggregate = HashAggregateExec(op, "single", node.keys, node.aggregates)
+            aggregate = HashAggregateExec(op, "single", node.keys, node.aggregates, requires=(required,))
         self._chose(aggregate, choice, options)
         return self._priced(aggregate, options[choice])
 
@@ -502,12 +399,9 @@ class PhysicalPlanner:
         column = calls[0].arg.id
         if any(call.arg.id != column for call in calls) or not dist.partitioned:
             return None
-        if not (dist.kind == "hashed" and dist.keys == (column,)):
-            op = self.repartition(op, dist, (column,))
-        per_leaf = HashAggregateExec(op, "single", (), node.aggregates)
-        gathered = self.to_single(per_leaf, Distribution("any"))
+        per_leaf = HashAggregateExec(op, "single", (), node.aggregates, requires=(Required.colocated((column,)),))
         totals = tuple((f, AggCall("sum", f.ref(), f.type)) for f, _ in node.aggregates)
-        return HashAggregateExec(gathered, "single", (), totals)
+        return HashAggregateExec(per_leaf, "single", (), totals, requires=(NEEDS_SINGLE,))
 
     def _Join(self, node: Join):
         left, ldist = self.build(node.left)
@@ -519,8 +413,7 @@ class PhysicalPlanner:
         left, left_keys = self._key_columns(left, node.left_keys, "lkey")
         right, right_keys = self._key_columns(right, node.right_keys, "rkey")
         # a side placed by a string key's collation keys is hashed on the computed key column
-        ldist = _rename(ldist, list(zip(left_keys, node.left_keys)) + [(f, f.ref()) for f in left.fields])
-        rdist = _rename(rdist, list(zip(right_keys, node.right_keys)) + [(f, f.ref()) for f in right.fields])
+        ldist, rdist = self.exchanges.distribution(left), self.exchanges.distribution(right)
         lkey_ids = tuple(k.id for k in left_keys)
         rkey_ids = tuple(k.id for k in right_keys)
         preserve_left = kind != "inner"
@@ -528,18 +421,19 @@ class PhysicalPlanner:
         # (each copy would come out unmatched once per task), so its sides meet only where a key lives.
         full = kind == "full"
         strategy = ""
-        out_dist: Distribution
+        need_left: Optional[Required] = None       # what each side must be (None: used where it is)
+        need_right: Optional[Required] = None
         distribution = None        # (chosen, {alternative: seconds}) where broadcast vs repartition was costed
         if rdist.kind == "replicated" and ldist.kind != "single" and not full:
-            strategy, out_dist = "local (replicated build)", ldist
+            strategy = "local (replicated build)"
         elif ldist.kind == "single" and rdist.kind == "single":
-            strategy, out_dist = "aggregator", SINGLE
+            strategy = "aggregator"
         elif ldist.kind == "replicated" and rdist.kind == "replicated":
-            strategy, out_dist = "local (both replicated)", REPLICATED
+            strategy = "local (both replicated)"
         elif ldist.kind == "replicated" and not preserve_left and rdist.partitioned:
-            strategy, out_dist = "local (replicated probe)", rdist
+            strategy = "local (replicated probe)"
         elif self._colocated(ldist, rdist, lkey_ids, rkey_ids, left_keys, right_keys):
-            strategy, out_dist = "colocated", ANY if full else ldist
+            strategy = "colocated"
         else:
             left_rows, right_rows = self.est.rows(node.left), self.est.rows(node.right)
             limit = self.ctx.broadcast_row_limit
@@ -554,57 +448,45 @@ class PhysicalPlanner:
                 pass            # repartitioned below
             elif kind == "anti_null_aware" or rdist.kind == "single" or (
                     right_rows <= limit and broadcast_cost <= repartition_cost and ldist.kind != "single"):
-                if ldist.kind == "replicated":
-                    left = self.to_single(left, ldist)
-                    ldist = SINGLE
-                    right = self.to_single(right, rdist)
-                    strategy, out_dist = "aggregator", SINGLE
-                elif ldist.kind == "single":
-                    right = self.to_single(right, rdist)
-                    strategy, out_dist = "aggregator", SINGLE
+                if ldist.kind in ("replicated", "single"):
+                    need_left = need_right = NEEDS_SINGLE
+                    strategy = "aggregator"
                 else:
-                    right = self.broadcast(right, rdist)
-                    strategy, out_dist = "broadcast", ldist
+                    need_right = NEEDS_BROADCAST
+                    strategy = "broadcast"
                     if kind != "anti_null_aware" and rdist.kind != "single":
                         distribution = ("broadcast", costed)
             elif ldist.kind == "single" and not preserve_left and left_rows <= limit:
-                left = self.broadcast(left, ldist)
-                strategy, out_dist = "broadcast probe", rdist
+                need_left = NEEDS_BROADCAST
+                strategy = "broadcast probe"
             if full or strategy == "":
-                if ldist.kind == "replicated":
-                    left = self.to_single(left, ldist)
-                    ldist = SINGLE
-                if rdist.kind == "replicated":
-                    right = self.to_single(right, rdist)
-                    rdist = SINGLE
+                # a replicated side is repartitioned from one copy of it
+                lfrom = SINGLE if ldist.kind == "replicated" else ldist
+                rfrom = SINGLE if rdist.kind == "replicated" else rdist
                 # Move only what is not already in place: a side hashed on (some of) its join keys, as a
                 # table sharded on them is, stays; the other side is repartitioned on the matching keys.
-                if self._hashed_on(ldist, lkey_ids):
-                    target = tuple(rkey_ids[lkey_ids.index(k)] for k in ldist.keys)
-                    if not (rdist.kind == "hashed" and rdist.keys == target):
-                        right = self.repartition(right, rdist, target)
-                    out_keys = ldist.keys
-                elif self._hashed_on(rdist, rkey_ids):
-                    out_keys = tuple(lkey_ids[rkey_ids.index(k)] for k in rdist.keys)
-                    left = self.repartition(left, ldist, out_keys)
+                if self._hashed_on(lfrom, lkey_ids):
+                    need_left = Required.hash(lfrom.keys)
+                    need_right = Required.hash(tuple(rkey_ids[lkey_ids.index(k)] for k in lfrom.keys))
+                elif self._hashed_on(rfrom, rkey_ids):
+                    need_left = Required.hash(tuple(lkey_ids[rkey_ids.index(k)] for k in rfrom.keys))
+                    need_right = Required.hash(rfrom.keys)
                 else:
-                    left = self.repartition(left, ldist, lkey_ids)
-                    right = self.repartition(right, rdist, rkey_ids)
-                    out_keys = lkey_ids
-                strategy, out_dist = "repartition", Distribution("hashed", out_keys)
-                if full:
-                    out_dist = ANY      # the unmatched rows of the right side have NULL left keys
-                elif right_rows <= limit and ldist.kind != "single":     # broadcast was possible: costed
+                    need_left, need_right = Required.hash(lkey_ids), Required.hash(rkey_ids)
+                strategy = "repartition"
+                if not full and right_rows <= limit and lfrom.kind != "single":     # broadcast was possible: costed
                     distribution = ("repartition", costed)
+        out_dist = join_output(kind, delivered(ldist, need_left), delivered(rdist, need_right))
         return self._join_algorithm(node, left, right, left_keys, right_keys, strategy, out_dist,
-                                    distribution), out_dist
+                                    (need_left, need_right), distribution)
 
     def _join_algorithm(self, node: Join, left, right, left_keys, right_keys, strategy: str,
-                        out_dist: Distribution, distribution=None) -> PhysicalOperator:
+                        out_dist: Distribution, requires=(None, None), distribution=None) -> PhysicalOperator:
         """Within each task, the cheapest of a hash join, a nested loop over the key equalities (tiny
         inputs: no hash table to set up) and a batched key access join (an ordered build side, probed
         by sorted batches of keys: nothing hashed). ``ctx.join_algorithm`` forces one where it applies.
-        ``distribution``: (chosen, {alternative: seconds}) of the broadcast / repartition choice, for EXPLAIN."""
+        ``requires``: what the left and right inputs must be (see _Join); ``distribution``: (chosen,
+        {alternative: seconds}) of the broadcast / repartition choice, for EXPLAIN."""
         kind = node.kind
         left_rows, right_rows = self.est.rows(node.left), self.est.rows(node.right)
         tasks = 1 if out_dist.kind in ("single", "replicated") else self.tasks
@@ -629,24 +511,26 @@ class PhysicalPlanner:
                 and key_supported(left_keys[0].type) and key_supported(right_keys[0].type):
             options["batched key"] = cost.batched_key(per_left, per_right, self._ordered_runs(
                 node.right, right_keys[0], per_right, tasks), tasks)
-            bka = (left, right, left_keys[0], right_keys[0])
+            bka = (left, right, left_keys[0], right_keys[0], False)
             if kind == "inner":
                 swapped = cost.batched_key(per_right, per_left, self._ordered_runs(
                     node.left, left_keys[0], per_left, tasks), tasks)
                 if swapped < options["batched key"]:
                     options["batched key"] = swapped
-                    bka = (right, left, right_keys[0], left_keys[0])
+                    bka = (right, left, right_keys[0], left_keys[0], True)
         forced = self.ctx.join_algorithm
         choice = forced if forced in options else min(options, key=options.__getitem__)
         if choice == "nested loop":
             equal = [Call("eq", (l, r), _BOOLEAN) for l, r in zip(left_keys, right_keys)]
             condition = and_all(equal + ([node.residual] if node.residual is not None else []))
-            join = NestedLoopJoinExec(left, right, kind, condition, node.fields, strategy)
+            join = NestedLoopJoinExec(left, right, kind, condition, node.fields, strategy, tuple(requires))
         elif choice == "batched key":
-            probe, build, probe_key, build_key = bka
-            join = BatchedKeyJoinExec(probe, build, kind, probe_key, build_key, node.fields, strategy)
+            probe, build, probe_key, build_key, swapped = bka
+            join = BatchedKeyJoinExec(probe, build, kind, probe_key, build_key, node.fields, strategy,
+                                      tuple(reversed(requires)) if swapped else tuple(requires), swapped)
         else:
-            join = HashJoinExec(left, right, kind, left_keys, right_keys, node.residual, node.fields, strategy)
+            join = HashJoinExec(left, right, kind, left_keys, right_keys, node.residual, node.fields, strategy,
+                                tuple(requires))
         if distribution is not None:
             self._chose(join, *distribution)
         self._chose(join, choice, options)
@@ -669,28 +553,16 @@ class PhysicalPlanner:
             raise UnsupportedError("NOT IN without a comparable key")
         if kind == "full":        # no key to meet on: both sides in one task (see _Join)
             if ldist.kind == rdist.kind == "replicated":
-                return NestedLoopJoinExec(left, right, kind, node.residual, node.fields), REPLICATED
-            return NestedLoopJoinExec(self.to_single(left, ldist), self.to_single(right, rdist), kind,
-                                      node.residual, node.fields, "aggregator"), SINGLE
+                return NestedLoopJoinExec(left, right, kind, node.residual, node.fields)
+            return NestedLoopJoinExec(left, right, kind, node.residual, node.fields, "aggregator",
+                                      (NEEDS_SINGLE, NEEDS_SINGLE))
         if rdist.kind == "replicated" and ldist.kind != "single":
-            out = ldist
-        elif ldist.kind == "single" and rdist.kind in ("single", "replicated"):
-            right = self.to_single(right, rdist) if rdist.kind == "replicated" else right
-            out = SINGLE
-        elif ldist.kind == "replicated" and rdist.kind == "replicated":
-            out = REPLICATED
+            requires = (None, None)                          # each task joins its rows to the copy
+        elif ldist.kind == "single" or (ldist.kind == "replicated" and rdist.kind != "replicated"):
+            requires = (NEEDS_SINGLE, NEEDS_SINGLE)          # both on the aggregator
         else:
-            if ldist.kind == "replicated":
-                left = self.to_single(left, ldist)
-                right = self.to_single(right, rdist)
-                out = SINGLE
-            elif ldist.kind == "single":
-                right = self.to_single(right, rdist)
-                out = SINGLE
-            else:
-                right = self.broadcast(right, rdist)
-                out = ldist
-        return NestedLoopJoinExec(left, right, kind, node.residual, node.fields), out
+            requires = (None, NEEDS_BROADCAST)                # each task joins its rows to a copy
+        return NestedLoopJoinExec(left, right, kind, node.residual, node.fields, "", requires)
 
     def _key_columns(self, op: PhysicalOperator, keys, hint: str):
         if all(isinstance(k, ColumnRef) for k in keys):
@@ -716,7 +588,7 @@ class PhysicalPlanner:
         if not _same_order(ldist.keys, lkey_ids, rdist.keys, rkey_ids):
             return False
         for lk, rk in zip(left_keys, right_keys):
-            if lk.id in ldist.keys and not _hash_compatible(lk.type, rk.type):
+            if lk.id in ldist.keys and not hash_compatible(lk.type, rk.type):
                 return False
         return True
 
@@ -781,8 +653,3 @@ def _same_order(lkeys, lkey_ids, rkeys, rkey_ids) -> bool:
         return False
     return lpos == rpos
 
-
-def _hash_compatible(a, b) -> bool:
-    if a.kind == "int" and b.kind == "int":
-        return True
-    return a.to_arrow() == b.to_arrow()

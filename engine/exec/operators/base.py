@@ -6,6 +6,7 @@ are the plan's field ids. Per-run state lives in local variables of ``execute``,
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from contextvars import ContextVar
@@ -14,6 +15,7 @@ from typing import Callable, Iterator, Optional, Sequence
 import pyarrow as pa
 
 from engine.errors import ExecutionError, QueryCancelledError, QueryTimeoutError
+from engine.exec.distribution import ANY, Distribution, Required
 from engine.exec.memory import MemoryPool, Reservation
 from engine.plan.logical import Field
 
@@ -149,6 +151,30 @@ class PhysicalOperator:
 
     def describe(self) -> str:
         return type(self).__name__
+
+    # -- distribution (engine.exec.distribution): what the operator needs of its inputs, and what its
+    # output is. The planner fills ``requires`` of operators whose inputs must move (its choice of
+    # strategy); engine.optimizer.exchanges places the exchanges. Default: inputs used where they are,
+    # output distributed as the first input (a leaf: spread on no key).
+    def required_distributions(self) -> tuple[Optional[Required], ...]:
+        requires = getattr(self, "requires", ())
+        return tuple(requires) if requires else (None,) * len(self.children)
+
+    def output_distribution(self, inputs: tuple[Distribution, ...]) -> Distribution:
+        return inputs[0] if inputs else ANY
+
+    def with_children(self, children: Sequence["PhysicalOperator"]) -> "PhysicalOperator":
+        """This operator over ``children`` (in :attr:`children`' order, which is its fields' order)."""
+        remaining = list(children)
+        replaced = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, PhysicalOperator):
+                replaced[f.name] = remaining.pop(0)
+            elif isinstance(value, tuple) and value and all(isinstance(v, PhysicalOperator) for v in value):
+                replaced[f.name] = tuple(remaining.pop(0) for _ in value)
+        assert not remaining, f"{type(self).__name__}: children are not its operator fields"
+        return dataclasses.replace(self, **replaced)
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         raise NotImplementedError

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.exec.evaluate import evaluate_array
+from engine.exec.distribution import join_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, collect
 from engine.plan.expressions import Expr
 from engine.plan.logical import Field
@@ -46,6 +47,8 @@ class BatchedKeyJoinExec(PhysicalOperator):
     right_key: Expr
     fields: tuple[Field, ...]
     strategy: str = ""
+    requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
+    swapped: bool = False         # the probe side is the join's right input (an inner join turned round)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -57,6 +60,10 @@ class BatchedKeyJoinExec(PhysicalOperator):
     @property
     def children(self):
         return (self.left, self.right)
+
+    def output_distribution(self, inputs):
+        probe, build = inputs
+        return join_output(self.kind, build, probe) if self.swapped else join_output(self.kind, probe, build)
 
     def describe(self) -> str:
         strategy = f" [{self.strategy}]" if self.strategy else ""

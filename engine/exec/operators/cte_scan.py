@@ -6,6 +6,7 @@ from typing import Iterator, Optional
 import pyarrow as pa
 
 from engine.errors import InternalError
+from engine.exec.distribution import REPLICATED
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.plan.logical import Field
 
@@ -23,6 +24,9 @@ class CteScanExec(PhysicalOperator):
     name: str
     index: int
     table: Optional[pa.Table] = field(default=None, compare=False, repr=False)
+
+    def output_distribution(self, inputs):
+        return REPLICATED
 
     def describe(self) -> str:
         return f"CteScan {self.name} (materialized cte{self.index})"

@@ -10,6 +10,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from engine.exec.distribution import REPLICATED, SINGLE, hashed
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform
 
 
@@ -20,6 +21,15 @@ class ExchangeExec(PhysicalOperator):
     keys: tuple[str, ...] = ()     # field ids hashed by repartition
     parallel_input: bool = True    # does the producing stage run on every partition, or once
     label: str = ""                # what a keep holds, for EXPLAIN (a CTE's name)
+
+    def output_distribution(self, inputs):
+        if self.kind == "gather":
+            return SINGLE
+        if self.kind == "broadcast":
+            return REPLICATED
+        if self.kind == "repartition":
+            return hashed(self.keys)
+        return inputs[0] if inputs[0].partitioned else SINGLE      # keep: each task's rows stay with it
 
     @property
     def fields(self):

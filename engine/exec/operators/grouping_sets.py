@@ -19,6 +19,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
+from engine.exec.distribution import grouped_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.exec.operators.hash_aggregate import HashAggregateExec
 from engine.plan.expressions import AggCall, ColumnRef, Expr
@@ -49,6 +50,10 @@ class GroupingSetsExec(PhysicalOperator):
     aggregates: tuple[tuple[Field, AggCall], ...]
     sets: tuple[tuple[int, ...], ...]
     grouping_id: Field
+    requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
+
+    def output_distribution(self, inputs):
+        return grouped_output(inputs[0], self.keys)
 
     @property
     def fields(self):

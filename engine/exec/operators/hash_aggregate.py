@@ -13,6 +13,7 @@ from engine.exec import decimal64, decimal128
 from engine.exec.collation_keys import collation_keys
 from engine.exec.evaluate import evaluate, evaluate_array
 from engine.exec.extended_aggregates import FUNCTIONS, builtin_by_ids, group_ids, is_extended
+from engine.exec.distribution import grouped_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, accounted, table_to_batches
 from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.operators.scan import ScanExec
@@ -237,6 +238,10 @@ class HashAggregateExec(PhysicalOperator):
     mode: str
     keys: tuple[tuple[Field, Expr], ...]
     aggregates: tuple[tuple[Field, AggCall], ...]
+    requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
+
+    def output_distribution(self, inputs):
+        return grouped_output(inputs[0], self.keys)
 
     @property
     def fields(self):

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import kernels
 from engine.exec.evaluate import evaluate_array, evaluate_predicate
 from engine.exec.memory import Reservation
+from engine.exec.distribution import join_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform
 from engine.exec.operators.spill_partitions import SpillPartitions, hash_type
 from engine.plan.expressions import ColumnRef, Expr
@@ -60,10 +61,14 @@ class HashJoinExec(PhysicalOperator):
     residual: Optional[Expr]
     fields: tuple[Field, ...]
     strategy: str = ""            # colocated / broadcast / repartition (for EXPLAIN)
+    requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
 
     @property
     def children(self):
         return (self.left, self.right)
+
+    def output_distribution(self, inputs):
+        return join_output(self.kind, *inputs)
 
     def describe(self) -> str:
         keys = " AND ".join(f"{l} = {r}" for l, r in zip(self.left_keys, self.right_keys))

@@ -15,6 +15,7 @@ class LimitExec(PhysicalOperator):
     input: PhysicalOperator
     count: Optional[int]
     offset: int = 0
+    requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
 
     @property
     def fields(self):

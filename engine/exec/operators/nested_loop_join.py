@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.exec.evaluate import evaluate_predicate
+from engine.exec.distribution import join_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, table_to_batches
 from engine.plan.expressions import Expr
 from engine.plan.logical import Field
@@ -27,10 +28,14 @@ class NestedLoopJoinExec(PhysicalOperator):
     condition: Optional[Expr]
     fields: tuple[Field, ...]
     strategy: str = ""            # where the sides meet (for EXPLAIN), as HashJoinExec's
+    requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
 
     @property
     def children(self):
         return (self.left, self.right)
+
+    def output_distribution(self, inputs):
+        return join_output(self.kind, *inputs)
 
     def describe(self) -> str:
         strategy = f" [{self.strategy}]" if self.strategy else ""

@@ -5,6 +5,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from engine.exec.distribution import projected
 from engine.exec.evaluate import evaluate_array
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.plan.expressions import ColumnRef, Expr
@@ -15,6 +16,9 @@ from engine.plan.logical import Field
 class ProjectExec(PhysicalOperator):
     input: PhysicalOperator
     exprs: tuple[tuple[Field, Expr], ...]
+
+    def output_distribution(self, inputs):
+        return projected(inputs[0], self.exprs)
 
     @property
     def fields(self):

@@ -6,6 +6,7 @@ from typing import Iterator, Optional
 import pyarrow as pa
 
 import kernels
+from engine.exec.distribution import ANY, REPLICATED, collated_id, hashed
 from engine.exec.kernel_filters import KernelFilter, _filter_encoded
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.plan.expressions import Expr, and_all
@@ -31,6 +32,21 @@ class ScanExec(PhysicalOperator):
     batch_rows: Optional[int] = None
     # stored names of the columns a hash index answers equality on (TableDef.indexed_columns)
     indexed: tuple[str, ...] = ()
+    # the table's shard key (stored names): its rows are placed by their hash (a sharded table)
+    shard_key: tuple[str, ...] = ()
+    # per shard key column, the collation whose keys place its rows (TableDef.shard_key_collations)
+    shard_key_collations: tuple[Optional[str], ...] = ()
+
+    def output_distribution(self, inputs):
+        if self.replicated:
+            return REPLICATED
+        by_name = {c.lower(): f.id for f, c in zip(self.fields, self.column_names)}
+        if self.shard_key and all(k.lower() in by_name for k in self.shard_key):
+            # a string key placed by its collation keys is hashed as collation_key(column)
+            collations = self.shard_key_collations or (None,) * len(self.shard_key)
+            return hashed(by_name[k.lower()] if name is None else collated_id(by_name[k.lower()], name)
+                          for k, name in zip(self.shard_key, collations))
+        return ANY
 
     def describe(self) -> str:
         where = f" filter={and_all(list(self.filters))}" if self.filters else ""

@@ -30,6 +30,7 @@ class SortExec(PhysicalOperator):
     input: PhysicalOperator
     keys: tuple[SortKey, ...]
     limit: Optional[int] = None
+    requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
 
     @property
     def fields(self):

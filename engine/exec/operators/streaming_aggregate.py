@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.exec.evaluate import evaluate_array
+from engine.exec.distribution import grouped_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.exec.operators.hash_aggregate import _STATES, HashAggregateExec, _sum_type, state_fields
 from engine.plan.expressions import AggCall, Expr
@@ -58,6 +59,10 @@ class StreamingAggregateExec(PhysicalOperator):
     mode: str
     keys: tuple[tuple[Field, Expr], ...]
     aggregates: tuple[tuple[Field, AggCall], ...]
+    requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
+
+    def output_distribution(self, inputs):
+        return grouped_output(inputs[0], self.keys)
 
     def __post_init__(self):
         if self.mode not in ("partial", "single"):

@@ -5,6 +5,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
+from engine.exec.distribution import REPLICATED
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.plan.logical import Field
 
@@ -15,6 +16,9 @@ class ValuesExec(PhysicalOperator):
 
     fields: tuple[Field, ...]
     rows: tuple[tuple[Any, ...], ...]
+
+    def output_distribution(self, inputs):
+        return REPLICATED
 
     def describe(self) -> str:
         return f"Values {len(self.rows)} rows"

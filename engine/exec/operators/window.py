@@ -37,6 +37,7 @@ class WindowExec(PhysicalOperator):
     partition_by: tuple[ColumnRef, ...]
     order_by: tuple[SortKey, ...]
     calls: tuple[tuple[Field, WindowCall], ...]
+    requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
 
     @property
     def fields(self):
