@@ -103,9 +103,9 @@ class TaskContext:
         self.storage = storage                      # the leaf's storage (scan access), None on the aggregator
         self.exchange_inputs = exchange_inputs or {}
         self.profile = profile                      # an engine.exec.profile.TaskProfile under EXPLAIN ANALYZE
-        # id(ScanExec) -> {id(HashJoinExec): (column id, kernels.JoinBloom)}: runtime join filters
-        # a hash join built for a scan of its probe side (same task, registered before that side runs)
-        self.runtime_filters: dict[int, dict] = {}
+        # runtime join filter id -> kernels.JoinBloom: built by the hash join holding the id for the
+        # scan of its probe side holding it (same task, registered before that side runs)
+        self.runtime_filters: dict[int, object] = {}
         self.deadline = deadline                    # statement_timeout / cancel, checked per batch
         # memory_limit: the query's pool in this process, which blocking operators reserve from
         self.memory = memory if memory is not None else MemoryPool(None)

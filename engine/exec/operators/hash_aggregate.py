@@ -649,7 +649,7 @@ class HashAggregateExec(PhysicalOperator):
                 collated is not None and call.func == "any_value" and call.arg == key))
                for _, call in self.aggregates):
             return None
-        if ctx.runtime_filters.get(id(scan)) or not kernels.supports_group_key(key_field.type.to_arrow()):
+        if scan.runtime_filters or not kernels.supports_group_key(key_field.type.to_arrow()):
             return None
         names = dict(zip((f.id for f in scan.fields), scan.column_names))
         return (names[key.id], collated) if key.id in names else None

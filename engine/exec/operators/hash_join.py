@@ -13,6 +13,7 @@ from engine.exec.evaluate import evaluate_array, evaluate_predicate
 from engine.exec.memory import Reservation
 from engine.exec.distribution import join_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform
+from engine.exec.operators.scan import RuntimeFilter
 from engine.exec.operators.spill_partitions import SpillPartitions, hash_type
 from engine.plan.expressions import ColumnRef, Expr
 from engine.plan.logical import Field
@@ -46,11 +47,12 @@ class HashJoinExec(PhysicalOperator):
     the smaller input; the result's columns are gathered with the index pairs it returns, in batches of
     at most ``kernels.join.DEFAULT_MAX_PAIRS`` rows.
 
-    Runtime join filter: for an inner or semi join whose probe key is a column of a scan in the same
-    stage (through filters, projections and the probe side of inner joins), a Bloom filter over the
-    build side's keys is handed to that scan through ``TaskContext.runtime_filters`` before
-    the probe side runs, so the scan drops rows that cannot match before decoding their other
-    columns (the scan stops applying it when it does not drop enough: see ``ScanExec``).
+    Runtime join filter: where the planner placed one (``runtime_filters``, by
+    :mod:`engine.optimizer.runtime_filters`: a probe key that is a column of a scan in the same stage),
+    a Bloom filter over that key's build-side values is handed, under the filter's id, to the scan
+    through ``TaskContext.runtime_filters`` before the probe side runs, so the scan drops rows that
+    cannot match before decoding their other columns (the scan stops applying it when it does not
+    drop enough: see ``ScanExec``).
     """
 
     left: PhysicalOperator
@@ -62,6 +64,7 @@ class HashJoinExec(PhysicalOperator):
     fields: tuple[Field, ...]
     strategy: str = ""            # colocated / broadcast / repartition (for EXPLAIN)
     requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
+    runtime_filters: tuple[RuntimeFilter, ...] = ()     # Bloom filters this join builds for a probe-side scan
 
     @property
     def children(self):
@@ -74,25 +77,8 @@ class HashJoinExec(PhysicalOperator):
         keys = " AND ".join(f"{l} = {r}" for l, r in zip(self.left_keys, self.right_keys))
         residual = f" residual {self.residual}" if self.residual is not None else ""
         strategy = f" [{self.strategy}]" if self.strategy else ""
-        target = self._bloom_target()
-        bloom = f" bloom filter -> Scan {target[0].table_name}.{target[1]}" if target is not None else ""
+        bloom = "".join(f" bloom filter #{f.filter_id} -> Scan {f.table}.{f.column}" for f in self.runtime_filters)
         return f"HashJoin {self.kind} ON {keys}{residual}{strategy}{bloom}"
-
-    def _bloom_target(self):
-        """(scan, column id there, key number) where a runtime Bloom filter on a probe key may drop
-        rows, or None. With several keys one suffices: a row whose value of any one key is not among
-        the build side's cannot match (TPC-H Q2 probes 800k partsupp rows on (ps_partkey,
-        ps_supplycost) for a few hundred build rows; filtered on ps_partkey, ~3k reach the join)."""
-        if self.kind not in ("inner", "semi"):
-            return None
-        for index, (key, build_key) in enumerate(zip(self.left_keys, self.right_keys)):
-            if not isinstance(key, ColumnRef) or not kernels.supports_join_key(build_key.type.to_arrow()) \
-                    or pa.types.is_decimal(build_key.type.to_arrow()):
-                continue
-            target = _scan_of(self.left, key.id)
-            if target is not None:
-                return target + (index,)
-        return None
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         # what it holds counts against the query's memory_limit until it has produced its output;
@@ -196,14 +182,13 @@ class HashJoinExec(PhysicalOperator):
         yield from self._with_residual(left, right, table, ids, out_names, ctx)
 
     def _push_bloom_filter(self, right: pa.Table, right_names, ctx: TaskContext) -> None:
-        """Hand a Bloom filter over the build keys to the probe side's scan, when it may drop rows.
+        """Build the Bloom filters placed on this join, for the probe side's scans to read by id.
         Built from the build rows as they are (a key repeated sets the same bits), before the probe
         side runs; the hash table itself is built later, on whichever side is smaller."""
-        target = self._bloom_target()
-        if target is None or not 0 < right.num_rows <= BLOOM_MAX_KEYS:
+        if not 0 < right.num_rows <= BLOOM_MAX_KEYS:
             return
-        scan, column, index = target
-        ctx.runtime_filters.setdefault(id(scan), {})[id(self)] = (column, kernels.JoinBloom(right.column(right_names[index])))
+        for f in self.runtime_filters:
+            ctx.runtime_filters[f.filter_id] = kernels.JoinBloom(right.column(right_names[f.key]))
 
     def _build_left(self, left, right, left_keys, right_keys, out_names, memory) -> Iterator[pa.RecordBatch]:
         """No residual, the left input much smaller: hash the left keys, probe with the right."""
@@ -284,32 +269,6 @@ class HashJoinExec(PhysicalOperator):
         hit = np.zeros(left.num_rows, dtype=bool)
         hit[found[differs.to_numpy(zero_copy_only=False)]] = True
         return left.filter(pa.array(hit if self.kind == "semi" else ~hit))
-
-
-def _scan_of(op: PhysicalOperator, column: str):
-    """(the ScanExec producing ``column`` below ``op`` in the same stage, the id it has there — a
-    projection may rename it), where dropping a row whose ``column`` value has no match cannot change
-    the join above: through filters, pass-through projections and inner joins (either side) or the
-    probe side of semi / anti / left joins; None if there is none."""
-    from engine.exec.operators.filter import FilterExec
-    from engine.exec.operators.project import ProjectExec
-    from engine.exec.operators.scan import ScanExec
-
-    if isinstance(op, ScanExec):
-        return (op, column) if any(f.id == column for f in op.fields) else None
-    if isinstance(op, FilterExec):
-        return _scan_of(op.input, column)
-    if isinstance(op, ProjectExec):
-        for f, e in op.exprs:
-            if f.id == column:
-                return _scan_of(op.input, e.id) if isinstance(e, ColumnRef) else None
-        return None
-    if isinstance(op, HashJoinExec):
-        sides = (op.left, op.right) if op.kind == "inner" else (op.left,)
-        for side in sides:
-            if any(f.id == column for f in side.fields):
-                return _scan_of(side, column)
-    return None
 
 
 def _hold(batches, memory: Reservation, per_row: int):

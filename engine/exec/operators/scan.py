@@ -20,6 +20,18 @@ RUNTIME_FILTER_MAX_KEPT = 0.5
 
 
 @dataclass(frozen=True)
+class RuntimeFilter:
+    """A runtime join filter placed by the planner (:mod:`engine.optimizer.runtime_filters`): the hash
+    join holding it builds a Bloom filter over its build side's values of key number ``key``, under
+    ``filter_id``; the scan holding it drops the rows whose ``column`` (its field id) is not in it."""
+
+    filter_id: int
+    key: int
+    table: str                      # the scan's table (EXPLAIN)
+    column: str
+
+
+@dataclass(frozen=True)
 class ScanExec(PhysicalOperator):
     """Read one partition of a table (every row of a reference table) with pushed-down filters."""
 
@@ -36,6 +48,7 @@ class ScanExec(PhysicalOperator):
     shard_key: tuple[str, ...] = ()
     # per shard key column, the collation whose keys place its rows (TableDef.shard_key_collations)
     shard_key_collations: tuple[Optional[str], ...] = ()
+    runtime_filters: tuple[RuntimeFilter, ...] = ()     # join filters this scan applies, when built
 
     def output_distribution(self, inputs):
         if self.replicated:
@@ -53,7 +66,10 @@ class ScanExec(PhysicalOperator):
         kind = "reference " if self.replicated else ""
         lookup = self.index_lookup_column()
         via = f" index lookup on {lookup}" if lookup else ""
-        return f"Scan {kind}{self.table_name} [{', '.join(self.column_names)}]{where}{via}"
+        names = dict(zip((f.id for f in self.fields), self.column_names))
+        bloom = (" bloom filter" + ("s" if len(self.runtime_filters) > 1 else "") + " " + ", ".join(
+            f"#{f.filter_id} on {names[f.column]}" for f in self.runtime_filters)) if self.runtime_filters else ""
+        return f"Scan {kind}{self.table_name} [{', '.join(self.column_names)}]{where}{via}{bloom}"
 
     def kernel_filter(self) -> Optional[KernelFilter]:
         """The filters split into kernel conjuncts and a residual (None without filters)."""
@@ -84,8 +100,8 @@ class ScanExec(PhysicalOperator):
         # encoded and only the surviving rows are decoded. Every batch leaving the scan is plain.
         # Runtime join filters (Bloom filters from hash joins above): applied first, on the stored
         # (encoded) key column, so the rows they drop are never decoded.
-        runtime = [_RuntimeFilter(column, bloom) for column, bloom in
-                   ctx.runtime_filters.get(id(self), {}).values()]
+        runtime = [_RuntimeFilter(f.column, ctx.runtime_filters[f.filter_id]) for f in self.runtime_filters
+                   if f.filter_id in ctx.runtime_filters]
         for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows,
                               bounds, encoded=True):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)

@@ -1,0 +1,58 @@
+"""Runtime join filters are placed by a physical rule (engine.optimizer.runtime_filters): one id on the
+hash join that builds the Bloom filter and on the probe side's scan that applies it, only where the
+scan runs in the join's stage and dropping its non-matching rows cannot change the result."""
+from dataclasses import replace
+
+from engine import types as T
+from engine.exec.operators.exchange import ExchangeExec
+from engine.exec.operators.filter import FilterExec
+from engine.exec.operators.hash_join import HashJoinExec
+from engine.exec.operators.scan import ScanExec
+from engine.optimizer.runtime_filters import RuntimeFilterPlacer
+from engine.plan.expressions import ColumnRef
+from engine.plan.logical import Field
+
+FK = Field("fact.fk#1", "fk", T.BIGINT)
+QTY = Field("fact.qty#2", "qty", T.BIGINT)
+PK = Field("dim.pk#3", "pk", T.BIGINT)
+FACT = ScanExec(1, "fact", (FK, QTY), ("fk", "qty"))
+DIM = ScanExec(2, "dim", (PK,), ("pk",))
+
+
+def join(kind, left, right=DIM):
+    fields = left.fields + (right.fields if kind in ("inner", "left") else ())
+    return HashJoinExec(left, right, kind, (ColumnRef(FK.id, FK.type, "fk"),), (ColumnRef(PK.id, PK.type, "pk"),),
+                        None, fields)
+
+
+def scans(op):
+    found = [op] if isinstance(op, ScanExec) else []
+    return found + [s for child in op.children for s in scans(child)]
+
+
+def test_the_join_and_its_probe_scan_share_one_id():
+    for kind in ("inner", "semi"):
+        placed = RuntimeFilterPlacer().place(join(kind, FilterExec(FACT, ColumnRef(QTY.id, T.BOOLEAN, "qty"))))
+        (spec,) = placed.runtime_filters
+        fact, dim = scans(placed)
+        assert fact.runtime_filters == (spec,) and not dim.runtime_filters
+        assert (spec.column, spec.key, spec.table) == (FK.id, 0, "fact")
+        assert f"bloom filter #{spec.filter_id} -> Scan fact.{FK.id}" in placed.describe()
+        assert fact.describe().endswith(f"bloom filter #{spec.filter_id} on fk")
+
+
+def test_no_filter_where_it_could_change_the_result_or_crosses_a_stage():
+    # a left join keeps its unmatched probe rows; an exchange puts the scan in another stage
+    for plan in (join("left", FACT), join("inner", ExchangeExec(FACT, "repartition", (FK.id,)))):
+        placed = RuntimeFilterPlacer().place(plan)
+        assert not placed.runtime_filters and not any(s.runtime_filters for s in scans(placed))
+
+
+def test_ids_are_unique_across_the_plans_of_one_placer():
+    placer = RuntimeFilterPlacer()
+    first = placer.place(join("inner", FACT)).runtime_filters[0].filter_id
+    second = placer.place(join("semi", replace(FACT))).runtime_filters[0].filter_id
+    assert first != second
+    # a scan met again keeps the filters it has: a join above it in a later plan adds none it would miss
+    again = placer.place(join("inner", FACT))
+    assert not again.runtime_filters and scans(again)[0].runtime_filters[0].filter_id == first
