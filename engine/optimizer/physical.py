@@ -30,6 +30,7 @@ from engine.exec.operators import streaming_aggregate
 from engine.exec.operators.base import PhysicalOperator
 from engine.exec.operators.batched_key_join import KINDS as BATCHED_KEY_KINDS
 from engine.exec.operators.batched_key_join import BatchedKeyJoinExec, key_supported
+from engine.exec.aggregate_mode import AggregateMode
 from engine.exec.distribution import (NEEDS_BROADCAST, NEEDS_SINGLE, SINGLE, Distribution,
                                       Required, delivered, hash_compatible, join_output, key_id)
 from engine.exec.operators.exchange import ExchangeExec
@@ -280,23 +281,23 @@ class PhysicalPlanner:
         if has_distinct:
             # DISTINCT states do not merge: move rows by the group keys (or gather) and aggregate once
             if node.keys and len(key_ids) == len(node.keys):
-                return HashAggregateExec(op, "single", node.keys, node.aggregates,
+                return HashAggregateExec(op, AggregateMode.SINGLE, node.keys, node.aggregates,
                                          requires=(Required.colocated(key_ids),))
             shuffled = self._count_distinct_by_shuffle(node, op, dist)
             if shuffled is not None:
                 return shuffled
-            return HashAggregateExec(op, "single", node.keys, node.aggregates, requires=(NEEDS_SINGLE,))
+            return HashAggregateExec(op, AggregateMode.SINGLE, node.keys, node.aggregates, requires=(NEEDS_SINGLE,))
         if node.keys:
             return self._grouped(node, op, dist, key_ids, out_keys)
-        partial = HashAggregateExec(op, "partial", node.keys, node.aggregates)
-        return HashAggregateExec(partial, "final", node.keys, node.aggregates, requires=(NEEDS_SINGLE,))
+        partial = HashAggregateExec(op, AggregateMode.PARTIAL, node.keys, node.aggregates)
+        return HashAggregateExec(partial, AggregateMode.FINAL, node.keys, node.aggregates, requires=(NEEDS_SINGLE,))
 
     def _grouping_sets(self, node: Aggregate, op, dist: Distribution) -> PhysicalOperator:
         """ROLLUP / CUBE / GROUPING SETS: a partial aggregate by the finest grouping on every leaf, its
         states gathered, merged once and rolled up to each set on the aggregator. Aggregates whose
         states do not merge (DISTINCT) gather the rows and aggregate each set from them."""
         if not all(mergeable(a) for _, a in node.aggregates):
-            return GroupingSetsExec(op, "single", node.keys, node.aggregates, node.grouping_sets,
+            return GroupingSetsExec(op, AggregateMode.SINGLE, node.keys, node.aggregates, node.grouping_sets,
                                     node.grouping_id, requires=(NEEDS_SINGLE,))
         # a replicated input is aggregated from one copy
         before = (NEEDS_SINGLE,) if dist.kind == "replicated" else ()
@@ -304,9 +305,9 @@ class PhysicalPlanner:
         finest = min(rows, self.est.rows(replace(node, grouping_sets=(), grouping_id=None)))
         tasks = self.tasks if dist.partitioned else 1
         states = min(rows, tasks * finest)
-        partial = self._priced(HashAggregateExec(op, "partial", node.keys, node.aggregates, requires=before),
+        partial = self._priced(HashAggregateExec(op, AggregateMode.PARTIAL, node.keys, node.aggregates, requires=before),
                                cost.hash_aggregate(rows, states), states)
-        rolled_up = GroupingSetsExec(partial, "final", node.keys, node.aggregates,
+        rolled_up = GroupingSetsExec(partial, AggregateMode.FINAL, node.keys, node.aggregates,
                                      node.grouping_sets, node.grouping_id, requires=(NEEDS_SINGLE,))
         # the states merged once by the finest grouping, then once more per set
         return self._priced(rolled_up, cost.final_aggregate(states, finest)
@@ -338,22 +339,22 @@ class PhysicalPlanner:
                 + cost.final_aggregate(runs, groups)
         choice = min(options, key=options.__getitem__)
         if choice == "shuffle rows":
-            final = self._priced(HashAggregateExec(op, "single", node.keys, node.aggregates,
+            final = self._priced(HashAggregateExec(op, AggregateMode.SINGLE, node.keys, node.aggregates,
                                                    requires=(Required.colocated(key_ids),)),
                                  cost.hash_aggregate(rows, groups))
             self._chose(final, choice, options)
             return final
         if choice == "streaming partial":
-            partial = self._priced(StreamingAggregateExec(op, "partial", node.keys, node.aggregates),
+            partial = self._priced(StreamingAggregateExec(op, AggregateMode.PARTIAL, node.keys, node.aggregates),
                                    cost.streaming_aggregate(rows), runs)
             state_rows = runs
         else:
-            partial = self._priced(HashAggregateExec(op, "partial", node.keys, node.aggregates),
+            partial = self._priced(HashAggregateExec(op, AggregateMode.PARTIAL, node.keys, node.aggregates),
                                    cost.hash_aggregate(rows, partial_rows), partial_rows)
             state_rows = partial_rows
         # the states meet by their keys: on the aggregator when few, else repartitioned by them
         required = NEEDS_SINGLE if gather else Required.colocated(out_keys)
-        final = self._priced(HashAggregateExec(partial, "final", node.keys, node.aggregates, requires=(required,)),
+        final = self._priced(HashAggregateExec(partial, AggregateMode.FINAL, node.keys, node.aggregates, requires=(required,)),
                              cost.final_aggregate(state_rows, groups))
         self._chose(final, choice, options)
         return final
@@ -368,9 +369,9 @@ class PhysicalPlanner:
             options["streaming"] = cost.streaming_aggregate(rows)
         choice = min(options, key=options.__getitem__)
         if choice == "streaming":
-            aggregate = StreamingAggregateExec(op, "single", node.keys, node.aggregates, requires=(required,))
+            aggregate = StreamingAggregateExec(op, AggregateMode.SINGLE, node.keys, node.aggregates, requires=(required,))
         else:
-            aggregate = HashAggregateExec(op, "single", node.keys, node.aggregates, requires=(required,))
+            aggregate = HashAggregateExec(op, AggregateMode.SINGLE, node.keys, node.aggregates, requires=(required,))
         self._chose(aggregate, choice, options)
         return self._priced(aggregate, options[choice])
 
@@ -403,9 +404,9 @@ class PhysicalPlanner:
         column = calls[0].arg.id
         if any(call.arg.id != column for call in calls) or not dist.partitioned:
             return None
-        per_leaf = HashAggregateExec(op, "single", (), node.aggregates, requires=(Required.colocated((column,)),))
+        per_leaf = HashAggregateExec(op, AggregateMode.SINGLE, (), node.aggregates, requires=(Required.colocated((column,)),))
         totals = tuple((f, AggCall("sum", f.ref(), f.type)) for f, _ in node.aggregates)
-        return HashAggregateExec(per_leaf, "single", (), totals, requires=(NEEDS_SINGLE,))
+        return HashAggregateExec(per_leaf, AggregateMode.SINGLE, (), totals, requires=(NEEDS_SINGLE,))
 
     def _Join(self, node: Join):
         left, ldist = self.build(node.left)

@@ -19,6 +19,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
+from engine.exec.aggregate_mode import AggregateMode
 from engine.exec.distribution import grouped_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.exec.operators.hash_aggregate import HashAggregateExec
@@ -45,12 +46,17 @@ class _Held(PhysicalOperator):
 @dataclass(frozen=True)
 class GroupingSetsExec(PhysicalOperator):
     input: PhysicalOperator
-    mode: str                                   # final | single (see the module docstring)
+    mode: AggregateMode                         # FINAL | SINGLE (see the module docstring)
     keys: tuple[tuple[Field, Expr], ...]
     aggregates: tuple[tuple[Field, AggCall], ...]
     sets: tuple[tuple[int, ...], ...]
     grouping_id: Field
     requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
+
+    def __post_init__(self):
+        object.__setattr__(self, "mode", AggregateMode(self.mode))
+        if self.mode not in (AggregateMode.FINAL, AggregateMode.SINGLE):
+            raise ValueError(f"GroupingSetsExec mode must be final or single, not {self.mode!r}")
 
     def output_distribution(self, inputs):
         return grouped_output(inputs[0], self.keys)
@@ -65,25 +71,25 @@ class GroupingSetsExec(PhysicalOperator):
 
     def describe(self) -> str:
         aggs = ", ".join(str(a) for _, a in self.aggregates)
-        how = "rolled up from merged states" if self.mode == "final" else "each set from the rows"
+        how = "rolled up from merged states" if self.mode == AggregateMode.FINAL else "each set from the rows"
         return f"GroupingSets {how} sets=[{format_sets(self.keys, self.sets)}] aggs=[{aggs}]"
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         held = _Held(self.input.schema, tuple(b for b in self.input.execute(partition, ctx) if b.num_rows))
-        if self.mode == "final":
+        if self.mode == AggregateMode.FINAL:
             # merge the leaves' partials by the finest grouping once; the sets roll up from its states
             by_column = tuple((f, ColumnRef(f.id, f.type, f.name)) for f, _ in self.keys)
-            merge = HashAggregateExec(held, "merge", by_column, self.aggregates)
+            merge = HashAggregateExec(held, AggregateMode.MERGE, by_column, self.aggregates)
             held = _Held(merge.schema, tuple(b for b in merge.execute(partition, ctx) if b.num_rows))
-            keys, inner_mode = by_column, "final"
+            keys, inner_mode = by_column, AggregateMode.FINAL
         else:
-            keys, inner_mode = self.keys, "single"
+            keys, inner_mode = self.keys, AggregateMode.SINGLE
         schema = self.schema
         for grouping_set in self.sets:
             chosen = tuple(keys[i] for i in grouping_set)
             rolled_up = sum(1 << i for i in range(len(self.keys)) if i not in grouping_set)
             source = held
-            if inner_mode == "final":      # the states and this set's keys only, as a final merge reads them
+            if inner_mode == AggregateMode.FINAL:      # the states and this set's keys only, as a final merge reads them
                 names = [n for i, n in enumerate(held.schema.names)
                          if i >= len(self.keys) or i in grouping_set]
                 source = _Held(pa.schema([held.schema.field(n) for n in names]),

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import kernels
 from engine.errors import BadDataError
 from engine.exec import decimal64, decimal128
+from engine.exec.aggregate_mode import AggregateMode
 from engine.exec.collation_keys import collation_keys
 from engine.exec.evaluate import evaluate, evaluate_array
 from engine.exec.extended_aggregates import FUNCTIONS, builtin_by_ids, group_ids, is_extended
@@ -224,28 +225,31 @@ def _evaluate_coded(e: Expr, batch: pa.RecordBatch, params) -> pa.Array:
 
 @dataclass(frozen=True)
 class HashAggregateExec(PhysicalOperator):
-    """GROUP BY one partition. ``mode``:
+    """GROUP BY one partition. ``mode`` (chosen by the planner):
 
-    * ``partial`` — keys + partial states (leaf-level aggregation before data moves);
-    * ``final`` — merges partial states that arrive partitioned (or gathered) by the keys;
-    * ``single`` — the whole aggregation in one step (input already partitioned by the keys, or
+    * ``PARTIAL`` — keys + partial states (leaf-level aggregation before data moves);
+    * ``FINAL`` — merges partial states that arrive partitioned (or gathered) by the keys;
+    * ``SINGLE`` — the whole aggregation in one step (input already partitioned by the keys, or
       DISTINCT aggregates whose partial states would not merge);
-    * ``merge`` — as ``final``, but emits the merged states (as ``partial`` does), for a further merge
+    * ``MERGE`` — as ``FINAL``, but emits the merged states (as ``PARTIAL`` does), for a further merge
       (grouping sets roll the finest grouping's states up to the coarser sets).
     """
 
     input: PhysicalOperator
-    mode: str
+    mode: AggregateMode
     keys: tuple[tuple[Field, Expr], ...]
     aggregates: tuple[tuple[Field, AggCall], ...]
     requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
+
+    def __post_init__(self):
+        object.__setattr__(self, "mode", AggregateMode(self.mode))    # a mode's name is accepted too
 
     def output_distribution(self, inputs):
         return grouped_output(inputs[0], self.keys)
 
     @property
     def fields(self):
-        if self.mode in ("partial", "merge"):
+        if self.mode.emits_states:
             raise AttributeError("partial aggregates expose state_schema, not fields")
         return tuple(f for f, _ in self.keys) + tuple(f for f, _ in self.aggregates)
 
@@ -255,7 +259,7 @@ class HashAggregateExec(PhysicalOperator):
 
     def _schema(self) -> pa.Schema:
         keys = [pa.field(f.id, f.type.to_arrow()) for f, _ in self.keys]
-        if self.mode in ("partial", "merge"):
+        if self.mode.emits_states:
             return pa.schema(keys + state_fields(self.aggregates))
         return pa.schema(keys + [pa.field(f.id, f.type.to_arrow()) for f, _ in self.aggregates])
 
@@ -277,7 +281,7 @@ class HashAggregateExec(PhysicalOperator):
             with ctx.memory.reservation("HashAggregate", spillable=bool(self.keys)) as memory:
                 if any(is_extended(call) for _, call in self.aggregates):
                     yield from self._extended(partition, ctx, memory)
-                elif self.mode in ("final", "merge"):
+                elif self.mode.reads_states:
                     yield from self._final(partition, ctx, memory)
                 else:
                     yield from self._first_phase(partition, ctx, memory)
@@ -287,11 +291,11 @@ class HashAggregateExec(PhysicalOperator):
             raise BadDataError(f"{error} in {sums or 'an aggregate'}") from None
 
     def _extended(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
-        if self.mode in ("partial", "single") and not self.keys and isinstance(self.input, ScanExec):
+        if self.mode in (AggregateMode.PARTIAL, AggregateMode.SINGLE) and not self.keys and isinstance(self.input, ScanExec):
             # MIN / MAX of a string (collated) from the store's selection, as _first_phase does
             result = storage_states(self.aggregates, self.input, ctx)
             if result is not None:
-                yield from table_to_batches(result.cast(self.schema) if self.mode == "partial"
+                yield from table_to_batches(result.cast(self.schema) if self.mode == AggregateMode.PARTIAL
                                             else self._finish(result))
                 return
         yield from self._by_group_ids(partition, ctx, memory)
@@ -444,7 +448,7 @@ class HashAggregateExec(PhysicalOperator):
             # COUNT(*) / MIN / MAX of a columnstore scan from its metadata and runs (None: read it)
             result = storage_states(self.aggregates, self.input, ctx)
             if result is not None:
-                yield from table_to_batches(_as_schema(result, self.schema) if self.mode == "partial"
+                yield from table_to_batches(_as_schema(result, self.schema) if self.mode == AggregateMode.PARTIAL
                                             else self._finish(result))
                 return
         if self._distinct_counts_on_kernels():
@@ -454,7 +458,7 @@ class HashAggregateExec(PhysicalOperator):
         counted = self._counted_scan_column(ctx)
         if counted is not None:
             result = self._count_stored_keys(partition, ctx, *counted)
-            yield from table_to_batches(result.cast(self.schema) if self.mode == "partial"
+            yield from table_to_batches(result.cast(self.schema) if self.mode == AggregateMode.PARTIAL
                                         else self._finish(result))
             return
         states = self._kernel_states(final=False)
@@ -492,7 +496,7 @@ class HashAggregateExec(PhysicalOperator):
                 memory.free()
                 results = self._merged_partitions(spilled[0], memory)
             for result in results:
-                if self.mode == "partial":
+                if self.mode == AggregateMode.PARTIAL:
                     yield from table_to_batches(result.cast(self.schema))
                 else:
                     yield from table_to_batches(self._finish(result))
@@ -519,7 +523,7 @@ class HashAggregateExec(PhysicalOperator):
             table = pa.table({"__rows": pa.nulls(0)})
         specs, outputs = [], []
         for i, (f, call) in enumerate(self.aggregates):
-            if self.mode == "single":
+            if self.mode == AggregateMode.SINGLE:
                 if call.distinct and call.func == "count":
                     specs.append((arg_names[i], "count_distinct"))
                     outputs.append([(f"{f.id}|count", "count")])
@@ -576,7 +580,7 @@ class HashAggregateExec(PhysicalOperator):
                     state_names.append(name)
                 k += 1
         result = pa.table(list(key_columns) + state_columns, names=key_names + state_names)
-        if self.mode == "partial":
+        if self.mode == AggregateMode.PARTIAL:
             yield from table_to_batches(result.cast(self.schema))
         else:
             yield from table_to_batches(self._finish(result))
@@ -612,7 +616,7 @@ class HashAggregateExec(PhysicalOperator):
     def _distinct_counts_on_kernels(self) -> bool:
         """Whether this is a keyless ``single`` aggregate of COUNT(DISTINCT x) only, each argument of
         a type the kernels' tables hold (after a repartition by x, each leaf counts its share)."""
-        return (self.mode == "single" and not self.keys and bool(self.aggregates)
+        return (self.mode == AggregateMode.SINGLE and not self.keys and bool(self.aggregates)
                 and all(call.func == "count" and call.distinct and call.arg is not None
                         and kernels.supports_group_key(call.arg.type.to_arrow())
                         for _, call in self.aggregates))
@@ -747,7 +751,7 @@ class HashAggregateExec(PhysicalOperator):
         """Any mode, when an aggregate of ``engine.exec.extended_aggregates`` is among them: the input
         held whole, its keys factorized into dense group ids, then every aggregate's states (or
         merged states) computed per group id over whole columns."""
-        merging = self.mode in ("final", "merge")
+        merging = self.mode.reads_states
         batches = [b for b in accounted(self.input.execute(partition, ctx), memory) if b.num_rows]
         if merging and not self.keys and not batches and ctx.task != 0:
             return       # a scalar aggregate produces its one row in task 0 only
@@ -796,13 +800,13 @@ class HashAggregateExec(PhysicalOperator):
                     states[name] = builtin_by_ids(compute, ids, groups, values)
         result = pa.table(list(uniques) + list(states.values()),
                           names=[f.id for f, _ in self.keys] + list(states))
-        if self.mode in ("partial", "merge"):
+        if self.mode.emits_states:
             yield from table_to_batches(result.cast(self.schema))
         else:
             yield from table_to_batches(self._finish(result))
 
     def _finish_or_states(self, merged: pa.Table) -> pa.Table:
-        return merged.cast(self.schema) if self.mode == "merge" else self._finish(merged)
+        return merged.cast(self.schema) if self.mode == AggregateMode.MERGE else self._finish(merged)
 
     def _finish(self, states: pa.Table) -> pa.Table:
         """Turn merged states into SQL results: AVG = SUM / COUNT, COUNT of nothing = 0, types exact."""

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.exec.evaluate import evaluate_array
+from engine.exec.aggregate_mode import AggregateMode
 from engine.exec.distribution import grouped_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.exec.operators.hash_aggregate import _STATES, HashAggregateExec, _sum_type, state_fields
@@ -56,7 +57,7 @@ class StreamingAggregateExec(PhysicalOperator):
     group, final values)."""
 
     input: PhysicalOperator
-    mode: str
+    mode: AggregateMode           # PARTIAL or SINGLE
     keys: tuple[tuple[Field, Expr], ...]
     aggregates: tuple[tuple[Field, AggCall], ...]
     requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
@@ -65,12 +66,13 @@ class StreamingAggregateExec(PhysicalOperator):
         return grouped_output(inputs[0], self.keys)
 
     def __post_init__(self):
-        if self.mode not in ("partial", "single"):
+        object.__setattr__(self, "mode", AggregateMode(self.mode))
+        if self.mode not in (AggregateMode.PARTIAL, AggregateMode.SINGLE):
             raise ValueError(f"StreamingAggregateExec mode must be partial or single, not {self.mode!r}")
 
     @property
     def fields(self):
-        if self.mode == "partial":
+        if self.mode == AggregateMode.PARTIAL:
             raise AttributeError("partial aggregates expose state_schema, not fields")
         return tuple(f for f, _ in self.keys) + tuple(f for f, _ in self.aggregates)
 
@@ -80,7 +82,7 @@ class StreamingAggregateExec(PhysicalOperator):
 
     @property
     def schema(self) -> pa.Schema:
-        if self.mode == "partial":
+        if self.mode == AggregateMode.PARTIAL:
             return self.state_schema
         return pa.schema([pa.field(f.id, f.type.to_arrow()) for f in self.fields])
 
@@ -138,11 +140,11 @@ class StreamingAggregateExec(PhysicalOperator):
             yield self._output(pending)
 
     def _output(self, states: pa.RecordBatch) -> pa.RecordBatch:
-        if self.mode == "partial":
+        if self.mode == AggregateMode.PARTIAL:
             return states
         # the hash aggregate's finishing step (AVG = SUM / COUNT, exact result types) reads only its
         # description, not its input: one place turns merged states into SQL values
-        finished = HashAggregateExec(self.input, "final", self.keys, self.aggregates)._finish(pa.table(states))
+        finished = HashAggregateExec(self.input, AggregateMode.FINAL, self.keys, self.aggregates)._finish(pa.table(states))
         return pa.RecordBatch.from_arrays([c.combine_chunks() for c in finished.columns], schema=self.schema)
 
 

@@ -1,0 +1,19 @@
+"""What one aggregate operator does of a GROUP BY, chosen by the planner (engine.optimizer.physical)."""
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class AggregateMode(StrEnum):
+    PARTIAL = "partial"     # keys + partial states, per task, before the rows move
+    FINAL = "final"         # merge partial states that arrive gathered or hashed by the keys
+    SINGLE = "single"       # the whole aggregation in one step (input together, or hashed on the keys)
+    MERGE = "merge"         # as FINAL, but emit the merged states for a further merge (grouping sets)
+
+    @property
+    def emits_states(self) -> bool:
+        return self in (AggregateMode.PARTIAL, AggregateMode.MERGE)
+
+    @property
+    def reads_states(self) -> bool:
+        return self in (AggregateMode.FINAL, AggregateMode.MERGE)
