@@ -16,7 +16,8 @@ are partial on every partition, shuffled by the group keys and finished in paral
 the groups are few), or shuffled once without a partial, by cost; a partial is streaming (no hash
 table) where the statistics show the input clustered on the group keys, and an aggregate over a sort
 on its keys streams in one step. The root is gathered to the aggregator; then hash joins get their
-runtime join filters (:mod:`engine.optimizer.runtime_filters`). Each operator's estimated
+runtime join filters (:mod:`engine.optimizer.runtime_filters`) and aggregates over a scan their
+stored access (:mod:`engine.optimizer.stored_aggregates`). Each operator's estimated
 cost (its own and its inputs') is kept in ``costs`` for EXPLAIN.
 """
 from __future__ import annotations
@@ -54,7 +55,9 @@ from engine import types as T
 from engine.optimizer import cost
 from engine.optimizer.context import OptimizerContext
 from engine.optimizer.exchanges import ExchangePlacer
+from engine.optimizer.rewrite import Rewriter
 from engine.optimizer.runtime_filters import RuntimeFilterPlacer
+from engine.optimizer.stored_aggregates import choose_stored_access
 from engine.plan.expressions import AggCall, Call, ColumnRef, and_all
 from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, Project, Repeat,
                                  Scan, Sort, Union, Values, Window)
@@ -80,11 +83,13 @@ class PhysicalPlanner:
         self._priced_once: set[int] = set()      # kept CTEs' exchanges already counted in a plan's cost
         self.exchanges = ExchangePlacer(self._replaced, self._exchange_added)
         self.runtime_filters = RuntimeFilterPlacer(self._replaced)
+        self.stored_access = Rewriter(choose_stored_access, self._replaced)
 
     def plan(self, root: LogicalPlan) -> PhysicalOperator:
         op, _ = self.build(root)
         op = self.exchanges.place(op, NEEDS_SINGLE)      # the root's rows go to the aggregator
         op = self.runtime_filters.place(op)              # join filters within each stage
+        op = self.stored_access.rewrite(op)              # aggregates answered from the store
         self._price(op)
         return op
 

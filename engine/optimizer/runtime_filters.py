@@ -26,6 +26,7 @@ from engine.exec.operators.filter import FilterExec
 from engine.exec.operators.hash_join import HashJoinExec
 from engine.exec.operators.project import ProjectExec
 from engine.exec.operators.scan import RuntimeFilter, ScanExec
+from engine.optimizer.rewrite import Rewriter
 from engine.plan.expressions import ColumnRef
 
 
@@ -35,45 +36,35 @@ class RuntimeFilterPlacer:
     ``on_replaced(old, new)``: an operator was rebuilt with its filters (or over rebuilt inputs)."""
 
     def __init__(self, on_replaced: Callable[[PhysicalOperator, PhysicalOperator], None] = lambda old, new: None):
-        self.on_replaced = on_replaced
         self._next_id = 1
-        self._done: dict[int, tuple[PhysicalOperator, PhysicalOperator]] = {}
+        self._placed: dict[int, list[RuntimeFilter]] = {}      # id(join or scan) -> its filters
+        self._rewriter = Rewriter(self._with_filters, on_replaced)
 
     def place(self, root: PhysicalOperator) -> PhysicalOperator:
-        placed: dict[int, list[RuntimeFilter]] = {}      # id(join or scan) -> its filters
-        self._assign(root, placed, set())
-        return self._rebuild(root, placed)
+        self._placed = {}
+        self._assign(root, set())
+        return self._rewriter.rewrite(root)
 
-    def _assign(self, op: PhysicalOperator, placed: dict, seen: set) -> None:
-        if id(op) in seen or id(op) in self._done:
+    def _assign(self, op: PhysicalOperator, seen: set) -> None:
+        if id(op) in seen or id(op) in self._rewriter.done:
             return
         seen.add(id(op))
         if isinstance(op, HashJoinExec):
             target = _target(op)
             # a scan already given its filters (in an earlier plan) takes no more
-            if target is not None and id(target[0]) not in self._done:
+            if target is not None and id(target[0]) not in self._rewriter.done:
                 scan, column, key = target
                 spec = RuntimeFilter(self._next_id, key, scan.table_name, column)
                 self._next_id += 1
-                placed.setdefault(id(op), []).append(spec)
-                placed.setdefault(id(scan), []).append(spec)
+                self._placed.setdefault(id(op), []).append(spec)
+                self._placed.setdefault(id(scan), []).append(spec)
         for child in op.children:
-            self._assign(child, placed, seen)
+            self._assign(child, seen)
 
-    def _rebuild(self, op: PhysicalOperator, placed: dict) -> PhysicalOperator:
-        done = self._done.get(id(op))
-        if done is not None:
-            return done[1]
-        children = [self._rebuild(child, placed) for child in op.children]
-        new = op
-        if any(c is not o for c, o in zip(children, op.children)):
-            new = new.with_children(children)
-        if id(op) in placed:
-            new = dataclasses.replace(new, runtime_filters=tuple(placed[id(op)]))
-        if new is not op:
-            self.on_replaced(op, new)
-        self._done[id(op)] = (op, new)
-        return new
+    def _with_filters(self, original: PhysicalOperator, op: PhysicalOperator) -> PhysicalOperator:
+        """``op`` (``original`` maybe rebuilt over new inputs) with the filters ``original`` was given."""
+        filters = self._placed.get(id(original))
+        return dataclasses.replace(op, runtime_filters=tuple(filters)) if filters else op
 
 
 def _target(join: HashJoinExec) -> Optional[tuple[ScanExec, str, int]]:

@@ -240,9 +240,24 @@ class HashAggregateExec(PhysicalOperator):
     keys: tuple[tuple[Field, Expr], ...]
     aggregates: tuple[tuple[Field, AggCall], ...]
     requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
+    # what of its input's store it reads instead of the rows (see stored_access), chosen by the planner
+    stored: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "mode", AggregateMode(self.mode))    # a mode's name is accepted too
+
+    def stored_access(self) -> str:
+        """How this aggregate could read its input's store instead of its rows, for the planner to
+        choose (engine.optimizer.stored_aggregates): ``"metadata"`` — no group keys, over a bare scan:
+        COUNT / MIN / MAX from segment metadata and encoded runs
+        (:func:`engine.exec.operators.storage_aggregate.storage_states`; the rows where a store cannot
+        answer); ``"key counts"`` — ``k, COUNT(*) ... GROUP BY k`` over a bare scan: the stored key
+        column's codes counted (see ``_count_stored_keys``); ``""``: neither."""
+        if self.mode.reads_states or not isinstance(self.input, ScanExec):
+            return ""
+        if not self.keys:
+            return "metadata"
+        return "key counts" if self._counted_scan_column() is not None else ""
 
     def output_distribution(self, inputs):
         return grouped_output(inputs[0], self.keys)
@@ -291,7 +306,7 @@ class HashAggregateExec(PhysicalOperator):
             raise BadDataError(f"{error} in {sums or 'an aggregate'}") from None
 
     def _extended(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
-        if self.mode in (AggregateMode.PARTIAL, AggregateMode.SINGLE) and not self.keys and isinstance(self.input, ScanExec):
+        if self.stored == "metadata":
             # MIN / MAX of a string (collated) from the store's selection, as _first_phase does
             result = storage_states(self.aggregates, self.input, ctx)
             if result is not None:
@@ -444,7 +459,7 @@ class HashAggregateExec(PhysicalOperator):
         return pa.table(columns, names=names)
 
     def _first_phase(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
-        if not self.keys and isinstance(self.input, ScanExec):
+        if self.stored == "metadata":
             # COUNT(*) / MIN / MAX of a columnstore scan from its metadata and runs (None: read it)
             result = storage_states(self.aggregates, self.input, ctx)
             if result is not None:
@@ -455,7 +470,7 @@ class HashAggregateExec(PhysicalOperator):
             result = self._count_distinct(partition, ctx, memory)
             yield from table_to_batches(self._finish(result))
             return
-        counted = self._counted_scan_column(ctx)
+        counted = self._counted_scan_column() if self.stored == "key counts" else None
         if counted is not None:
             result = self._count_stored_keys(partition, ctx, *counted)
             yield from table_to_batches(result.cast(self.schema) if self.mode == AggregateMode.PARTIAL
@@ -636,7 +651,7 @@ class HashAggregateExec(PhysicalOperator):
             columns.append(pa.array([counter.count], pa.int64()))
         return pa.table(columns, names=[f"{f.id}|count" for f, _ in self.aggregates])
 
-    def _counted_scan_column(self, ctx: TaskContext):
+    def _counted_scan_column(self):
         """(stored column name, collation key options or None) when this is ``SELECT k, COUNT(*) ...
         GROUP BY k`` straight over a scan (one column key, only COUNT(*), no filter, no runtime join
         filter), else None. A string k groups by ``collation_key(k)`` with ``ANY_VALUE(k)`` beside."""
