@@ -14,7 +14,9 @@ from typing import Callable, Optional
 from engine.exec.operators.base import PhysicalOperator
 from engine.exec.operators.exchange import ExchangeExec, ExchangeSourceExec
 
-STAGE_CODEC_VERSION = 1
+# 2: operators carry the distributions they require (requires), scans and hash joins their runtime
+# filter ids, aggregates an AggregateMode and their stored access (issue 15)
+STAGE_CODEC_VERSION = 2
 
 
 @dataclass(frozen=True)
