@@ -29,8 +29,14 @@ class OperatorCounters:
     held_bytes: int = 0      # largest input a blocking operator collected in one task (0: streams)
     filter_rows_in: int = 0  # a scan's runtime join filters: rows tested, rows kept
     filter_rows_kept: int = 0
+    # a scan's reads from storage (the stores' scan_stats): segments read, rows read (an index
+    # lookup reads only its candidate rows; a write buffer is read whole)
+    segments_read: int = 0
+    rows_read: int = 0
 
     def merge(self, other: "OperatorCounters") -> None:
+        self.segments_read += other.segments_read
+        self.rows_read += other.rows_read
         self.filter_rows_in += other.filter_rows_in
         self.filter_rows_kept += other.filter_rows_kept
         self.rows += other.rows
@@ -113,6 +119,13 @@ class TaskProfile:
         if counters is not None:
             counters.filter_rows_in += rows_in
             counters.filter_rows_kept += rows_kept
+
+    def storage_read(self, scan, segments: int, rows: int) -> None:
+        """``scan`` read ``segments`` stored segments and ``rows`` rows from its partitions' stores."""
+        counters = self._counters(scan)
+        if counters is not None:
+            counters.segments_read += segments
+            counters.rows_read += rows
 
     def held(self, consumer_input, table: pa.Table) -> None:
         """A blocking operator collected ``table`` from its input ``consumer_input``."""

@@ -273,6 +273,8 @@ def _actual(op, name, profile: QueryProfile) -> str:
     held = f", held {_bytes(held_bytes)}" if held_bytes else ""
     if counters.filter_rows_in:
         held += f", bloom filter kept {counters.filter_rows_kept:,} of {counters.filter_rows_in:,} rows"
+    if isinstance(op, ScanExec):
+        held += f", read {counters.segments_read:,} segments, {counters.rows_read:,} rows from storage"
     return (f"(actual {counters.rows:,} rows, {counters.batches} batches, {counters.seconds * 1000:.3f} ms, "
             f"{counters.tasks} tasks{held})")
 

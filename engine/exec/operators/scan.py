@@ -102,6 +102,10 @@ class ScanExec(PhysicalOperator):
         # (encoded) key column, so the rows they drop are never decoded.
         runtime = [_RuntimeFilter(f.column, ctx.runtime_filters[f.filter_id]) for f in self.runtime_filters
                    if f.filter_id in ctx.runtime_filters]
+        # EXPLAIN ANALYZE: what the stores read for this scan (their scan_stats before and after; a
+        # concurrent query's scan of the same partition would be counted here too)
+        stores = _stores(ctx, self) if ctx.profile is not None else []
+        before = [_read_stats(s) for s in stores]
         for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows,
                               bounds, encoded=True):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
@@ -118,6 +122,19 @@ class ScanExec(PhysicalOperator):
         if ctx.profile is not None:
             for f in runtime:
                 ctx.profile.runtime_filter(self, f.rows_in, f.rows_kept)
+            read = [(a[0] - b[0], a[1] - b[1]) for a, b in zip(map(_read_stats, stores), before)]
+            ctx.profile.storage_read(self, sum(r[0] for r in read), sum(r[1] for r in read))
+
+
+def _stores(ctx: TaskContext, scan: ScanExec) -> list:
+    if ctx.storage is None:
+        return []
+    return [ctx.storage.store(scan.table_id, p) for p in ctx.scan_partitions(scan.replicated)]
+
+
+def _read_stats(store) -> tuple[int, int]:
+    stats = getattr(store, "scan_stats", None) or {}
+    return stats.get("segments_read", 0), stats.get("rows_read", 0)
 
 
 class _RuntimeFilter:
@@ -149,12 +166,16 @@ def _storage_bounds(predicate: KernelFilter, names: dict[str, str],
     bounds = []
     with_index = {c.lower() for c in indexed}
     for p in predicate.kernel:
-        if p.negated or p.column not in names or p.key is not None:      # zone maps hold stored values
+        if p.negated or p.column not in names:
             continue
-        if p.kind == "compare":
-            bounds.append((names[p.column], p.op, p.args if p.op == "between" else p.args[0]))
-        elif p.kind == "in":
-            bounds.append((names[p.column], "in", p.args))
+        if p.key is None:               # zone maps hold stored values, not collation keys
+            if p.kind == "compare":
+                bounds.append((names[p.column], p.op, p.args if p.op == "between" else p.args[0]))
+            elif p.kind == "in":
+                bounds.append((names[p.column], "in", p.args))
+        # A collated equality looks up its keys: the index hashes utf8mb4_general_ci keys, and strings
+        # equal under any collation Canopy has have equal general_ci keys (a key's key is itself), so
+        # the candidates are a superset of the rows the filter keeps.
         if names[p.column].lower() in with_index and (p.kind == "in" or (p.kind == "compare" and p.op == "eq")):
             bounds.append((names[p.column], "index", tuple(p.args)))
     return bounds

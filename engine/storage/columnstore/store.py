@@ -511,7 +511,8 @@ def scan_snapshot(segments, tail, names: list[str], batch_rows: Optional[int], b
         stats["segments_read"] += 1
         stats["rows_read"] += segment.info.live_rows
         yield from segment.batches(names, batch_rows, encoded)
-    for batch in tail:
+    for batch in tail:          # plain batches (a write buffer): no index, every row read
+        stats["rows_read"] += batch.num_rows
         batch = batch.select(names)
         if batch_rows and batch.num_rows > batch_rows:
             for start in range(0, batch.num_rows, batch_rows):
