@@ -6,7 +6,7 @@ import pytest
 from engine.workloads import tpch
 
 ACTUAL = (r"\(actual ([\d,]+) rows, \d+ batches, [\d.]+ ms, \d+ tasks(, held [\d.,]+ (B|KiB|MiB))?"
-          r"(, bloom filter kept [\d,]+ of [\d,]+ rows)?\)")
+          r"(, bloom filter kept [\d,]+ of [\d,]+ rows)?(, read [\d,]+ segments, [\d,]+ rows from storage)?\)")
 MOVED = r"\(actual ([\d,]+) rows, [\d.,]+ (B|KiB|MiB) moved\)"
 
 
@@ -23,6 +23,8 @@ def test_explain_analyze_tpch(tpch_canopy_sf001, name):
     final = re.search(ACTUAL, plan[0])
     assert int(final.group(1).replace(",", "")) == expected_rows
     assert any("held" in line for line in plan)          # a hash join or sort collected its input
+    scans = [line for line in plan if line.lstrip().startswith("Scan")]
+    assert scans and all("rows from storage" in line for line in scans if "never ran" not in line)
     exchanges = [line for line in plan if line.lstrip().startswith("Exchange")]
     assert exchanges and all(int(re.search(MOVED, x).group(1).replace(",", "")) >= 0 for x in exchanges)
 
