@@ -440,11 +440,26 @@ class Segment:
         deleted = self.deleted_mask()
         if deleted is not None:
             positions = positions[~deleted[positions]]
-        table = pa.Table.from_batches(list(self.batches(names, None, with_deleted=True)),
-                                      schema=pa.schema([self.schema.field(n) for n in names]))
         if not len(positions):
             return None
-        return table.take(pa.array(positions, type=pa.int64())).combine_chunks().to_batches()[0]
+        schema = pa.schema([self.schema.field(n) for n in names])
+        if self._holds_whole_columns and all(self.column(n, True) is not None for n in names):
+            table = pa.Table.from_batches(list(self.batches(names, None, with_deleted=True)), schema=schema)
+            return table.take(pa.array(positions, type=pa.int64())).combine_chunks().to_batches()[0]
+        # Only the record batches (chunk_rows each) holding a position are unpacked and decoded: a
+        # lookup of one key reads one chunk of the segment, not all of it. ``positions`` is sorted.
+        wanted = sorted({self.schema.get_field_index(n) for n in names})
+        where = {index: k for k, index in enumerate(wanted)}
+        pieces, first = [], 0
+        for chunk in self._stored_chunks(wanted):
+            low, high = np.searchsorted(positions, [first, first + chunk.num_rows])
+            if high > low:
+                chunk = decode_batch(unpack_stored(chunk))
+                taken = chunk.take(pa.array(positions[low:high] - first, type=pa.int64()))
+                pieces.append(pa.RecordBatch.from_arrays(
+                    [taken.column(where[self.schema.get_field_index(n)]) for n in names], schema=schema))
+            first += chunk.num_rows
+        return pa.Table.from_batches(pieces, schema=schema).combine_chunks().to_batches()[0]
 
     def run_end_column(self, name: str) -> Optional[pa.Array]:
         """The whole column as one run-end-encoded array when it is stored run-end encoded, else None
