@@ -74,7 +74,7 @@ def _time_lookups(run, keys) -> tuple[list, list[float]]:
 
 
 def canopy(name: str, table: pa.Table, keys: list, data_dir) -> tuple[list, str]:
-    where = f"data_dir, after OPTIMIZE TABLE" if data_dir else "in memory"
+    where = "data_dir, after OPTIMIZE TABLE" if data_dir else "in memory"
     con = engine.connect(data_dir=str(data_dir) if data_dir else None, progress=False)
     try:
         con.execute(DDL[name])

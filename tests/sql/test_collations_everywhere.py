@@ -92,36 +92,36 @@ def test_group_concat_orders_and_deduplicates_under_the_collation(con):  # noqa:
 
 
 def test_literals_take_the_connection_collation():
-    con = engine.connect()
+    own = engine.connect()
     try:
-        con.execute("CREATE TABLE t (s VARCHAR(10), b VARCHAR(10) COLLATE utf8mb4_bin)")
-        con.execute("INSERT INTO t VALUES ('a', 'a'), ('A', 'A'), ('á', 'á')")
+        own.execute("CREATE TABLE t (s VARCHAR(10), b VARCHAR(10) COLLATE utf8mb4_bin)")
+        own.execute("INSERT INTO t VALUES ('a', 'a'), ('A', 'A'), ('á', 'á')")
         checks = "SELECT 'a' = 'A', 'a' IN ('A'), 'a' LIKE 'A', GREATEST('a', 'B'), 'a' = 'a  '"
-        assert rows(con, checks) == [(1, 1, 1, "B", 1)]
-        con.execute("SET NAMES utf8mb4 COLLATE utf8mb4_bin")
-        assert rows(con, "SELECT @@collation_connection") == [("utf8mb4_bin",)]
-        assert rows(con, checks) == [(0, 0, 0, "a", 1)]           # _bin is PAD SPACE too
+        assert rows(own, checks) == [(1, 1, 1, "B", 1)]
+        own.execute("SET NAMES utf8mb4 COLLATE utf8mb4_bin")
+        assert rows(own, "SELECT @@collation_connection") == [("utf8mb4_bin",)]
+        assert rows(own, checks) == [(0, 0, 0, "a", 1)]           # _bin is PAD SPACE too
         # a column's collation beats a literal's (coercibility), an explicit COLLATE beats both
-        assert rows(con, "SELECT COUNT(*) FROM t WHERE s = 'A'") == [(3,)]
-        assert rows(con, "SELECT COUNT(*) FROM t WHERE b = 'A'") == [(1,)]
-        assert rows(con, "SELECT 'a' = 'A' COLLATE utf8mb4_general_ci") == [(1,)]
-        con.execute("SET collation_connection = utf8mb4_general_ci")
-        assert rows(con, checks) == [(1, 1, 1, "B", 1)]
-        con.execute("SET collation_connection = 'utf8mb4_bin'")
-        assert rows(con, "SELECT 'a' = 'A'") == [(0,)]
-        con.execute("SET character_set_connection = utf8mb4")      # resets to the charset's default
-        assert rows(con, "SELECT @@collation_connection, 'a' = 'A'") == [("utf8mb4_general_ci", 1)]
-        con.execute("SET collation_connection = utf8mb4_bin")
-        con.execute("SET collation_connection = DEFAULT")
-        assert rows(con, "SELECT @@collation_connection, 'a' = 'A'") == [("utf8mb4_general_ci", 1)]
+        assert rows(own, "SELECT COUNT(*) FROM t WHERE s = 'A'") == [(3,)]
+        assert rows(own, "SELECT COUNT(*) FROM t WHERE b = 'A'") == [(1,)]
+        assert rows(own, "SELECT 'a' = 'A' COLLATE utf8mb4_general_ci") == [(1,)]
+        own.execute("SET collation_connection = utf8mb4_general_ci")
+        assert rows(own, checks) == [(1, 1, 1, "B", 1)]
+        own.execute("SET collation_connection = 'utf8mb4_bin'")
+        assert rows(own, "SELECT 'a' = 'A'") == [(0,)]
+        own.execute("SET character_set_connection = utf8mb4")      # resets to the charset's default
+        assert rows(own, "SELECT @@collation_connection, 'a' = 'A'") == [("utf8mb4_general_ci", 1)]
+        own.execute("SET collation_connection = utf8mb4_bin")
+        own.execute("SET collation_connection = DEFAULT")
+        assert rows(own, "SELECT @@collation_connection, 'a' = 'A'") == [("utf8mb4_general_ci", 1)]
         # a collation Canopy does not compare by is refused, and nothing changes
         for sql in ("SET collation_connection = 'utf8mb4_0900_ai_ci'",
                     "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", "SET collation_connection = NULL"):
             with pytest.raises(engine.Error):
-                con.execute(sql)
-            assert rows(con, "SELECT @@collation_connection") == [("utf8mb4_general_ci",)]
+                own.execute(sql)
+            assert rows(own, "SELECT @@collation_connection") == [("utf8mb4_general_ci",)]
     finally:
-        con.close()
+        own.close()
 
 
 def test_connection_collation_is_not_shared_through_the_plan_cache():
@@ -156,32 +156,32 @@ def test_string_shard_keys_place_rows_by_collation_key_so_joins_are_colocated():
 
     left = [variant(rng.choice(words)) for _ in range(2000)]
     right = [variant(w) for w in words] + ["nobody"]
-    con = engine.connect()
+    own = engine.connect()
     try:
-        con.execute("CREATE TABLE a (k VARCHAR(20), x INT, SHARD KEY (k))")
-        con.execute("CREATE TABLE b (k VARCHAR(20), v INT, SHARD KEY (k))")
-        con.execute("CREATE TABLE c (k VARCHAR(20), v INT)")                           # keyless
-        con.execute("CREATE TABLE d (k VARCHAR(20) COLLATE utf8mb4_bin, v INT, SHARD KEY (k))")
-        con.load_table("a", pa.table({"k": pa.array(left).dictionary_encode(), "x": pa.array(range(2000), pa.int32())}))
+        own.execute("CREATE TABLE a (k VARCHAR(20), x INT, SHARD KEY (k))")
+        own.execute("CREATE TABLE b (k VARCHAR(20), v INT, SHARD KEY (k))")
+        own.execute("CREATE TABLE c (k VARCHAR(20), v INT)")                           # keyless
+        own.execute("CREATE TABLE d (k VARCHAR(20) COLLATE utf8mb4_bin, v INT, SHARD KEY (k))")
+        own.load_table("a", pa.table({"k": pa.array(left).dictionary_encode(), "x": pa.array(range(2000), pa.int32())}))
         values = ", ".join(f"('{w}', {i})" for i, w in enumerate(right))
         for table in "bcd":
-            con.execute(f"INSERT INTO {table} VALUES {values}")
+            own.execute(f"INSERT INTO {table} VALUES {values}")
         for table, key in (("b", ci), ("c", ci), ("d", bin_key)):
             sql = f"SELECT a.x, {table}.v FROM a JOIN {table} ON a.k = {table}.k"
             # a _ci column against a _bin one compares under _bin (MySQL's coercibility)
             want = sorted((i, j) for i, u in enumerate(left) for j, w in enumerate(right) if key(u) == key(w))
-            assert sorted(rows(con, sql)) == want, table
-            plan = "\n".join(r[0] for r in rows(con, "EXPLAIN " + sql))
+            assert sorted(rows(own, sql)) == want, table
+            plan = "\n".join(r[0] for r in rows(own, "EXPLAIN " + sql))
             if table == "b":
                 assert "[colocated]" in plan and "repartition" not in plan, plan
             if table == "c":        # only the keyless side moves
                 assert plan.count("Exchange repartition") == 1 and "Scan c" in plan.split("Exchange repartition")[1]
-        plan = "\n".join(r[0] for r in rows(con, "EXPLAIN SELECT k, COUNT(*) FROM a GROUP BY k"))
+        plan = "\n".join(r[0] for r in rows(own, "EXPLAIN SELECT k, COUNT(*) FROM a GROUP BY k"))
         assert "repartition" not in plan, plan
-        got = rows(con, "SELECT k, COUNT(*) FROM a GROUP BY k")
+        got = rows(own, "SELECT k, COUNT(*) FROM a GROUP BY k")
         assert Counter({ci(k): n for k, n in got}) == Counter(map(ci, left)) and len(got) == len(set(map(ci, left)))
     finally:
-        con.close()
+        own.close()
 
 
 def test_a_table_placed_before_collated_placement_keeps_its_placement(tmp_path):
@@ -189,25 +189,25 @@ def test_a_table_placed_before_collated_placement_keeps_its_placement(tmp_path):
     written before it had none, and its string-key tables are read as placed by the stored values, so
     their joins move both sides again (correct for rows of either placement)."""
     from engine.storage.columnstore.files import read_checked_json, write_checked_json
-    con = engine.connect(data_dir=str(tmp_path))
-    con.execute("CREATE TABLE a (k VARCHAR(10), x INT, SHARD KEY (k))")
-    con.execute("CREATE TABLE b (k VARCHAR(10), y INT, SHARD KEY (k))")
-    con.execute("INSERT INTO a VALUES ('q', 1), ('Q ', 2), ('r', 3)")
-    con.execute("INSERT INTO b VALUES ('Q', 10), ('R', 20)")
+    own = engine.connect(data_dir=str(tmp_path))
+    own.execute("CREATE TABLE a (k VARCHAR(10), x INT, SHARD KEY (k))")
+    own.execute("CREATE TABLE b (k VARCHAR(10), y INT, SHARD KEY (k))")
+    own.execute("INSERT INTO a VALUES ('q', 1), ('Q ', 2), ('r', 3)")
+    own.execute("INSERT INTO b VALUES ('Q', 10), ('R', 20)")
     join = "SELECT x, y FROM a JOIN b ON a.k = b.k ORDER BY x"
-    assert "[colocated]" in "\n".join(r[0] for r in rows(con, "EXPLAIN " + join))
-    con.close()
+    assert "[colocated]" in "\n".join(r[0] for r in rows(own, "EXPLAIN " + join))
+    own.close()
     path = tmp_path / "catalog.json"
     document, _ = read_checked_json(path, "catalog")
     for database in document["databases"]:
         for table in database["tables"]:
             assert table.pop("collated_placement") is True
     write_checked_json(path, document)
-    con = engine.connect(data_dir=str(tmp_path))
+    own = engine.connect(data_dir=str(tmp_path))
     try:
-        plan = "\n".join(r[0] for r in rows(con, "EXPLAIN " + join))
+        plan = "\n".join(r[0] for r in rows(own, "EXPLAIN " + join))
         assert plan.count("Exchange repartition") == 2, plan
-        con.execute("INSERT INTO a VALUES ('R  ', 4)")
-        assert rows(con, join) == [(1, 10), (2, 10), (3, 20), (4, 20)]
+        own.execute("INSERT INTO a VALUES ('R  ', 4)")
+        assert rows(own, join) == [(1, 10), (2, 10), (3, 20), (4, 20)]
     finally:
-        con.close()
+        own.close()

@@ -35,7 +35,7 @@ import dataclasses
 
 from engine import types as T
 from engine.optimizer.context import OptimizerContext
-from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal
+from engine.plan.expressions import AggCall, Call, Expr, Literal
 from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Repeat, Scan,
                                  Sort, Union, Window)
 
