@@ -1059,17 +1059,20 @@ def total_sum_int(const intlike_t[::1] values, const uint8_t[::1] validity, Py_s
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def group_sum_decimal128(const int64_t[::1] ids, const int64_t[::1] words, const uint8_t[::1] validity,
-                         Py_ssize_t bit_offset, uint64_t[::1] lo, int64_t[::1] hi, uint8_t[::1] seen):
+                         Py_ssize_t bit_offset, uint64_t[::1] lo, int64_t[::1] hi, int64_t[::1] carry,
+                         uint8_t[::1] seen):
     """SUM of decimal128 scaled integers (``words``: two little-endian int64 per row) into 128-bit
-    accumulators; otherwise as ``group_sum_int``. Returns whether any sum passed 2**127 (and
-    wrapped): far beyond DECIMAL(38), an overflow the caller must report."""
+    accumulators; otherwise as ``group_sum_int``. ``carry`` counts each group's wraps past +-2**127
+    (+1 up, -1 down), so a sum is exact whatever its running total did on the way: a group whose
+    carry ends non-zero does not fit DECIMAL(38), one whose carry ends at 0 holds its exact sum
+    (two values near 10**38 and a third that cancels one: MySQL sums in 65 digits and answers)."""
     cdef Py_ssize_t i, n = ids.shape[0]
     cdef int64_t g, before
-    cdef uint64_t wrapped = 0
     if words.shape[0] != 2 * n:
         raise ValueError(f"{words.shape[0]} words for {n} ids; expected {2 * n}")
-    if hi.shape[0] != lo.shape[0] or (seen is not None and seen.shape[0] != lo.shape[0]):
-        raise ValueError("lo, hi and seen must have one slot per group")
+    if hi.shape[0] != lo.shape[0] or carry.shape[0] != lo.shape[0] or \
+            (seen is not None and seen.shape[0] != lo.shape[0]):
+        raise ValueError("lo, hi, carry and seen must have one slot per group")
     _check_ids(ids, lo.shape[0])
     cdef const uint8_t *valid = _validity_ptr(validity, bit_offset, n)
     cdef bint mark = seen is not None
@@ -1080,10 +1083,10 @@ def group_sum_decimal128(const int64_t[::1] ids, const int64_t[::1] words, const
                 before = hi[g]
                 _add128(&lo[g], &hi[g], <uint64_t>words[2 * i], words[2 * i + 1])
                 # signed overflow: both addends of one sign, the sum of the other
-                wrapped |= <uint64_t>((before ^ hi[g]) & (words[2 * i + 1] ^ hi[g]))
+                if ((before ^ hi[g]) & (words[2 * i + 1] ^ hi[g])) < 0:
+                    carry[g] += 1 if before >= 0 else -1
                 if mark:
                     seen[g] = 1
-    return (wrapped >> 63) != 0
 
 
 @cython.boundscheck(False)
@@ -1260,8 +1263,8 @@ _HI38N, _LO38N = divmod(-10 ** 38, 1 << 64)
 
 
 def _check_decimal38(lo, hi, wrapped):
-    """Raise OverflowError when a sum passed 2**127 or does not fit 38 digits (groups never seen
-    hold 0); a SUM is never wrapped or cut silently."""
+    """Raise OverflowError when a sum ended past 2**127 (``wrapped``) or does not fit 38 digits
+    (groups never seen hold 0); a SUM is never wrapped or cut silently."""
     too_big = (hi > _HI38) | ((hi == _HI38) & (lo >= _LO38))
     too_small = (hi < _HI38N) | ((hi == _HI38N) & (lo <= _LO38N))
     if wrapped or too_big.any() or too_small.any():
@@ -1294,7 +1297,6 @@ class GroupedAggregate:
             raise TypeError(f"no grouped {func} over {type}")
         self.func, self.type, self._kind = func, type, kind
         self._seen = None
-        self._wrapped = False             # a decimal sum passed 2**127: result() raises
         # Integer SUM accumulates in int64 (in _lo, _hi left 0) while rows so far x largest
         # magnitude so far bounds every group's sum below 2**63, then widens to 128 bits.
         self._narrow = kind == "sum_int"
@@ -1304,6 +1306,9 @@ class GroupedAggregate:
         elif kind in ("sum_int", "sum_decimal"):
             self._lo = np.zeros(0, dtype=np.uint64)
             self._hi = np.zeros(0, dtype=np.int64)
+            # decimal sums: each group's wraps past +-2**127 (group_sum_decimal128); integer sums
+            # cannot wrap 128 bits
+            self._carry = np.zeros(0, dtype=np.int64)
         elif kind == "sum_float":
             self._out = np.zeros(0, dtype=np.float64)
         elif kind == "minmax_decimal":
@@ -1368,9 +1373,8 @@ class GroupedAggregate:
                 group_sum_int(ids, data, validity, arr.offset, self._lo[:num_groups], self._hi[:num_groups], seen)
         elif kind == "sum_decimal":
             words = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * n, offset=16 * arr.offset)
-            if group_sum_decimal128(ids, words, validity, arr.offset, self._lo[:num_groups],
-                                    self._hi[:num_groups], seen):
-                self._wrapped = True
+            group_sum_decimal128(ids, words, validity, arr.offset, self._lo[:num_groups],
+                                 self._hi[:num_groups], self._carry[:num_groups], seen)
         elif kind == "sum_float":
             data = np.frombuffer(arr.buffers()[1], dtype=arr.type.to_pandas_dtype(), count=n,
                                  offset=arr.offset * (arr.type.bit_width // 8))
@@ -1429,6 +1433,7 @@ class GroupedAggregate:
         if self._kind in ("sum_int", "sum_decimal"):
             self._lo = _grow(self._lo, num_groups)
             self._hi = _grow(self._hi, num_groups)
+            self._carry = _grow(self._carry, num_groups)
         elif self._kind == "minmax_decimal":
             self._out = _grow(self._out, 2 * num_groups)
         else:
@@ -1455,7 +1460,7 @@ class GroupedAggregate:
             return _with_nulls(pa.array(self._out[:g].copy()), seen)
         if kind in ("sum_int", "sum_decimal"):
             scale = self.type.scale if kind == "sum_decimal" else 0
-            _check_decimal38(self._lo[:g], self._hi[:g], self._wrapped)
+            _check_decimal38(self._lo[:g], self._hi[:g], bool(self._carry[:g].any()))
             return _with_nulls(_int128_to_decimal(self._lo[:g], self._hi[:g], pa.decimal128(38, scale)), seen)
         if kind == "minmax_decimal":
             words = self._out[:2 * g].copy()

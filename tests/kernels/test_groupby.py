@@ -540,3 +540,23 @@ def test_integer_sums_stay_exact_across_the_int64_to_128_bit_switch(impl):
             want[g] += v or 0
         assert [int(d) for d in stepwise.result().to_pylist()] == want
     assert [int(d) for d in at_end.result().to_pylist()] == want
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+def test_decimal_sum_is_exact_when_its_running_total_passes_2_to_the_127(impl):
+    """Two values near 10**38 wrap a 128-bit accumulator; a third brings the sum back into DECIMAL(38)
+    range: the answer is that sum (MySQL sums in 65 digits), and a sum that ends out of range raises."""
+    t = pa.decimal128(38, 4)
+    big = decimal.Decimal(f"{10 ** 34 - 1}.9999")
+    minus_big = decimal.Decimal(f"-{10 ** 34 - 1}.9999")
+    for ids in (None, np.zeros(3, dtype=np.int64)):
+        agg = impl.GroupedAggregate("sum", t)
+        agg.update(ids, 1, pa.array([big, big, minus_big], type=t))
+        assert agg.result(1).to_pylist() == [big]
+        agg = impl.GroupedAggregate("sum", t)
+        agg.update(ids, 1, pa.array([minus_big, minus_big, big], type=t))
+        assert agg.result(1).to_pylist() == [minus_big]
+        agg = impl.GroupedAggregate("sum", t)
+        agg.update(None if ids is None else ids[:2], 1, pa.array([big, big], type=t))
+        with pytest.raises(OverflowError):
+            agg.result(1)
