@@ -33,7 +33,8 @@ def collation_keys(d, name: str, pad: bool = True):
     if pa.types.is_dictionary(d.type):
         return pa.DictionaryArray.from_arrays(d.indices, collation_keys(d.dictionary, name, pad))
     if pa.types.is_run_end_encoded(d.type):
-        return pa.RunEndEncodedArray.from_arrays(d.run_ends, collation_keys(d.values, name, pad))
+        # the keys of the runs, over the same logical slice (a sliced array keeps its parent's run ends)
+        return pa.RunEndEncodedArray.from_arrays(d.run_ends, collation_keys(d.values, name, pad)).slice(d.offset, len(d))
     if not (pa.types.is_string(d.type) or pa.types.is_large_string(d.type)):
         return d        # a NULL-typed column: nothing to key
     ascii, trailing_space = _shape(d)

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import engine
@@ -268,3 +269,6 @@ def test_keys_of_ascii_columns_take_the_short_path_to_the_same_keys(seed):
     encoded = pa.chunked_array([arr.dictionary_encode()])
     assert collation_keys(encoded, "utf8mb4_general_ci").to_pylist() == [ci(v) for v in values[3:]]
     assert collation_keys(pa.scalar("ab "), "utf8mb4_general_ci").as_py() == "AB"
+    # a slice of a run-end array keeps its parent's run ends: the keys cover the slice alone
+    runs = pc.run_end_encode(pa.array(values)).slice(5, 200)
+    assert collation_keys(runs, "utf8mb4_general_ci").to_pylist() == [ci(v) for v in values[5:205]]
