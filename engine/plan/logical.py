@@ -5,6 +5,7 @@ are unique within the query. ``pretty()`` renders the tree for EXPLAIN LOGICAL a
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -421,3 +422,17 @@ def describe_window(partition_by, order_by, calls) -> str:
         parts.append("order=[" + ", ".join(str(k) for k in order_by) + "]")
     parts.append("[" + ", ".join(f"{c} AS {f.name}" for f, c in calls) + "]")
     return " ".join(parts)
+
+
+def map_inputs(plan: LogicalPlan, fn) -> LogicalPlan:
+    """``plan`` with ``fn`` applied to each of its direct inputs (a leaf comes back as it is): the
+    walk a bottom-up rewrite rule recurses with."""
+    if isinstance(plan, MultiJoin):
+        return MultiJoin(tuple(fn(i) for i in plan.inputs), plan.conditions)
+    if isinstance(plan, Union):
+        return Union(tuple(fn(i) for i in plan.inputs), plan.fields)
+    if isinstance(plan, Join):
+        return dataclasses.replace(plan, left=fn(plan.left), right=fn(plan.right))
+    if isinstance(plan, (Filter, Project, Aggregate, Sort, Limit, Repeat, Window)):
+        return dataclasses.replace(plan, input=fn(plan.input))
+    return plan

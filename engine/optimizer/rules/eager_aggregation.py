@@ -71,8 +71,8 @@ def _field(hint: str, like: Field) -> Field:
 
 
 def eager_aggregation(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
-    from engine.optimizer.rules.order_joins import _map_inputs
-    plan = _map_inputs(plan, lambda child: eager_aggregation(child, ctx))
+    from engine.plan.logical import map_inputs
+    plan = map_inputs(plan, lambda child: eager_aggregation(child, ctx))
     if not (isinstance(plan, Aggregate) and isinstance(plan.input, MultiJoin) and not plan.grouping_sets):
         return plan
     inputs = plan.input.inputs_

@@ -41,8 +41,8 @@ _DUPLICATE_FREE = ("min", "max", "any_value", "collated_min", "collated_max")
 
 
 def existence_joins(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
-    from engine.optimizer.rules.order_joins import _map_inputs
-    plan = _map_inputs(plan, lambda child: existence_joins(child, ctx))
+    from engine.plan.logical import map_inputs
+    plan = map_inputs(plan, lambda child: existence_joins(child, ctx))
     if isinstance(plan, Join) and plan.kind in _FILTERING:
         reduced = as_set(plan.right, _right_reads(plan))
         if reduced is not None:

@@ -28,8 +28,8 @@ from engine.plan.logical import Filter, Join, LogicalPlan, MultiJoin
 
 
 def factor_or(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
-    from engine.optimizer.rules.order_joins import _map_inputs
-    plan = _map_inputs(plan, lambda child: factor_or(child, ctx))
+    from engine.plan.logical import map_inputs
+    plan = map_inputs(plan, lambda child: factor_or(child, ctx))
     if isinstance(plan, Filter):
         return Filter(plan.input, factor_expression(plan.predicate))
     if isinstance(plan, MultiJoin):

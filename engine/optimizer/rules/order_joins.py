@@ -38,7 +38,7 @@ from __future__ import annotations
 from engine.optimizer.context import OptimizerContext
 from engine.optimizer.dphyp import TooManyPairs, csg_cmp_pairs
 from engine.plan.expressions import Call, ColumnRef, Expr, and_all, conjuncts
-from engine.plan.logical import Filter, Join, LogicalPlan, MultiJoin, Scan, filter_all
+from engine.plan.logical import Filter, Join, LogicalPlan, MultiJoin, Scan, filter_all, map_inputs
 
 
 def order_joins(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
@@ -46,23 +46,9 @@ def order_joins(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
 
 
 def _rewrite(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
-    plan = _map_inputs(plan, lambda child: _rewrite(child, ctx))
+    plan = map_inputs(plan, lambda child: _rewrite(child, ctx))
     if isinstance(plan, MultiJoin):
         return _order(plan, ctx)
-    return plan
-
-
-def _map_inputs(plan: LogicalPlan, fn) -> LogicalPlan:
-    import dataclasses
-    from engine.plan.logical import Aggregate, Limit, Project, Repeat, Sort, Union, Window
-    if isinstance(plan, MultiJoin):
-        return MultiJoin(tuple(fn(i) for i in plan.inputs), plan.conditions)
-    if isinstance(plan, Union):
-        return Union(tuple(fn(i) for i in plan.inputs), plan.fields)
-    if isinstance(plan, Join):
-        return dataclasses.replace(plan, left=fn(plan.left), right=fn(plan.right))
-    if isinstance(plan, (Filter, Project, Aggregate, Sort, Limit, Repeat, Window)):
-        return dataclasses.replace(plan, input=fn(plan.input))
     return plan
 
 

@@ -44,8 +44,8 @@ _MAX_SHARE = 0.25
 
 
 def reduce_aggregates(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
-    from engine.optimizer.rules.order_joins import _map_inputs
-    plan = _map_inputs(plan, lambda child: reduce_aggregates(child, ctx))
+    from engine.plan.logical import map_inputs
+    plan = map_inputs(plan, lambda child: reduce_aggregates(child, ctx))
     if not (isinstance(plan, Join) and plan.kind == "inner" and plan.left_keys):
         return plan
     reduced = _reduce(plan.right, plan.right_keys, plan.left, plan.left_keys, ctx)

@@ -36,8 +36,8 @@ import dataclasses
 from engine import types as T
 from engine.optimizer.context import OptimizerContext
 from engine.plan.expressions import AggCall, Call, Expr, Literal
-from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Repeat, Scan,
-                                 Sort, Union, Window)
+from engine.plan.logical import (Aggregate, Filter, Join, LogicalPlan, MultiJoin, Project, Scan,
+                                 map_inputs)
 
 # not deterministic: evaluated per statement (or per row), never folded or deduplicated
 _VOLATILE = frozenset({"now", "current_date", "unix_timestamp", "single_row"})
@@ -55,7 +55,7 @@ def simplify_expressions(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPla
 
 
 def _rewrite(plan: LogicalPlan) -> LogicalPlan:
-    plan = _map_inputs(plan, _rewrite)
+    plan = map_inputs(plan, _rewrite)
     if isinstance(plan, Filter):
         predicate = simplify(plan.predicate, predicate=True)
         if isinstance(predicate, Literal) and predicate.value is True:
@@ -77,18 +77,6 @@ def _rewrite(plan: LogicalPlan) -> LogicalPlan:
         keys = tuple((f, _keep_type(simplify(e), e)) for f, e in plan.keys)
         aggregates = tuple((f, _simplify_aggregate(a)) for f, a in plan.aggregates)
         return dataclasses.replace(plan, keys=keys, aggregates=aggregates)
-    return plan
-
-
-def _map_inputs(plan: LogicalPlan, fn) -> LogicalPlan:
-    if isinstance(plan, MultiJoin):
-        return MultiJoin(tuple(fn(i) for i in plan.inputs), plan.conditions)
-    if isinstance(plan, Union):
-        return Union(tuple(fn(i) for i in plan.inputs), plan.fields)
-    if isinstance(plan, Join):
-        return dataclasses.replace(plan, left=fn(plan.left), right=fn(plan.right))
-    if isinstance(plan, (Filter, Project, Aggregate, Sort, Limit, Repeat, Window)):
-        return dataclasses.replace(plan, input=fn(plan.input))
     return plan
 
 

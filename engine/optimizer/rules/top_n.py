@@ -20,8 +20,8 @@ from engine.plan.logical import Limit, LogicalPlan, Sort
 
 
 def top_n(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
-    from engine.optimizer.rules.order_joins import _map_inputs
-    plan = _map_inputs(plan, lambda child: top_n(child, ctx))
+    from engine.plan.logical import map_inputs
+    plan = map_inputs(plan, lambda child: top_n(child, ctx))
     if isinstance(plan, Limit) and isinstance(plan.input, Sort) and plan.count is not None:
         sort = plan.input
         return Limit(dataclasses.replace(sort, limit=plan.count + plan.offset), plan.count, plan.offset)

@@ -34,8 +34,8 @@ from engine.types import BOOLEAN
 
 
 def transitive_predicates(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
-    from engine.optimizer.rules.order_joins import _map_inputs
-    plan = _map_inputs(plan, lambda child: transitive_predicates(child, ctx))
+    from engine.plan.logical import map_inputs
+    plan = map_inputs(plan, lambda child: transitive_predicates(child, ctx))
     if not isinstance(plan, MultiJoin):
         return plan
     known: dict[str, list[Expr]] = {}
