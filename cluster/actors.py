@@ -485,11 +485,13 @@ class LeafActor:
 
     def _run_task(self, spec: TaskSpec, stage_bytes, payloads, deadline, started) -> tuple:
         stage = self._decode(stage_bytes)
-        inputs: dict[int, list[pa.RecordBatch]] = {}
+        # each exchange's payloads decoded as the task reads them (a compressed frame is unpacked then,
+        # not all of them up front); the payloads themselves are Ray objects, which Ray's object store
+        # spills to disk under memory pressure
+        inputs: dict[int, transport.Payloads] = {}
         position = 0
         for stage_id, count in spec.inputs:
-            for payload in payloads[position:position + count]:
-                inputs.setdefault(stage_id, []).extend(transport.decode(payload))
+            inputs.setdefault(stage_id, transport.Payloads()).extend(payloads[position:position + count])
             position += count
         profile = TaskProfile(stage.stage_id, stage.root) if spec.profile else None
         self.versions.prune(spec.floor)
@@ -506,6 +508,7 @@ class LeafActor:
                 "seconds": seconds, "links": counters, "wall": (now - seconds, now)}
         if profile is not None:             # EXPLAIN ANALYZE: each operator's counters, by path
             meta["operators"] = {path: dataclasses.asdict(c) for path, c in profile.counters.items()}
+            meta["spilled"] = profile.spilled
         self.tasks_done += 1
         return (meta, *sent)
 

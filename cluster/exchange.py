@@ -61,18 +61,20 @@ def concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
-def route_batches(batches: list[pa.RecordBatch], exchange: ExchangeSpec,
-                  map_: Callable = map) -> dict[int, list[pa.RecordBatch]]:
-    """In memory: the batches each consuming task reads (a leaf; task 0 of a gather's consumer).
+def route_batches(batches: Iterable[pa.RecordBatch], exchange: ExchangeSpec,
+                  map_: Callable = map, sink: Callable = list) -> dict[int, list[pa.RecordBatch]]:
+    """The batches each consuming task reads (a leaf; task 0 of a gather's consumer).
     ``map_``: how the repartition's splits run (the embedded runner passes its pool's ``map`` for a
-    large exchange: hashing, scattering and take release the GIL)."""
+    large exchange: hashing, scattering and take release the GIL). ``sink``: makes what a
+    repartition's destination collects into (anything with ``append``: a list, or the embedded
+    runner's ExchangeBuffer, which spills past memory_limit)."""
     if exchange.kind == "gather":
         return {0: batches}
     if exchange.kind == "broadcast":
         return {leaf: batches for leaf in range(exchange.num_leaves)}
     if exchange.kind != "repartition":
         raise ValueError(f"unknown exchange kind {exchange.kind!r}")
-    routed: dict[int, list[pa.RecordBatch]] = {leaf: [] for leaf in range(exchange.num_leaves)}
+    routed = {leaf: sink() for leaf in range(exchange.num_leaves)}
     coalescer = Coalescer(exchange.destinations, lambda d, batch: routed[d].append(batch))
     for pieces in map_(exchange.split, batches):
         for destination, piece in pieces:

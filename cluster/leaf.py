@@ -93,19 +93,22 @@ class Leaf:
         return list(self.task_batches(stage, task, exchange_inputs, profile, deadline, snapshots))
 
     def task_batches(self, stage: StageSpec, task: TaskSpec, exchange_inputs: dict[int, list[pa.RecordBatch]],
-                     profile=None, deadline: Optional[Deadline] = None, snapshots=None) -> Iterator[pa.RecordBatch]:
+                     profile=None, deadline: Optional[Deadline] = None, snapshots=None,
+                     hold_output: bool = True) -> Iterator[pa.RecordBatch]:
         """The same task as a stream of its non-empty output batches (a Ray leaf sends them as they come).
         ``snapshots``: (table id, partition) -> this leaf's stores' snapshots pinned for the query (a
-        dict, or anything with its ``get``: a Ray leaf's :class:`cluster.versions.EpochView`)."""
+        dict, or anything with its ``get``: a Ray leaf's :class:`cluster.versions.EpochView`).
+        ``hold_output``: the caller keeps the output in memory, so the task's pool counts it; False
+        where the caller accounts it itself (the embedded runner's exchange buffers, which spill)."""
         # memory_limit: the task's own pool (its spill files go with it when the task ends)
         memory = MemoryPool(task.memory_limit, where=f" on leaf {self.leaf_id}" if self.leaf_id >= 0 else "")
         ctx = TaskContext(task.task, task.num_partitions, task.params, self.storage, exchange_inputs, self.partitions,
                           profile, deadline, memory)
         ctx.snapshots = snapshots if snapshots is not None else {}
-        return _task_output(stage, ctx)
+        return _task_output(stage, ctx, hold_output)
 
 
-def _task_output(stage: StageSpec, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+def _task_output(stage: StageSpec, ctx: TaskContext, hold_output: bool = True) -> Iterator[pa.RecordBatch]:
     """A task's non-empty output batches, the memory they hold reserved while the task runs (its
     caller keeps them: an exploding join stops at the limit instead of filling the machine), and an
     allocation failure (Python's MemoryError, Arrow's) reported as the query's MemoryLimitError."""
@@ -113,7 +116,8 @@ def _task_output(stage: StageSpec, ctx: TaskContext) -> Iterator[pa.RecordBatch]
     try:
         for batch in stage.root.execute(ctx.task, ctx):
             if batch.num_rows:
-                reservation.grow(batch.nbytes)
+                if hold_output:
+                    reservation.grow(batch.nbytes)
                 yield batch
     except MemoryError as error:            # pa.ArrowMemoryError is one too
         limit = ctx.memory.limit
@@ -123,4 +127,6 @@ def _task_output(stage: StageSpec, ctx: TaskContext) -> Iterator[pa.RecordBatch]
             operator=stage.root.describe().split(" ")[0], limit=limit) from None
     finally:
         reservation.free()
+        if ctx.profile is not None:         # EXPLAIN ANALYZE: what went to disk past memory_limit
+            ctx.profile.spilled = dict(ctx.memory.spilled_by)
         ctx.memory.close()

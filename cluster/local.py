@@ -19,12 +19,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cluster.exchange import concat, route_batches
+from cluster.exchange_buffer import Chain, ExchangeBuffer
 from cluster.leaf import Leaf, LeafStorage
 from cluster.placement import Placement
 from cluster.scheduler import Inputs, Output, Query, ScheduledRunner, Where, where
 from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
+from engine.exec.memory import MemoryPool, statement_memory_limit
 from engine.exec.operators.base import Deadline
 from engine.exec.profile import TaskProfile
 from engine.exec.stages import StageSpec, decode_stage, encode_stage
@@ -69,6 +71,8 @@ class _LocalQuery:
     """The embedded executor's state of one query (``cluster.scheduler.Query.state``)."""
     interrupted: _Flag                  # set on Ctrl-C or any failure: the pool's tasks stop at a batch
     snapshots: dict                     # leaf id -> {(table id, partition): snapshot} (see _pin)
+    # memory_limit for what waits between stages (the exchange buffers): past it, on disk
+    buffers: MemoryPool
 
 
 class LocalRunner(ScheduledRunner):
@@ -247,17 +251,26 @@ class LocalRunner(ScheduledRunner):
         # this thread stops the tasks running on the pool within one batch instead of after them
         interrupted = _Flag()
         query.deadline = _interruptible(query.deadline, interrupted)
-        query.state = _LocalQuery(interrupted, self._pin(stages))
+        query.state = _LocalQuery(interrupted, self._pin(stages),
+                                  MemoryPool(statement_memory_limit.get(), where=" (between stages)"))
+
+    def close(self, query: Query) -> None:
+        state = query.state
+        if state is not None:               # the exchange buffers' spill files go with the query
+            if query.profile is not None:
+                query.profile.add_spilled(state.buffers.spilled_by)
+            state.buffers.close()
 
     def cancel_query(self, query: Query) -> None:
         query.state.interrupted.set()
 
     def run_stage(self, query: Query, stage: StageSpec, tasks, inputs) -> Output:
-        results = self._run_tasks(query, stage, tasks, inputs)
-        routed = self._route_output(stage, results)
+        results = self._run_tasks(query, stage, tasks, inputs, buffered=True)
+        routed = self._route_output(query, stage, results)
         if query.profile is not None:
             query.profile.add_exchange(stage.stage_id, routed)
-        return Output(stage.output_kind, tuple((PartitionRef.of_batches(d, routed[d]),) for d in range(len(routed))))
+        return Output(stage.output_kind, tuple((PartitionRef(d, routed[d], routed[d].rows, routed[d].nbytes),)
+                                               for d in range(len(routed))))
 
     def run_final(self, query: Query, stage: StageSpec, tasks, inputs) -> pa.Table:
         schema = stage.root.schema
@@ -277,9 +290,10 @@ class LocalRunner(ScheduledRunner):
                     for leaf in self.leaves}
 
     def _run_tasks(self, query: Query, stage: StageSpec, tasks: Sequence[TaskSpec],
-                   inputs: Inputs) -> list[list[pa.RecordBatch]]:
+                   inputs: Inputs, buffered: bool = False) -> list:
         """Run ``tasks`` (their inputs as ``scheduler.task_inputs`` gives them) where ``scheduler.where``
-        places them: one per leaf, or once on the aggregator or leaf 0."""
+        places them: one per leaf, or once on the aggregator or leaf 0. Each task's output: a list of
+        batches, or with ``buffered`` an ExchangeBuffer of the query (it spills past memory_limit)."""
         # What a remote leaf would receive; in process the spec itself serves (operators are
         # immutable). Tests set CANOPY_CHECK_STAGE_CODEC=1 so every plan proves it can travel.
         stage = decode_stage(encode_stage(stage)) if _CHECK_STAGE_CODEC else stage
@@ -292,11 +306,14 @@ class LocalRunner(ScheduledRunner):
             t = spec.task
             leaf = self.leaves[t] if placed is Where.LEAVES else self.leaves[0] if placed is Where.LEAF0 \
                 else self.aggregator
-            exchange_inputs = {sid: [b for ref in refs for b in ref.data] for sid, refs in inputs[t]}
-            out = leaf.run_task(stage, spec, exchange_inputs, task_profiles.get(t), deadline,
-                                (snapshots or {}).get(leaf.leaf_id))
+            # read as the task goes (a spilled buffer from disk), not gathered into memory first
+            exchange_inputs = {sid: Chain(ref.data for ref in refs) for sid, refs in inputs[t]}
+            batches = leaf.task_batches(stage, spec, exchange_inputs, task_profiles.get(t), deadline,
+                                        (snapshots or {}).get(leaf.leaf_id), hold_output=not buffered)
+            out = ExchangeBuffer(query.state.buffers, stage.root.schema).extend(batches) if buffered \
+                else list(batches)
             if progress is not None:
-                progress.task_done(stage.stage_id, sum(b.num_rows for b in out))
+                progress.task_done(stage.stage_id, out.rows if buffered else sum(b.num_rows for b in out))
             return out
 
         if len(tasks) == 1 or self._stage_input_rows(stage, inputs) < INLINE_STAGE_ROWS:
@@ -342,15 +359,25 @@ class LocalRunner(ScheduledRunner):
             raise first_error
         return outputs
 
-    def _route_output(self, stage: StageSpec, outputs: list[list[pa.RecordBatch]]) -> dict[int, list[pa.RecordBatch]]:
-        """Where the output of a stage goes, keyed by the consuming task (a leaf, or task 0)."""
+    def _route_output(self, query: Query, stage: StageSpec, outputs: list[ExchangeBuffer]) -> dict:
+        """Where the output of a stage goes, keyed by the consuming task (a leaf, or task 0): an
+        ExchangeBuffer or a Chain of them each."""
         if stage.output_kind == "keep":         # each task's output stays with the same task (leaf)
             return {t: out for t, out in enumerate(outputs)}
-        batches = [b for out in outputs for b in out]
         exchange = ExchangeSpec.of(stage, self.num_leaves, self.partitions_per_leaf)
-        # a large exchange splits on the leaf pool (the kernels release the GIL)
-        large = len(batches) > 1 and sum(b.num_rows for b in batches) >= INLINE_STAGE_ROWS
-        return route_batches(batches, exchange, self._pool.map if large else map)
+        if exchange.kind in ("gather", "broadcast"):      # every output, read where it is
+            chained = Chain(outputs)
+            return {d: chained for d in range(1 if exchange.kind == "gather" else exchange.num_leaves)}
+        batches = Chain(outputs)
+        # a large exchange held in memory splits on the leaf pool (the kernels release the GIL); a
+        # spilled one streams from disk through the split (the pool's map would read it all at once)
+        large = len(batches) > 1 and batches.rows >= INLINE_STAGE_ROWS and not batches.spilled
+        schema = stage.root.schema
+        routed = route_batches(batches, exchange, self._pool.map if large else map,
+                               lambda: ExchangeBuffer(query.state.buffers, schema))
+        for out in outputs:                 # routed: the producing tasks' buffers are read no more
+            out.discard()
+        return routed
 
     def shutdown(self) -> None:
         self._closed = True

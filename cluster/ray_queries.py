@@ -218,6 +218,7 @@ class RayQueries(Executor):
         """The leaves' operator counters and link counters into the QueryProfile (EXPLAIN ANALYZE)."""
         for meta in metas:
             profile.add_counters(meta["stage"], meta.get("operators", {}))
+            profile.add_spilled(meta.get("spilled", {}))
             if meta["kind"] is not None:
                 profile.add_links(meta["stage"], meta["links"],
                                   self.num_leaves if meta["kind"] == "broadcast" else 1)

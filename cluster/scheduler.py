@@ -175,6 +175,7 @@ class Scheduler:
                 if profile is not None:             # a retry counts the whole query again
                     profile.operators.clear()
                     profile.exchanges.clear()
+                    profile.spilled.clear()
                 executor.start_attempt(query)
                 try:
                     table = self._walk(query, stages)

@@ -247,6 +247,21 @@ def encode_payload(batches: Iterable[pa.RecordBatch], schema: pa.Schema,
     return b"".join(parts), counters
 
 
+class Payloads:
+    """Payloads read as one exchange input: iterating yields their batches, each payload decoded when
+    reached (re-iterable: a stage may read its input more than once)."""
+
+    def __init__(self):
+        self.payloads: list = []
+
+    def extend(self, payloads) -> None:
+        self.payloads.extend(payloads)
+
+    def __iter__(self):
+        for payload in self.payloads:
+            yield from decode(payload)
+
+
 def decode(payload) -> list[pa.RecordBatch]:
     """The batches of one payload. Raw frames are read in place (no copy of the payload)."""
     view = memoryview(payload)

@@ -103,6 +103,7 @@ class MemoryPool:
         self.reserved = 0
         self.peak = 0
         self.spilled_bytes = 0
+        self.spilled_by: dict[str, int] = {}    # operator -> bytes it wrote to disk (EXPLAIN ANALYZE)
         self._spillable = 0                 # open spillable reservations
         self._spilling_reserved = 0         # the bytes they hold
         self._lock = threading.Lock()
@@ -152,13 +153,13 @@ class MemoryPool:
             f"({format_bytes(self.reserved)} reserved by the query, {format_bytes(wanted)} more asked{self.where}); "
             f"raise it with SET memory_limit = '...'", operator=operator, limit=self.limit)
 
-    def spill_file(self, schema: pa.Schema) -> "SpillFile":
+    def spill_file(self, schema: pa.Schema, operator: str = "") -> "SpillFile":
         with self._lock:
             if self._spill_dir is None:
                 self._spill_dir = tempfile.mkdtemp(prefix="canopy-spill-", dir=spill_root())
             self._files += 1
             path = os.path.join(self._spill_dir, f"{self._files}.arrow")
-        return SpillFile(self, path, schema)
+        return SpillFile(self, path, schema, operator)
 
     def close(self) -> None:
         """Remove the query's spill files (the query has ended; nothing reads them any more)."""
@@ -235,8 +236,9 @@ class SpillFile:
     the order written. Lives in its query's spill directory (removed with the pool); ``delete``
     removes it as soon as it was read."""
 
-    def __init__(self, pool: MemoryPool, path: str, schema: pa.Schema):
+    def __init__(self, pool: MemoryPool, path: str, schema: pa.Schema, operator: str = ""):
         self.pool = pool
+        self.operator = operator
         self.path = path
         self.schema = schema
         self.rows = 0
@@ -259,7 +261,14 @@ class SpillFile:
                 size = 0
             with self.pool._lock:
                 self.pool.spilled_bytes += size
+                by = self.pool.spilled_by
+                by[self.operator] = by.get(self.operator, 0) + size
         return self
+
+    def spilled_rows(self) -> "SpilledRows":
+        """What was written, as a picklable handle that another process of this host can read."""
+        self.finish()
+        return SpilledRows(self.path, self.schema, self.rows)
 
     def read(self) -> Iterator[pa.RecordBatch]:
         self.finish()
@@ -277,3 +286,23 @@ class SpillFile:
             os.remove(self.path)
         except FileNotFoundError:
             pass
+
+
+class SpilledRows:
+    """A finished spill file by path: the rows of a materialised CTE that did not fit, carried in the
+    stages that read it (pickled to a Ray leaf of the same host) and read there as a stream."""
+
+    def __init__(self, path: str, schema: pa.Schema, rows: int):
+        self.path = path
+        self.schema = schema
+        self.num_rows = rows
+
+    def read(self, operator: str) -> Iterator[pa.RecordBatch]:
+        try:
+            source = pa.OSFile(self.path, "rb")
+        except FileNotFoundError:
+            raise MemoryLimitError(f"{operator}: its rows were spilled to {self.path}, which this process cannot "
+                                   f"read (another host?); raise memory_limit so they stay in memory",
+                                   operator=operator) from None
+        with source:
+            yield from pa.ipc.open_stream(source)

@@ -87,6 +87,7 @@ class TaskProfile:
         self.stage_id = stage_id
         self.paths = operator_paths(root)
         self.counters: dict[Path, OperatorCounters] = {}
+        self.spilled: dict[str, int] = {}       # operator -> bytes it spilled to disk in this task
 
     def _counters(self, op) -> Optional[OperatorCounters]:
         path = self.paths.get(id(op))
@@ -140,10 +141,18 @@ class QueryProfile:
     def __init__(self):
         self.operators: dict[tuple[int, Path], OperatorCounters] = {}
         self.exchanges: dict[int, ExchangeCounters] = {}
+        self.spilled: dict[str, int] = {}       # operator -> bytes spilled to disk (memory_limit)
         self.seconds = 0.0
 
     def add_task(self, task: TaskProfile) -> None:
         self.add_counters(task.stage_id, task.counters)
+        self.add_spilled(task.spilled)
+
+    def add_spilled(self, spilled: dict) -> None:
+        """Bytes written to disk past memory_limit, by operator (a task's, or the query's own buffers')."""
+        for operator, size in spilled.items():
+            if size:
+                self.spilled[operator] = self.spilled.get(operator, 0) + size
 
     def add_counters(self, stage_id: int, counters: dict) -> None:
         """One task's operator counters, ``{path: OperatorCounters}`` (or their ``asdict`` from a remote
@@ -171,6 +180,12 @@ class QueryProfile:
         counters = self.exchanges.setdefault(stage_id, ExchangeCounters())
         seen: set[int] = set()
         for batches in routed.values():
+            if hasattr(batches, "nbytes"):      # an exchange buffer: counted without reading it
+                counters.bytes_moved += batches.nbytes
+                if id(batches) not in seen:
+                    seen.add(id(batches))
+                    counters.rows += batches.rows
+                continue
             for batch in batches:
                 counters.bytes_moved += batch.nbytes
                 if id(batch) not in seen:      # a broadcast batch is sent once per leaf, produced once

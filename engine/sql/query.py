@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from engine.catalog import Catalog
 from engine.errors import BadDataError
-from engine.exec.memory import MemoryPool, statement_memory_limit
+from engine.exec.memory import MemoryPool, SpilledRows, statement_memory_limit
 from engine.exec.operators.base import PhysicalOperator
 from engine.exec.operators.cte_scan import CteScanExec
 from engine.exec.operators.exchange import ExchangeExec
@@ -107,23 +107,35 @@ def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfil
         return table
 
     params: list = []
-    ctes: list[pa.Table] = []           # results of the materialized CTEs, by CteScan number
+    ctes: list = []                     # results of the materialized CTEs, by CteScan number
     # the materialized CTEs are held (here, and shipped with the stages reading them) until the
-    # query ends: together they count against memory_limit (not spilled)
-    held = MemoryPool(statement_memory_limit.get()).reservation("a materialized CTE")
-    for init in planned.init_plans:
-        table = run(with_ctes(init.stages, ctes), params)
-        if init.cte is not None:
-            held.operator = f"the materialized CTE {init.cte}"
-            held.grow(table.nbytes)
-            ctes.append(table)
-            continue
-        if table.num_rows > 1:
-            raise BadDataError(f"Subquery returns more than 1 row (scalar subquery $subquery{len(params)} "
-                               f"returned {table.num_rows})")
-        params.append(table.column(0)[0].as_py() if table.num_rows else None)
-    table = run(with_ctes(planned.stages, ctes), params)
+    # query ends: together they count against memory_limit; one that does not fit goes to disk
+    pool = MemoryPool(statement_memory_limit.get())
+    held = pool.reservation("a materialized CTE")
+    try:
+        for init in planned.init_plans:
+            table = run(with_ctes(init.stages, ctes), params)
+            if init.cte is not None:
+                ctes.append(table if held.try_grow(table.nbytes) else _spilled_cte(pool, init.cte, table))
+                continue
+            if table.num_rows > 1:
+                raise BadDataError(f"Subquery returns more than 1 row (scalar subquery $subquery{len(params)} "
+                                   f"returned {table.num_rows})")
+            params.append(table.column(0)[0].as_py() if table.num_rows else None)
+        table = run(with_ctes(planned.stages, ctes), params)
+    finally:
+        if profiles:
+            profiles[-1].add_spilled(pool.spilled_by)
+        pool.close()                    # the spilled CTEs' files: nobody reads them any more
     return query_result(table, planned.fields, planned.names, planned.result_columns())
+
+
+def _spilled_cte(pool: MemoryPool, name: str, table: pa.Table) -> SpilledRows:
+    """A CTE's result past memory_limit: written to disk (Arrow IPC, LZ4), read by its references."""
+    spilled = pool.spill_file(table.schema, "CTE " + name)
+    for batch in table.to_batches(max_chunksize=1 << 16):
+        spilled.write(batch)
+    return spilled.spilled_rows()
 
 
 def reads_tables(op: PhysicalOperator) -> bool:
@@ -233,8 +245,15 @@ def execution_summary(profiles: Optional[list[QueryProfile]]) -> str:
     """EXPLAIN ANALYZE's last line ("" without profiles)."""
     if not profiles or profiles[-1] is None:
         return ""
+    spilled: dict[str, int] = {}
+    for profile in profiles:
+        for operator, size in profile.spilled.items():
+            spilled[operator] = spilled.get(operator, 0) + size
+    disk = ""
+    if spilled:         # memory_limit: what operators wrote to disk (Arrow IPC, LZ4), by operator
+        disk = "; spilled to disk: " + ", ".join(f"{op} {_bytes(size)}" for op, size in sorted(spilled.items()))
     return (f"Execution: {sum(p.seconds for p in profiles) * 1000:.3f} ms (times are inclusive of "
-            "children, summed over tasks; held = largest input a blocking operator collected)")
+            f"children, summed over tasks; held = largest input a blocking operator collected){disk}")
 
 
 def explain_text(planned: PlannedQuery, profiles: Optional[list[QueryProfile]] = None) -> str:

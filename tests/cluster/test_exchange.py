@@ -86,3 +86,31 @@ def test_placement_hashes_a_string_shard_key_by_its_collation_key():
     pieces = placement.route(legacy, batch)
     assert [(p, b.num_rows) for p, b in pieces] == [(p, b.num_rows) for p, b in
                                                     enumerate(kernels.split_batch(batch, ["k"], 8)) if b.num_rows]
+
+
+def test_an_exchange_buffer_keeps_batches_in_memory_until_the_limit_then_on_disk(tmp_path, monkeypatch):
+    from cluster.exchange_buffer import Chain, ExchangeBuffer
+    from engine.exec.memory import MemoryPool
+
+    monkeypatch.setenv("CANOPY_SPILL_DIR", str(tmp_path))
+    pool = MemoryPool(1 << 20)
+    batches = _batches(40, 8192)                # 64 KiB each: 16 fit in 1 MiB, the rest go to disk
+    buffer = ExchangeBuffer(pool, batches[0].schema).extend(batches)
+    assert buffer.spilled and buffer.rows == 40 * 8192 and buffer.nbytes == sum(b.nbytes for b in batches)
+    assert 0 < pool.reserved <= 1 << 20
+    want = pa.Table.from_batches(batches)
+    for _ in range(2):                          # read in order, as often as asked
+        assert pa.Table.from_batches(list(buffer)).equals(want)
+    assert pool.spilled_by["Exchange"] > 0      # counted once its file is finished
+    assert pa.Table.from_batches(list(Chain([buffer, batches[:1]]))).num_rows == 41 * 8192
+    # a repartition into buffers routes every row once, streaming from disk
+    routed = route_batches(buffer, ExchangeSpec("repartition", ("k",), num_leaves=3, partitions_per_leaf=2),
+                           sink=lambda: ExchangeBuffer(pool, batches[0].schema))
+    assert sorted(k for b in routed.values() for batch in b for k in batch.column(0).to_pylist()) == \
+        list(range(40 * 8192))
+    buffer.discard()
+    for b in routed.values():
+        b.discard()
+    assert pool.reserved == 0
+    pool.close()
+    assert list(tmp_path.iterdir()) == []

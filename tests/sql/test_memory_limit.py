@@ -38,6 +38,29 @@ def both():
     duck.close()
 
 
+def _spilled(con, sql, limit) -> tuple[list, dict]:
+    """``sql``'s rows under ``limit`` and what EXPLAIN ANALYZE says went to disk: {operator: bytes}."""
+    cur = con.cursor()
+    cur.execute(f"SET memory_limit = '{limit}'")
+    try:
+        cur.execute(sql)
+        rows = cur.fetchall()
+        cur.execute("EXPLAIN ANALYZE " + sql)
+        last = [r[0] for r in cur.fetchall()][-1]
+    finally:
+        cur.execute("SET memory_limit = DEFAULT")
+    spilled = {}
+    if "spilled to disk: " in last:
+        units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+        for part in last.split("spilled to disk: ")[1].split(", "):
+            name, size, unit = part.rsplit(" ", 2)
+            spilled[name] = float(size.replace(",", "")) * units[unit]
+    return rows, spilled
+
+
+RAY = os.environ.get("CANOPY_RUNNER") == "ray"
+
+
 def _run(con, sql, limit=None):
     cur = con.cursor()
     if limit is not None:
@@ -77,7 +100,10 @@ def test_memory_limit_is_a_session_variable_with_a_default_below_physical_memory
 
 # Each leaf's sort holds its whole input (MiBs); what it returns, and so the final sort's input and
 # the answer (which is held whole), fit in the limit.
-WINDOW = "SELECT id, s, ROW_NUMBER() OVER (PARTITION BY id ORDER BY x) FROM t"   # by the shard key: no exchange
+# a window without PARTITION BY is one partition: it cannot be split, so past the limit it fails
+# (1.4 MB of rows reach it: a Ray task's output, which counts while the task runs, fits; the window's
+# rows and their ordered copy do not)
+WINDOW = "SELECT COUNT(*), SUM(r * a) FROM (SELECT a, ROW_NUMBER() OVER (ORDER BY x, id) AS r FROM t) q"
 ORDERED = [
     "SELECT id, a, s, x FROM t ORDER BY a, x DESC LIMIT 3000",
     "SELECT s, a, id FROM t ORDER BY s DESC, a, id LIMIT 9000",
@@ -131,10 +157,88 @@ def test_hash_join_spills_past_the_limit_with_the_unlimited_answer(both, sql):
     assert_same_rows(unlimited, duck.execute(sql).fetchall())
 
 
+# Window partitions: with PARTITION BY, past the limit the input goes to hash partitions of the
+# PARTITION BY keys on disk and each is computed alone (its rows come whole from the repartition)
+WINDOWS = [
+    "SELECT COUNT(*), SUM(r * LENGTH(s)), SUM(c), SUM(fv), SUM(lg) FROM (SELECT s, "
+    "ROW_NUMBER() OVER (PARTITION BY a ORDER BY x, id) AS r, COUNT(*) OVER (PARTITION BY a) AS c, "
+    "FIRST_VALUE(id) OVER (PARTITION BY a ORDER BY x, id) AS fv, LAG(id, 1, 0) OVER (PARTITION BY a ORDER BY x, id) AS lg "
+    "FROM t) q",
+    "SELECT COUNT(*), SUM(rk), SUM(m) FROM (SELECT RANK() OVER (PARTITION BY s ORDER BY a) AS rk, "
+    "MAX(x) OVER (PARTITION BY s ORDER BY a, id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS m FROM t) q",
+]
+
+
+@pytest.mark.parametrize("sql", WINDOWS)
+def test_window_partitions_spill_past_the_limit_with_the_unlimited_answer(both, sql):
+    con, duck = both
+    unlimited = _run(con, sql)
+    # on Ray the repartition's producing task holds its output (3 MiB over two leaves) while it runs
+    limited, spilled = _spilled(con, sql, "4MiB" if RAY else TINY)
+    assert spilled.get("Window", 0) > 1 << 20, spilled
+    assert_same_rows(limited, unlimited)
+    assert_same_rows(unlimited, duck.execute(sql).fetchall())
+
+
+# DISTINCT aggregates hold their input whole (Arrow's group_by, the kernels' distinct sets): with
+# GROUP BY it spills to hash partitions of the keys; without, each argument's values go to hash
+# partitions of themselves (a value's partition holds all of its copies) and the counts and sums of
+# the partitions' distinct values add up
+DISTINCTS = [
+    "SELECT COUNT(*), SUM(n), SUM(m) FROM (SELECT a % 2000 AS g, COUNT(DISTINCT s) AS n, "
+    "COUNT(DISTINCT id) AS m FROM t GROUP BY a % 2000) q",
+    "SELECT COUNT(DISTINCT s), COUNT(DISTINCT id), COUNT(DISTINCT x) FROM t",
+    "SELECT SUM(DISTINCT id), AVG(DISTINCT id), COUNT(DISTINCT s), SUM(DISTINCT a) FROM t",
+]
+
+
+@pytest.mark.parametrize("sql", DISTINCTS)
+def test_distinct_aggregates_spill_past_the_limit_with_the_unlimited_answer(both, sql):
+    con, duck = both
+    unlimited = _run(con, sql)
+    limited, spilled = _spilled(con, sql, TINY)
+    assert spilled.get("HashAggregate", 0) > 256 << 10, spilled
+    assert_same_rows(limited, unlimited)
+    assert_same_rows(unlimited, duck.execute(sql).fetchall())
+
+
+# Materialised CTEs (each ~0.8 MB, read twice or more): together they pass the limit, so the ones
+# past it go to disk and their references read them from there as a stream
+CTES = ("WITH c1 AS (SELECT id, MAX(s) AS s FROM t WHERE a < 1700 GROUP BY id), "
+        "c2 AS (SELECT id, MAX(s) AS s FROM t WHERE a >= 1700 AND a < 3400 GROUP BY id), "
+        "c3 AS (SELECT id, MAX(s) AS s FROM t WHERE a >= 3400 GROUP BY id) "
+        "SELECT (SELECT COUNT(*) FROM c1 JOIN c2 ON c1.s = c2.s AND c1.id = c2.id - 1), "
+        "(SELECT COUNT(*) + SUM(LENGTH(s)) FROM c1), (SELECT COUNT(*) FROM c2 JOIN c3 ON c2.id = c3.id + 1), "
+        "(SELECT SUM(LENGTH(s)) FROM c2), (SELECT MAX(s) FROM c3)")
+
+
+def test_materialized_ctes_spill_past_the_limit_with_the_unlimited_answer(both):
+    con, duck = both
+    unlimited = _run(con, CTES)
+    limited, spilled = _spilled(con, CTES, TINY)
+    assert any(name.startswith("CTE ") and size > 128 << 10 for name, size in spilled.items()), spilled
+    assert_same_rows(limited, unlimited)
+    assert_same_rows(unlimited, duck.execute(CTES).fetchall())
+
+
+@pytest.mark.skipif(RAY, reason="the Ray runner's exchanges are Ray objects: Ray's object store spills them")
+def test_exchange_buffers_spill_past_the_limit(both):
+    con, duck = both
+    # a repartition of every row by a (3 MiB) and a gather of each leaf's top 50,000 rows: what waits
+    # between stages goes to disk past the limit, and is read from there by the consuming tasks
+    for sql in (WINDOWS[0], "SELECT COUNT(*), SUM(LENGTH(s) * a), MAX(x) FROM (SELECT s, a, x FROM t "
+                            "ORDER BY x DESC, id LIMIT 50000) q"):
+        unlimited = _run(con, sql)
+        limited, spilled = _spilled(con, sql, TINY)
+        assert spilled.get("Exchange", 0) > 128 << 10, spilled
+        assert_same_rows(limited, unlimited)
+        assert_same_rows(unlimited, duck.execute(sql).fetchall())
+
+
 def test_a_query_that_cannot_fit_fails_clearly_and_the_session_goes_on(both):
     con, duck = both
-    # a window holds its partition whole (here one partition): not spilled, so past the limit the
-    # query fails with an error naming the operator that asked and the limit
+    # a window without PARTITION BY holds its one partition whole: it cannot be split, so past the
+    # limit the query fails with an error naming the operator that asked and the limit
     with pytest.raises(MemoryLimitError, match=r"needs more memory than memory_limit = 2\.0 MiB") as info:
         _run(con, WINDOW, "2MiB")
     assert isinstance(info.value, OperationalError) and info.value.limit == 2 << 20
@@ -144,7 +248,7 @@ def test_a_query_that_cannot_fit_fails_clearly_and_the_session_goes_on(both):
 
 
 def test_the_error_names_the_operator():
-    # one leaf, one partition: the window runs in the stage that scans, so it is the first to ask
+    # one leaf, one partition: the gathered rows wait on disk, the window is the first to ask
     con = engine.connect(leaves=1, partitions_per_leaf=1, memory_limit="2MiB")
     try:
         con.execute("CREATE TABLE t (id BIGINT, a BIGINT, s TEXT, x DOUBLE, SHARD KEY (id))")

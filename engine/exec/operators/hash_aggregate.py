@@ -402,7 +402,8 @@ class HashAggregateExec(PhysicalOperator):
         schema = self._state_schema()
         keys = [ColumnRef(f.id, f.type) for f, _ in self.keys]
         return SpillPartitions(ctx.memory, schema, keys, [hash_type(schema.field(f.id).type) or schema.field(f.id).type
-                                                          for f, _ in self.keys], ctx.params)
+                                                          for f, _ in self.keys], ctx.params,
+                               operator="HashAggregate")
 
     def _merged_partitions(self, parts: SpillPartitions, memory) -> Iterator[pa.Table]:
         """Each spilled partition's states merged (one row a group; no group in two partitions)."""
@@ -516,6 +517,52 @@ class HashAggregateExec(PhysicalOperator):
                 else:
                     yield from table_to_batches(self._finish(result))
             return
+        # Arrow's group_by (DISTINCT aggregates, states the kernels lack) over the input held whole;
+        # past memory_limit with keys, the input goes to hash partitions of the keys on disk and
+        # each is aggregated alone (a group's rows are all in one partition)
+        def spill():
+            if self.keys:
+                return SpillPartitions.over(ctx.memory, self.input.schema, [e for _, e in self.keys], ctx.params,
+                                            "HashAggregate")
+            if all(call.distinct and call.func in ("count", "sum", "avg") for _, call in self.aggregates):
+                return _ArgumentPartitions(ctx, [call for _, call in self.aggregates])
+            return None                 # one group of other aggregates: held whole or fails
+
+        held, spilled = _held_or_spilled(self.input.execute(partition, ctx), memory, spill)
+        if spilled is None:
+            yield from self._aggregate_held(held, ctx)
+        elif isinstance(spilled, _ArgumentPartitions):
+            yield from table_to_batches(self._finish(self._distinct_states(spilled, memory)))
+        else:
+            for table in spilled.each(memory):
+                yield from self._aggregate_held(table.to_batches(), ctx)
+
+    def _distinct_states(self, spilled: "_ArgumentPartitions", memory) -> pa.Table:
+        """Keyless COUNT / SUM / AVG (DISTINCT x) states from each argument's spilled partitions: a
+        value is in one partition only, so the distinct values' count and sum add up over them."""
+        columns, names = [], []
+        for (f, call), parts in zip(self.aggregates, spilled.parts):
+            value_type = parts.schema.field(0).type
+            count, total = 0, None
+            for table in parts.each(memory):
+                distinct = pc.unique(pc.drop_null(table.column(0).combine_chunks()))
+                count += len(distinct)
+                if call.func != "count" and len(distinct):
+                    part = pc.sum(decimal128.widen_for_sum(distinct)).as_py()
+                    total = part if total is None else total + part
+            if call.func != "count":
+                wide_type = pc.sum(decimal128.widen_for_sum(pa.array([], value_type))).type
+                column = _narrow_sums([pa.array([total], wide_type)])[0]
+                columns.append(column.cast(value_type if not pa.types.is_decimal(value_type)
+                                           else pa.decimal128(38, value_type.scale)))
+                names.append(f"{f.id}|sum")
+            if call.func != "sum":
+                columns.append(pa.array([count], pa.int64()))
+                names.append(f"{f.id}|count")
+        return pa.table(columns, names=names)
+
+    def _aggregate_held(self, batches, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        """The aggregates of ``batches`` (all the rows of their groups) on Arrow's group_by."""
         key_names = [f.id for f, _ in self.keys]
         columns: dict[str, list[pa.Array]] = {}
         arg_names: dict[int, str] = {}
@@ -523,7 +570,7 @@ class HashAggregateExec(PhysicalOperator):
             if call.arg is not None:
                 arg_names[i] = f"a{i}"
         pieces = []
-        for batch in accounted(self.input.execute(partition, ctx), memory):
+        for batch in batches:
             cols = [evaluate_array(e, batch, ctx.params) for _, e in self.keys]
             cols += [_state_input(call, evaluate_array(call.arg, batch, ctx.params))
                      for i, (_, call) in enumerate(self.aggregates) if i in arg_names]
@@ -638,18 +685,22 @@ class HashAggregateExec(PhysicalOperator):
 
     def _count_distinct(self, partition: int, ctx: TaskContext, memory) -> pa.Table:
         """COUNT(DISTINCT x) per aggregate into a ``kernels.DistinctCount`` (integers: a set of the
-        values, no ids, no kept keys), sized once from a HyperLogLog estimate of the input."""
-        batches = [b for b in accounted(self.input.execute(partition, ctx), memory) if b.num_rows]
-        rows = sum(b.num_rows for b in batches)
-        columns = []
-        for _, call in self.aggregates:
-            values = [evaluate_array(call.arg, batch, ctx.params) for batch in batches]
-            counter = kernels.DistinctCount(call.arg.type.to_arrow())
-            _reserve_for([counter], values, rows)
-            for column in values:
-                counter.add(column)
-            columns.append(pa.array([counter.count], pa.int64()))
-        return pa.table(columns, names=[f"{f.id}|count" for f, _ in self.aggregates])
+        values, no ids, no kept keys), sized once from a HyperLogLog estimate of the input.
+
+        Past memory_limit each argument's values go to hash partitions of themselves on disk (one
+        set of partitions per aggregate): equal values land in one partition, so a count is the sum
+        of its partitions' distinct counts, each counted alone."""
+        def spill_each_argument():
+            return _ArgumentPartitions(ctx, [call for _, call in self.aggregates])
+
+        held, spilled = _held_or_spilled(self.input.execute(partition, ctx), memory, spill_each_argument)
+        names = [f"{f.id}|count" for f, _ in self.aggregates]
+        if spilled is not None:
+            return pa.table([pa.array([sum(_distinct_count(call, [table.column(0)], ctx, on_values=True)
+                                           for table in parts.each(memory))], pa.int64())
+                             for (_, call), parts in zip(self.aggregates, spilled.parts)], names=names)
+        return pa.table([pa.array([_distinct_count(call, held, ctx)], pa.int64()) for _, call in self.aggregates],
+                        names=names)
 
     def _counted_scan_column(self):
         """(stored column name, collation key options or None) when this is ``SELECT k, COUNT(*) ...
@@ -919,3 +970,60 @@ def _sum_lists(lists: pa.Array) -> tuple[pa.Array, pa.Array]:
 def raise_unsupported(call: AggCall):
     from engine.errors import UnsupportedError
     raise UnsupportedError(f"{call.func.upper()}(DISTINCT ...) is not supported yet; COUNT(DISTINCT ...) is")
+
+
+def _distinct_count(call, batches, ctx: TaskContext, on_values: bool = False) -> int:
+    """COUNT(DISTINCT call.arg) of ``batches`` (``on_values``: they are the argument's values)."""
+    values = list(batches) if on_values else [evaluate_array(call.arg, batch, ctx.params) for batch in batches]
+    values = [v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v for v in values]
+    counter = kernels.DistinctCount(call.arg.type.to_arrow())
+    _reserve_for([counter], values, sum(len(v) for v in values))
+    for column in values:
+        counter.add(column)
+    return counter.count
+
+
+def _held_or_spilled(batches, memory, spill) -> tuple[list, Optional[object]]:
+    """The input's non-empty batches held, each reserved; when one does not fit, ``spill()`` (None:
+    it cannot: MemoryLimitError) makes partitions on disk that take what was held and the rest.
+    Returns (held batches, None) or ([], the partitions)."""
+    held: list = []
+    spilled = None
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        if spilled is None and not memory.try_grow(batch.nbytes):
+            spilled = spill()
+            if spilled is None:
+                memory.grow(batch.nbytes)           # raises: the operator and the limit
+            for kept in held:
+                spilled.add(kept)
+            held = []
+            memory.free()
+        if spilled is not None:
+            spilled.add(batch)
+        else:
+            held.append(batch)
+    return held, spilled
+
+
+class _ArgumentPartitions:
+    """Keyless DISTINCT aggregates past memory_limit: each aggregate's argument values (as its state
+    takes them) in hash partitions of themselves (``parts``, one SpillPartitions per aggregate)."""
+
+    def __init__(self, ctx: TaskContext, calls):
+        self.ctx = ctx
+        self.calls = list(calls)
+        self.parts = []
+        for call in self.calls:
+            arrow_type = _state_input(call, pa.array([], call.arg.type.to_arrow())).type
+            schema = pa.schema([pa.field("v", arrow_type)])
+            self.parts.append(SpillPartitions.over(ctx.memory, schema, [ColumnRef("v", T.from_arrow(arrow_type))],
+                                                   ctx.params, "HashAggregate"))
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        for call, parts in zip(self.calls, self.parts):
+            values = _state_input(call, evaluate_array(call.arg, batch, self.ctx.params))
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            parts.add(pa.RecordBatch.from_arrays([values.cast(parts.schema.field(0).type)], schema=parts.schema))

@@ -115,7 +115,7 @@ class HashJoinExec(PhysicalOperator):
                       for l, r in zip(self.left_keys, self.right_keys)]
         sides = []
         for batches, op, keys in ((right_batches, self.right, self.right_keys), (left_batches, self.left, self.left_keys)):
-            parts = SpillPartitions(ctx.memory, op.schema, keys, hash_types, ctx.params)
+            parts = SpillPartitions(ctx.memory, op.schema, keys, hash_types, ctx.params, operator="HashJoin")
             for batch in batches:
                 parts.add(batch)
             memory.free()               # what was held is on disk now

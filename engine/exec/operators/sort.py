@@ -107,7 +107,7 @@ class SortExec(PhysicalOperator):
         for name, column in zip(keys.column_names, keys.columns):
             table = table.append_column(name, column)
         table = table.take(order)
-        run = ctx.memory.spill_file(table.schema)
+        run = ctx.memory.spill_file(table.schema, "Sort")
         for batch in table.to_batches(max_chunksize=_RUN_BATCH_ROWS):
             run.write(batch)
         return run.finish()

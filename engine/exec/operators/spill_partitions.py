@@ -12,7 +12,7 @@ modulo the cluster's partition count (a power of two), which a prime count sprea
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,8 +44,9 @@ class SpillPartitions:
     expressions over the batches (evaluated with ``params``), cast to ``hash_types`` for hashing."""
 
     def __init__(self, pool: MemoryPool, schema: pa.Schema, keys: Sequence[Expr], hash_types: Sequence[pa.DataType],
-                 params: Sequence, partitions: int = PARTITIONS):
+                 params: Sequence, partitions: int = PARTITIONS, operator: str = ""):
         self.pool = pool
+        self.operator = operator
         self.schema = schema
         self.keys = tuple(keys)
         self.hash_types = tuple(hash_types)
@@ -70,8 +71,32 @@ class SpillPartitions:
         for index, piece in enumerate(kernels.split_batch(keyed, hashed, len(self.files))):
             if piece.num_rows:
                 if self.files[index] is None:
-                    self.files[index] = self.pool.spill_file(self.schema)
+                    self.files[index] = self.pool.spill_file(self.schema, self.operator)
                 self.files[index].write(piece.select(names))
+
+    @classmethod
+    def over(cls, pool: MemoryPool, schema: pa.Schema, keys: Sequence[Expr], params: Sequence,
+             operator: str) -> "SpillPartitions":
+        """Partitions of batches of ``schema`` by the values of ``keys`` (each hashed as its own type,
+        widened by ``hash_type``): an operator's spill whose result per key depends only on the rows
+        with that key (a window's PARTITION BY, a GROUP BY held whole)."""
+        empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
+        types = [evaluate_array(e, empty, params).type for e in keys]
+        types = [t.value_type if pa.types.is_dictionary(t) else t for t in types]
+        return cls(pool, schema, keys, [hash_type(t) or t for t in types], params, operator=operator)
+
+    def each(self, memory) -> Iterator[pa.Table]:
+        """Every non-empty partition in turn, ``memory`` (the operator's reservation) holding it
+        alone; the files are deleted as read (all of them, also when the consumer stops early)."""
+        try:
+            for index in range(len(self.files)):
+                table = self.read(index)
+                if table.num_rows:
+                    memory.free()
+                    memory.grow(table.nbytes, spilled=True)
+                    yield table
+        finally:
+            self.discard()
 
     def read(self, index: int) -> pa.Table:
         """Partition ``index`` whole (its file is deleted once read)."""

@@ -8,12 +8,17 @@ NULL order: first ascending, last descending), finds each row's partition and pe
 computes every call over the sorted arrays with NumPy and the ``kernels`` window kernels: running
 and sliding frames in O(n) (prefix sums, a monotonic deque for MIN / MAX), never per row in Python.
 Rows come out in that sorted order, each with the calls' columns appended.
+
+Past ``memory_limit`` (docs/memory.md) a window with PARTITION BY spills: its input goes to hash
+partitions of the PARTITION BY values on disk, each holding whole window partitions, computed one
+after the other (rows then come out in window order within each hash partition). Without PARTITION
+BY the one partition cannot be split: MemoryLimitError naming Window.
 """
 from __future__ import annotations
 
 import decimal
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +28,9 @@ import kernels
 from engine import types as T
 from engine.exec.collation_keys import collation_keys
 from engine.exec.evaluate import evaluate_array
-from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, table_to_batches
+from engine.exec.memory import Reservation
+from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, table_to_batches
+from engine.exec.operators.spill_partitions import SpillPartitions
 from engine.plan.expressions import Call, ColumnRef
 from engine.plan.logical import Field, FrameBound, SortKey, WindowCall, WindowFrame, describe_window
 
@@ -51,21 +58,57 @@ class WindowExec(PhysicalOperator):
         return "Window " + describe_window(self.partition_by, self.order_by, self.calls)
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
-        # what it collects counts against the query's memory_limit until it has produced its output
-        with ctx.memory.reservation("Window") as memory:
+        # what it collects counts against the query's memory_limit until it has produced its output;
+        # with PARTITION BY it spills past its share (whole window partitions go to disk together)
+        with ctx.memory.reservation("Window", spillable=bool(self.partition_by)) as memory:
             yield from self._execute(partition, ctx, memory)
 
-    def _execute(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
-        table = collect(self.input, partition, ctx, memory)
+    def _execute(self, partition: int, ctx: TaskContext, memory: Reservation) -> Iterator[pa.RecordBatch]:
+        schema = self.input.schema
+        held: list[pa.RecordBatch] = []
+        spilled: Optional[SpillPartitions] = None
+        for batch in self.input.execute(partition, ctx):
+            if not batch.num_rows:
+                continue
+            # a held row costs itself and its copy in window order
+            if spilled is None and not memory.try_grow(2 * batch.nbytes):
+                if not self.partition_by:       # one window partition: it cannot be split
+                    memory.grow(2 * batch.nbytes)
+                spilled = self._spilled_partitions(ctx)
+                for kept in held:
+                    spilled.add(kept)
+                held = []
+                memory.free()
+            if spilled is not None:
+                spilled.add(batch)
+            else:
+                held.append(conform(batch, schema))
+        if spilled is None:
+            table = pa.Table.from_batches(held, schema=schema) if held else schema.empty_table()
+            if ctx.profile is not None and table.num_rows:
+                ctx.profile.held(self.input, table)
+            del held
+            yield from self._windowed(table, ctx)
+            return
+        # each hash partition of the PARTITION BY keys holds whole window partitions: computed alone
+        # (a partition and its copy in window order: one that alone exceeds the limit fails)
+        for table in spilled.each(_Twice(memory)):
+            yield from self._windowed(table, ctx)
+
+    def _spilled_partitions(self, ctx: TaskContext) -> SpillPartitions:
+        return SpillPartitions.over(ctx.memory, self.input.schema, self.partition_by, ctx.params, "Window")
+
+    def _windowed(self, table: pa.Table, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        """The calls computed over ``table`` (whole window partitions), its rows in window order."""
         if table.num_rows == 0:
             return
         batch = table.combine_chunks().to_batches()[0]
+        del table
         n = batch.num_rows
         part_keys = [_plain(evaluate_array(e, batch, ctx.params)) for e in self.partition_by]
         order_keys = [_plain(evaluate_array(k.expr, batch, ctx.params)) for k in self.order_by]
         order = _sort_order(part_keys, order_keys, self.order_by, n)
         if order is not None:
-            memory.grow(batch.nbytes)           # the rows in window order: a copy
             batch = batch.take(order)
             part_keys = [k.take(order) for k in part_keys]
             order_keys = [k.take(order) for k in order_keys]
@@ -77,6 +120,20 @@ class WindowExec(PhysicalOperator):
             columns.append(values if values.type == target else values.cast(target))
         names = [f.id for f in self.fields]
         yield from table_to_batches(pa.Table.from_arrays(columns, names=names))
+
+
+class _Twice:
+    """A reservation as SpillPartitions.each sees it: a spilled partition costs itself and its copy
+    in window order."""
+
+    def __init__(self, memory: Reservation):
+        self.memory = memory
+
+    def free(self) -> None:
+        self.memory.free()
+
+    def grow(self, size: int, spilled: bool = False) -> None:
+        self.memory.grow(2 * size, spilled)
 
 
 def _plain(arr) -> pa.Array:
