@@ -497,10 +497,16 @@ class LeafActor:
         self.versions.prune(spec.floor)
         try:
             deadline.check()
+            # memory_limit: what the task sends waits in memory at most a quarter of the limit (over all
+            # its destinations); past it, in Ray's object store (which spills to disk under pressure)
+            limit = spec.memory_limit
+            chunk = None if not limit or spec.exchange.kind is None else \
+                max(256 << 10, limit // (4 * max(1, spec.exchange.destinations)))
+            stats: dict = {}
             batches = self.leaf.task_batches(stage, spec, inputs, profile,
-                                             deadline, self.versions.view(spec.epoch))
+                                             deadline, self.versions.view(spec.epoch), hold_output=chunk is None)
             sent, counters = route_payloads(batches, stage.root.schema, spec.exchange, spec.transport,
-                                            deadline.check)
+                                            deadline.check, chunk, _ray_put() if chunk else None, stats)
         except CanopyInternalError as error:
             raise self._lost(error) from None
         seconds, now = time.perf_counter() - started, time.time()
@@ -508,9 +514,17 @@ class LeafActor:
                 "seconds": seconds, "links": counters, "wall": (now - seconds, now)}
         if profile is not None:             # EXPLAIN ANALYZE: each operator's counters, by path
             meta["operators"] = {path: dataclasses.asdict(c) for path, c in profile.counters.items()}
-            meta["spilled"] = profile.spilled
+            meta["spilled"] = dict(profile.spilled)
+            if stats.get("chunked"):
+                meta["spilled"]["Exchange (to Ray's object store)"] = stats["chunked"]
         self.tasks_done += 1
         return (meta, *sent)
+
+
+def _ray_put():
+    import ray          # this module imports without Ray; a leaf actor runs in a Ray worker
+
+    return ray.put
 
 
 class AggregatorActor:

@@ -85,12 +85,15 @@ def route_batches(batches: Iterable[pa.RecordBatch], exchange: ExchangeSpec,
 
 def route_payloads(batches: Iterable[pa.RecordBatch], schema: pa.Schema, exchange: ExchangeSpec,
                    options: TransportOptions = TransportOptions(),
-                   check: Optional[Callable[[], None]] = None) -> tuple[list[bytes], list[dict]]:
+                   check: Optional[Callable[[], None]] = None, chunk_bytes: Optional[int] = None,
+                   put: Optional[Callable] = None, stats: Optional[dict] = None) -> tuple[list, list[dict]]:
     """A Ray task's output batches through a :class:`transport.Sender`, streamed as they come: the
-    payloads (one per destination) and the per-link counters. ``check``: called per batch (deadline)."""
+    payloads (one per destination) and the per-link counters. ``check``: called per batch (deadline).
+    ``chunk_bytes``, ``put``: a destination's output past ``chunk_bytes`` goes to ``put`` as it comes
+    (see the Sender); ``stats["chunked"]``: the bytes that went."""
     destinations = exchange.destinations
     sender = transport.Sender(schema, destinations, compression=options.compression,
-                              throttle_bytes_per_s=options.throttle_bytes_per_s)
+                              throttle_bytes_per_s=options.throttle_bytes_per_s, chunk_bytes=chunk_bytes, put=put)
     # pieces are held in the sender's schema (dictionaries decoded), so they concatenate
     coalescer = Coalescer(destinations, sender.send)
     try:
@@ -107,4 +110,6 @@ def route_payloads(batches: Iterable[pa.RecordBatch], schema: pa.Schema, exchang
     except BaseException:
         sender.abort()
         raise
+    if stats is not None:
+        stats["chunked"] = sender.chunked_bytes
     return sent, [vars(c) for c in sender.counters]

@@ -42,7 +42,7 @@ import struct
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import lz4.block
 import pyarrow as pa
@@ -82,7 +82,12 @@ class Sender:
 
     def __init__(self, schema: pa.Schema, destinations: int, *, compression: str = "adaptive",
                  compress_after: int = COMPRESS_AFTER, queue_limit: int = QUEUE_LIMIT,
-                 throttle_bytes_per_s: Optional[float] = None):
+                 throttle_bytes_per_s: Optional[float] = None, chunk_bytes: Optional[int] = None,
+                 put: Optional[Callable[[bytes], Any]] = None):
+        """``chunk_bytes`` and ``put`` (memory_limit on a Ray leaf): a destination's frames past
+        ``chunk_bytes`` are handed to ``put`` (``ray.put``: Ray's object store, which spills to disk
+        under pressure) as one payload, and the task holds at most ``chunk_bytes`` a destination;
+        ``finish`` then returns a :class:`Chunked` payload for it."""
         if compression not in ("adaptive", "always", "never"):
             raise ValueError(f"compression must be adaptive, always or never, not {compression!r}")
         self.schema = _plain_schema(schema)
@@ -91,6 +96,12 @@ class Sender:
         self.throttle = throttle_bytes_per_s
         header = _header(self.schema)
         self._parts: list[list] = [[header] for _ in range(destinations)]
+        self._header = header
+        self._held = [0] * destinations         # bytes of frames in _parts, per destination
+        self._chunks: list[list] = [[] for _ in range(destinations)]
+        self.chunk_bytes = chunk_bytes if put is not None else None
+        self._put = put
+        self.chunked_bytes = 0                  # bytes handed to ``put``
         self.counters = [LinkCounters() for _ in range(destinations)]
         self._queue: "queue.Queue[Optional[tuple[int, pa.RecordBatch]]]" = queue.Queue(maxsize=queue_limit)
         self._error: Optional[BaseException] = None
@@ -137,7 +148,14 @@ class Sender:
         if self._error is not None:
             raise self._error
         self._stop.wait(max(0.0, self._wire_free_at - time.monotonic()))
-        return [b"".join(parts) for parts in self._parts]
+        payloads: list = []
+        for destination, parts in enumerate(self._parts):
+            chunks = self._chunks[destination]
+            if not chunks:
+                payloads.append(b"".join(parts))
+            else:
+                payloads.append(Chunked(chunks + ([b"".join(parts)] if len(parts) > 1 else [])))
+        return payloads
 
     def abort(self) -> None:
         """Stop the sender thread without waiting for queued batches (the task failed)."""
@@ -177,6 +195,12 @@ class Sender:
             counters.bytes_sent += frame.sent_length
             counters.batches_compressed += frame.compressed
             self._parts[destination].extend(frame.parts)
+            self._held[destination] += frame.sent_length
+            if self.chunk_bytes is not None and self._held[destination] > self.chunk_bytes:
+                chunk = b"".join(self._parts[destination])
+                self._chunks[destination].append(self._put(chunk))
+                self.chunked_bytes += len(chunk)
+                self._parts[destination], self._held[destination] = [self._header], 0
             if self.throttle:
                 self._transmit(frame.sent_length)
             # (no modelled wire: the payload is built in memory and the wire is never the slow part)
@@ -247,6 +271,23 @@ def encode_payload(batches: Iterable[pa.RecordBatch], schema: pa.Schema,
     return b"".join(parts), counters
 
 
+class Chunked:
+    """One destination's output in several payloads, in order: Ray object refs (chunks a leaf put
+    into the object store as its task went, see ``Sender``) and the last one's bytes."""
+
+    def __init__(self, chunks: list):
+        self.chunks = chunks
+
+    def payloads(self) -> Iterator:
+        for chunk in self.chunks:
+            if isinstance(chunk, (bytes, bytearray, memoryview)):
+                yield chunk
+            else:
+                import ray      # only a Ray task makes refs; the module loads without Ray
+
+                yield ray.get(chunk)
+
+
 class Payloads:
     """Payloads read as one exchange input: iterating yields their batches, each payload decoded when
     reached (re-iterable: a stage may read its input more than once)."""
@@ -259,11 +300,22 @@ class Payloads:
 
     def __iter__(self):
         for payload in self.payloads:
-            yield from decode(payload)
+            yield from decode_each(payload)
+
+
+def decode_each(payload) -> Iterator[pa.RecordBatch]:
+    """The batches of a payload or of a :class:`Chunked` one, each chunk fetched when reached."""
+    if isinstance(payload, Chunked):
+        for chunk in payload.payloads():
+            yield from decode(chunk)
+    else:
+        yield from decode(payload)
 
 
 def decode(payload) -> list[pa.RecordBatch]:
     """The batches of one payload. Raw frames are read in place (no copy of the payload)."""
+    if isinstance(payload, Chunked):
+        return list(decode_each(payload))
     view = memoryview(payload)
     if bytes(view[:4]) != MAGIC:
         raise ValueError("not a Canopy exchange payload")

@@ -31,6 +31,11 @@ import pyarrow as pa
 
 from engine.errors import BindError, MemoryLimitError
 
+# What one query's pool may write to its spill directory: this fraction of the disk space free there
+# at its first spill (DuckDB's max_temp_directory_size defaults to 90% of it), so an exploding join
+# under a small memory_limit stops with an error instead of filling the disk.
+DISK_FRACTION = 0.9
+
 # The default memory_limit: this fraction of the machine's physical memory (DuckDB takes 80%; a
 # Canopy process on a shared machine leaves more to others, and accounting is below RSS).
 DEFAULT_FRACTION = 0.5
@@ -109,6 +114,8 @@ class MemoryPool:
         self._lock = threading.Lock()
         self._spill_dir: Optional[str] = None
         self._files = 0
+        self._written = 0                   # bytes handed to spill files (before compression)
+        self.disk_limit: Optional[int] = None   # set at the first spill (DISK_FRACTION of the free space)
 
     def reservation(self, operator: str, spillable: bool = False) -> "Reservation":
         """A new reservation of nothing yet. ``spillable``: its operator spills when a grow fails, so
@@ -157,9 +164,25 @@ class MemoryPool:
         with self._lock:
             if self._spill_dir is None:
                 self._spill_dir = tempfile.mkdtemp(prefix="canopy-spill-", dir=spill_root())
+                try:
+                    free = shutil.disk_usage(self._spill_dir).free
+                    self.disk_limit = int(free * DISK_FRACTION)
+                except OSError:
+                    self.disk_limit = None
             self._files += 1
             path = os.path.join(self._spill_dir, f"{self._files}.arrow")
         return SpillFile(self, path, schema, operator)
+
+    def wrote(self, operator: str, size: int) -> None:
+        """``size`` more bytes (uncompressed) go to a spill file: past the disk limit the query stops."""
+        with self._lock:
+            self._written += size
+            written, limit = self._written, self.disk_limit
+        if limit is not None and written > limit:
+            raise MemoryLimitError(
+                f"{operator} needs more than memory_limit = {format_bytes(self.limit or 0)} and more disk than "
+                f"the spill directory has free ({format_bytes(written)} written there{self.where}); raise "
+                f"memory_limit or free disk space", operator=operator, limit=self.limit)
 
     def close(self) -> None:
         """Remove the query's spill files (the query has ended; nothing reads them any more)."""
@@ -247,6 +270,7 @@ class SpillFile:
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows:
+            self.pool.wrote(self.operator or "an operator", batch.nbytes)
             self._writer.write_batch(batch)
             self.rows += batch.num_rows
 

@@ -135,3 +135,29 @@ def test_a_queue_backed_up_by_encoding_stays_raw():
         sender.send(0, _batch(5000, k))
     sender.finish()
     assert sender.counters[0].batches == 40 and sender.counters[0].batches_compressed == 0
+
+
+def test_a_destination_past_chunk_bytes_goes_to_put_as_it_comes():
+    # memory_limit on a Ray leaf: a task holds at most chunk_bytes a destination, the rest went to
+    # put (ray.put there; here the chunk itself), and the destination's payload reads back whole
+    put: list = []
+    batches = [_batch(1000, k * 1000) for k in range(12)]
+    sender = transport.Sender(batches[0].schema, 2, compression="never", chunk_bytes=40_000,
+                              put=lambda chunk: put.append(len(chunk)) or chunk)
+    for k, batch in enumerate(batches):
+        sender.send(k % 2, batch)
+    first, second = sender.finish()
+    assert isinstance(first, transport.Chunked) and isinstance(second, transport.Chunked)
+    assert len(put) >= 4 and sender.chunked_bytes == sum(put)
+    for destination, payload in ((0, first), (1, second)):
+        want = pa.Table.from_batches(batches[destination::2])
+        assert pa.Table.from_batches(transport.decode(payload)).equals(want)
+        reader = transport.Payloads()
+        reader.extend([payload])
+        for _ in range(2):                  # a lazy input reads the chunks in order, as often as asked
+            assert pa.Table.from_batches(list(reader)).equals(want)
+    # without put nothing is chunked: one payload a destination, as before
+    plain = transport.Sender(batches[0].schema, 1, compression="never", chunk_bytes=40_000)
+    for batch in batches:
+        plain.send(0, batch)
+    assert isinstance(plain.finish()[0], bytes)

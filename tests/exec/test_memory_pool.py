@@ -71,3 +71,19 @@ def test_a_spill_file_reads_back_what_was_written_and_goes_with_its_pool(tmp_pat
     assert pool.spilled_bytes == os.path.getsize(spilled.path)
     pool.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_spilling_past_the_disk_space_stops_the_query_clearly(tmp_path, monkeypatch):
+    # an exploding join under a small memory_limit would otherwise fill the disk
+    monkeypatch.setenv("CANOPY_SPILL_DIR", str(tmp_path))
+    pool = MemoryPool(1 << 20)
+    batch = pa.record_batch({"k": pa.array(np.arange(10_000))})
+    spilled = pool.spill_file(batch.schema, "HashJoin")
+    assert pool.disk_limit is not None and pool.disk_limit > 0      # 90% of the free space there
+    spilled.write(batch)
+    pool.disk_limit = 2 * batch.nbytes
+    spilled.write(batch)
+    with pytest.raises(MemoryLimitError, match=r"^HashJoin needs more than memory_limit = 1\.0 MiB and more disk"):
+        spilled.write(batch)
+    pool.close()
+    assert list(tmp_path.iterdir()) == []
