@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from cluster.specs import TaskSpec
 from engine.errors import CanopyInternalError, MemoryLimitError
-from engine.exec.memory import MemoryPool, format_bytes
+from engine.exec.memory import MemoryPool, format_bytes, held_bytes
 from engine.exec.operators.base import Deadline, TaskContext
 from engine.exec.stages import StageSpec
 from engine.storage import MemoryPartitionStore, PartitionStore
@@ -28,6 +28,9 @@ class LeafStorage:
 
     def __init__(self, directory: Optional[Path] = None, committer=None, options=None) -> None:
         self._stores: dict[tuple[int, Optional[int]], PartitionStore] = {}
+        # table id -> [(partition, store)]: every query pins and sizes its tables' stores, and a leaf
+        # hosts every table's partitions
+        self._by_table: dict[int, list[tuple[Optional[int], PartitionStore]]] = {}
         self.directory = directory
         self.committer = committer
         self.options = options
@@ -45,8 +48,10 @@ class LeafStorage:
                 store = ColumnstorePartitionStore(self.directory / f"table-{table_id}" / part, schema, sort_key,
                                                   self.options, self.committer, committed)
             self._stores[(table_id, partition)] = store
+        self._by_table[table_id] = [(k[1], s) for k, s in self._stores.items() if k[0] == table_id]
 
     def drop(self, table_id: int) -> None:
+        self._by_table.pop(table_id, None)
         for key in [k for k in self._stores if k[0] == table_id]:
             store = self._stores.pop(key)
             if hasattr(store, "close"):
@@ -70,7 +75,7 @@ class LeafStorage:
         return {key: store for key, store in self._stores.items() if id(store) in wanted}
 
     def stores_of(self, table_id: int) -> list[tuple[Optional[int], PartitionStore]]:
-        return [(k[1], s) for k, s in self._stores.items() if k[0] == table_id]
+        return list(self._by_table.get(table_id, ()))
 
     def scan(self, table_id: int, partition: Optional[int], columns: Sequence[str],
              batch_rows: Optional[int] = None, bounds=None, encoded: bool = False,
@@ -117,7 +122,7 @@ def _task_output(stage: StageSpec, ctx: TaskContext, hold_output: bool = True) -
         for batch in stage.root.execute(ctx.task, ctx):
             if batch.num_rows:
                 if hold_output:
-                    reservation.grow(batch.nbytes)
+                    reservation.grow(held_bytes(batch))
                 yield batch
     except MemoryError as error:            # pa.ArrowMemoryError is one too
         limit = ctx.memory.limit

@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 import pyarrow as pa
 
 import kernels
+from engine.exec.memory import held_bytes
 
 
 @dataclass(frozen=True)
@@ -103,4 +104,4 @@ class PartitionRef:
     @classmethod
     def of_batches(cls, destination: int, batches: Sequence[pa.RecordBatch]) -> "PartitionRef":
         batches = list(batches)
-        return cls(destination, batches, sum(b.num_rows for b in batches), sum(b.nbytes for b in batches))
+        return cls(destination, batches, sum(b.num_rows for b in batches), sum(held_bytes(b) for b in batches))

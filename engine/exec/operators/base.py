@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from engine.errors import ExecutionError, QueryCancelledError, QueryTimeoutError
 from engine.exec.distribution import ANY, Distribution, Required
-from engine.exec.memory import MemoryPool, Reservation
+from engine.exec.memory import MemoryPool, Reservation, held_bytes
 from engine.plan.logical import Field
 
 
@@ -232,7 +232,7 @@ def collect(op: PhysicalOperator, partition: int, ctx: TaskContext,
 def accounted(batches: Iterator[pa.RecordBatch], reservation: Reservation) -> Iterator[pa.RecordBatch]:
     """``batches``, each reserved as it passes (for a consumer that keeps them all)."""
     for batch in batches:
-        reservation.grow(batch.nbytes)
+        reservation.grow(held_bytes(batch))
         yield batch
 
 

@@ -448,16 +448,25 @@ class HashAggregateExec(PhysicalOperator):
         state merges by MIN, MAX or an integer SUM (counts); None otherwise (a decimal or float sum
         is widened to notice an overflow: the general path)."""
         columns, names = [], []
+        table = pa.Table.from_batches(batches, schema=state_schema)
         for f, call in self.aggregates:
             for suffix, _, merge in _STATES[call.func]:
                 name = f"{f.id}|{suffix}"
                 arrow_type = state_schema.field(name).type
                 if merge not in ("sum", "min", "max") or (merge == "sum" and not pa.types.is_integer(arrow_type)):
                     return None
-                value = _KEYLESS[merge](pa.chunked_array([b.column(name) for b in batches], type=arrow_type))
-                columns.append(pa.array([value.as_py()], arrow_type))
+                column = table.column(name)
+                if table.num_rows <= _FEW_STATES and pa.types.is_integer(arrow_type):
+                    # a state a task, a few of them: Python's ints skip a compute call's ~5 us (a
+                    # tiny query pays it per state); the integer sums here are counts (sums of
+                    # integer values are DECIMAL states), which never overflow
+                    values = [v for v in column.to_pylist() if v is not None]
+                    value = _PYTHON_MERGE[merge](values) if values else None
+                else:
+                    value = _KEYLESS[merge](column).as_py()
+                columns.append(pa.array([value], arrow_type))
                 names.append(name)
-        return pa.table(columns, names=names)
+        return pa.Table.from_arrays(columns, names=names)
 
     def _first_phase(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
         if self.stored == "metadata":
@@ -925,6 +934,9 @@ def _cast_result(column, target: pa.DataType):
 # group_by with no keys gives the same values and types (checked in tests/exec/test_keyless_aggregate.py)
 # but costs ~40 us of plan set-up per call, which a point query pays on every leaf (workload j).
 _KEYLESS = {"count": pc.count, "sum": pc.sum, "min": pc.min, "max": pc.max, "count_distinct": pc.count_distinct}
+# _merge_keyless merges at most this many rows of integer states (one a task) in Python
+_FEW_STATES = 64
+_PYTHON_MERGE = {"sum": sum, "min": min, "max": max}
 
 
 def _group_by(table: pa.Table, key_names: list[str], specs: list) -> pa.Table:

@@ -202,8 +202,8 @@ class _States:
         return True
 
     def table(self) -> pa.Table:
-        return pa.table([pa.array([v], t) for v, (_, _, _, t) in zip(self.values, self.wanted)],
-                        names=[name for name, _, _, _ in self.wanted])
+        return pa.Table.from_arrays([pa.array([v], t) for v, (_, _, _, t) in zip(self.values, self.wanted)],
+                                    names=[name for name, _, _, _ in self.wanted])
 
 
 def _from_zone_map(info, func: str, column: Optional[str]):
