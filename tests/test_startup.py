@@ -26,3 +26,25 @@ print("ok")
 def test_first_query_without_pandas_and_pandas_after():
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+DEFERRED = """
+import sys
+import engine
+con = engine.connect()
+assert con.execute("SELECT 1").fetchall() == [(1,)]
+print(sorted(m for m in ("engine.load.delimited", "engine.load.load_data", "pyarrow.csv", "ray", "engine.server",
+                         "cluster.ray_runner") if m in sys.modules))
+con.execute("CREATE TABLE t (a BIGINT, s VARCHAR(5))")
+con.execute("INSERT INTO t VALUES (1, 'x'), (2, 'X')")
+assert con.execute("SELECT COUNT(*) FROM t WHERE s = 'x'").fetchall() == [(2,)]    # the weights, built on use
+from engine.load import read_delimited, parse_load_data                            # the lazy exports still serve
+print(read_delimited.__module__, parse_load_data.__module__)
+"""
+
+
+def test_start_up_defers_what_a_first_query_does_not_use():
+    """The file reader (pyarrow's CSV module), Ray and the wire server wait for their first use."""
+    done = subprocess.run([sys.executable, "-c", DEFERRED], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[:2] == ["[]", "engine.load.delimited engine.load.load_data"], done.stdout

@@ -18,7 +18,11 @@ import kernels
 from engine import collation
 from kernels.general_ci_weights import REPLACEMENT, weight_table
 
-_GENERAL_CI = np.array(weight_table(), dtype=np.uint16)
+
+@functools.cache
+def _general_ci() -> np.ndarray:
+    """utf8mb4_general_ci's 65536 weights, built on first use (~10 ms, not at every start-up)."""
+    return np.array(weight_table(), dtype=np.uint16)
 
 
 def collation_keys(d, name: str, pad: bool = True):
@@ -42,7 +46,7 @@ def collation_keys(d, name: str, pad: bool = True):
         return pc.utf8_rtrim(d, characters=" ") if pad and trailing_space else d
     if ascii and not (pad and trailing_space):
         return pc.ascii_upper(d)        # general_ci weighs an ASCII letter as its capital, the rest as itself
-    return kernels.collation_key(d, _GENERAL_CI, REPLACEMENT, pad)
+    return kernels.collation_key(d, _general_ci(), REPLACEMENT, pad)
 
 
 def _shape(d: pa.Array) -> tuple[bool, bool]:
