@@ -115,9 +115,13 @@ class TaskContext:
         self.snapshots: dict = {}
 
     def scan(self, table_id: int, task: int, columns: Sequence[str], replicated: bool,
-             batch_rows: Optional[int] = None, bounds=None, encoded: bool = False) -> Iterator[pa.RecordBatch]:
-        """``bounds``, ``encoded``: see :meth:`engine.storage.PartitionStore.scan`."""
+             batch_rows: Optional[int] = None, bounds=None, encoded: bool = False,
+             only: Optional[frozenset] = None) -> Iterator[pa.RecordBatch]:
+        """``bounds``, ``encoded``: see :meth:`engine.storage.PartitionStore.scan`; ``only``: the
+        partitions that can hold the wanted rows (None: all of the task's)."""
         for partition in self.scan_partitions(replicated):
+            if only is not None and partition not in only:
+                continue
             yield from self.storage.scan(table_id, partition, columns, batch_rows, bounds, encoded,
                                          self.snapshots.get((table_id, partition)))
 

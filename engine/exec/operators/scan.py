@@ -3,9 +3,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+import numpy as np
 import pyarrow as pa
 
 import kernels
+from engine.exec.collation_keys import collation_keys
 from engine.exec.distribution import ANY, REPLICATED, collated_id, hashed
 from engine.exec.kernel_filters import KernelFilter, _filter_encoded
 from engine.exec.operators.base import PhysicalOperator, TaskContext
@@ -84,6 +86,15 @@ class ScanExec(PhysicalOperator):
         bounds = _storage_bounds(predicate, dict(zip([f.id for f in self.fields], self.column_names)), self.indexed)
         return next((column for column, op, _ in bounds if op == "index"), None)
 
+    def key_partitions(self, num_partitions: int) -> Optional[frozenset]:
+        """The partitions that can hold the rows of an equality (or IN) on the shard key, or None
+        (every partition): rows are placed by the hash of their key (cluster.placement), so the
+        constants' hashes name the only partitions a point query needs to read."""
+        if self.replicated or len(self.shard_key) != 1 or not self.filters:
+            return None
+        return self.derived("key_partitions", (self.filters, num_partitions),
+                            lambda: _key_partitions(self, num_partitions))
+
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         return self.execute_keeping_dictionaries(partition, ctx, frozenset())
 
@@ -106,8 +117,9 @@ class ScanExec(PhysicalOperator):
         # concurrent query's scan of the same partition would be counted here too)
         stores = _stores(ctx, self) if ctx.profile is not None else []
         before = [_read_stats(s) for s in stores]
+        holding = self.key_partitions(ctx.num_partitions)
         for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows,
-                              bounds, encoded=True):
+                              bounds, encoded=True, only=holding):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
             for f in runtime:
                 batch = f.apply(batch)
@@ -124,6 +136,41 @@ class ScanExec(PhysicalOperator):
                 ctx.profile.runtime_filter(self, f.rows_in, f.rows_kept)
             read = [(a[0] - b[0], a[1] - b[1]) for a, b in zip(map(_read_stats, stores), before)]
             ctx.profile.storage_read(self, sum(r[0] for r in read), sum(r[1] for r in read))
+
+
+def _key_partitions(scan: ScanExec, num_partitions: int) -> Optional[frozenset]:
+    """:meth:`ScanExec.key_partitions`, computed: the shard key column's hash as its rows were
+    placed (a string key by its collation's keys, raw values otherwise), of the constants of its
+    first equality / IN conjunct whose equality implies the placement's (None: none does)."""
+    predicate = scan.kernel_filter()
+    if predicate is None:
+        return None
+    names = dict(zip((f.id for f in scan.fields), scan.column_names))
+    types = {f.id: f.type.to_arrow() for f in scan.fields}
+    key = scan.shard_key[0].lower()
+    collation = (scan.shard_key_collations or (None,))[0]
+    for p in predicate.kernel:
+        if p.negated or names.get(p.column, "").lower() != key \
+                or not (p.kind == "in" or (p.kind == "compare" and p.op == "eq")):
+            continue
+        # a comparison of collation keys finds the placement's rows only under its collation (with
+        # PAD SPACE), and its constants are those keys already; a raw comparison always does (equal
+        # values have equal keys)
+        keyed = p.key is not None
+        if keyed and (collation is None or p.key[0] != collation or (len(p.key) > 1 and not p.key[1])):
+            continue
+        if any(v is None for v in p.args):
+            continue
+        try:
+            values = pa.array(list(p.args), type=pa.string() if keyed else types[p.column])
+            if collation is not None and not keyed:
+                values = collation_keys(values, collation)
+            ids = kernels.partition_ids(kernels.hash_columns([values]), num_partitions)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
+                OverflowError):
+            continue
+        return frozenset(int(i) for i in np.asarray(ids))
+    return None
 
 
 def _stores(ctx: TaskContext, scan: ScanExec) -> list:

@@ -242,6 +242,17 @@ def decode_column(array: pa.Array) -> pa.Array:
     return array
 
 
+def take_rows(array: pa.Array, positions: np.ndarray) -> pa.Array:
+    """Rows ``positions`` (int64, of the logical array) of an encoded or plain array, decoded: a
+    dictionary array's codes are taken, a run-end array's runs found by binary search over its run
+    ends; the rest of the array is never decoded (an index lookup's few rows of a whole segment)."""
+    if pa.types.is_run_end_encoded(array.type):
+        # a sliced array keeps its parent's run ends and values: logical row i is physical i + offset
+        runs = np.searchsorted(array.run_ends.to_numpy(), positions + array.offset, side="right")
+        return decode_column(array.values.take(pa.array(runs, type=pa.int64())))
+    return decode_column(array.take(pa.array(positions, type=pa.int64())))
+
+
 def decode_batch(batch: pa.RecordBatch, schema: Optional[pa.Schema] = None,
                  keep: frozenset = frozenset()) -> pa.RecordBatch:
     """``batch`` with every run-end / dictionary column decoded to a plain array (fields from

@@ -32,7 +32,8 @@ import pyarrow.ipc as ipc
 from engine.errors import StorageCorruptionError
 from engine.storage.columnstore.cache import ColumnCache
 from engine.storage.columnstore.encoding import (ColumnStats, concat_stored, decode_batch, encode_column,
-                                                 filter_column, may_match, pack_stored, stored_field, unpack_stored)
+                                                 filter_column, may_match, pack_stored, stored_field, take_rows,
+                                                 unpack_stored)
 from engine.storage.columnstore.files import crc32_of_file
 from engine.storage.columnstore.layout import LayoutError, read_layout
 
@@ -443,9 +444,10 @@ class Segment:
         if not len(positions):
             return None
         schema = pa.schema([self.schema.field(n) for n in names])
-        if self._holds_whole_columns and all(self.column(n, True) is not None for n in names):
-            table = pa.Table.from_batches(list(self.batches(names, None, with_deleted=True)), schema=schema)
-            return table.take(pa.array(positions, type=pa.int64())).combine_chunks().to_batches()[0]
+        whole = [self.column(n, True) for n in names] if self._holds_whole_columns else [None]
+        if all(column is not None for column in whole):
+            # the rows taken from the encoded columns: no column of the segment is decoded whole
+            return pa.RecordBatch.from_arrays([take_rows(column, positions) for column in whole], schema=schema)
         # Only the record batches (chunk_rows each) holding a position are unpacked and decoded: a
         # lookup of one key reads one chunk of the segment, not all of it. ``positions`` is sorted.
         wanted = sorted({self.schema.get_field_index(n) for n in names})
@@ -454,10 +456,12 @@ class Segment:
         for chunk in self._stored_chunks(wanted):
             low, high = np.searchsorted(positions, [first, first + chunk.num_rows])
             if high > low:
-                chunk = decode_batch(unpack_stored(chunk))
-                taken = chunk.take(pa.array(positions[low:high] - first, type=pa.int64()))
+                # taken from the encoded columns (dictionary codes, runs), then decoded: a chunk's
+                # other rows are never decoded
+                unpacked, wanted_rows = unpack_stored(chunk), positions[low:high] - first
                 pieces.append(pa.RecordBatch.from_arrays(
-                    [taken.column(where[self.schema.get_field_index(n)]) for n in names], schema=schema))
+                    [take_rows(unpacked.column(where[self.schema.get_field_index(n)]), wanted_rows) for n in names],
+                    schema=schema))
             first += chunk.num_rows
         return pa.Table.from_batches(pieces, schema=schema).combine_chunks().to_batches()[0]
 
