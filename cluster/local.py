@@ -29,7 +29,7 @@ from engine.errors import CanopyInternalError
 from engine.exec.memory import MemoryPool, statement_memory_limit
 from engine.exec.operators.base import Deadline
 from engine.exec.profile import TaskProfile
-from engine.exec.stages import StageSpec, decode_stage, encode_stage
+from engine.exec.stages import StageSpec, decode_stage, encode_stage, scans_of
 from engine.runner import LoadWriter
 from engine.storage.columnstore import Committer
 
@@ -329,9 +329,12 @@ class LocalRunner(ScheduledRunner):
         up front by their refs) plus the stored rows of the tables it scans (a metadata count; zone
         maps may skip most of them). It errs towards running in parallel."""
         rows = sum(ref.rows for task in inputs.values() for _, refs in task for ref in refs)
-        for table_id, replicated in stage.scanned:
-            for leaf in self.leaves[:1] if replicated else self.leaves:
-                rows += sum(store.row_count() for _, store in leaf.storage.stores_of(table_id))
+        for scan in scans_of(stage):
+            # an equality on the shard key reads the partitions its constants hash to, no other
+            only = scan.key_partitions(self.num_partitions)
+            for leaf in self.leaves[:1] if scan.replicated else self.leaves:
+                rows += sum(store.row_count() for partition, store in leaf.storage.stores_of(scan.table_id)
+                            if only is None or partition in only)
             if rows >= INLINE_STAGE_ROWS:
                 break
         return rows

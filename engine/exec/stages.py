@@ -142,6 +142,24 @@ def scanned_tables(op: PhysicalOperator) -> list[tuple[int, bool]]:
     return [t for child in op.children for t in scanned_tables(child)]
 
 
+def scans_of(stage: StageSpec) -> tuple:
+    """The table scans (``ScanExec``) of a stage's operators, found once per spec."""
+    scans = stage.__dict__.get("_scans")
+    if scans is None:
+        from engine.exec.operators.scan import ScanExec
+        found: list = []
+
+        def walk(op: PhysicalOperator) -> None:
+            if isinstance(op, ScanExec):
+                found.append(op)
+            for child in op.children:
+                walk(child)
+
+        walk(stage.root)
+        scans = stage.__dict__["_scans"] = tuple(found)
+    return scans
+
+
 def reads_table(op: PhysicalOperator) -> bool:
     from engine.exec.operators.scan import ScanExec
     if isinstance(op, ScanExec):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -162,15 +163,24 @@ def _key_partitions(scan: ScanExec, num_partitions: int) -> Optional[frozenset]:
         if any(v is None for v in p.args):
             continue
         try:
-            values = pa.array(list(p.args), type=pa.string() if keyed else types[p.column])
-            if collation is not None and not keyed:
-                values = collation_keys(values, collation)
-            ids = kernels.partition_ids(kernels.hash_columns([values]), num_partitions)
+            partitions = _hashed_partitions(tuple(p.args), pa.string() if keyed else types[p.column],
+                                            None if keyed else collation, num_partitions)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
                 OverflowError):
             continue
-        return frozenset(int(i) for i in np.asarray(ids))
+        return partitions
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _hashed_partitions(values: tuple, arrow_type: pa.DataType, collation: Optional[str],
+                       num_partitions: int) -> frozenset:
+    """The partitions placement sends rows with these key values to (their collation's keys hashed
+    when ``collation``). Kept: a point query's plan is bound anew for each value, the value recurs."""
+    array = pa.array(list(values), type=arrow_type)
+    if collation is not None:
+        array = collation_keys(array, collation)
+    return frozenset(int(i) for i in np.asarray(kernels.partition_ids(kernels.hash_columns([array]), num_partitions)))
 
 
 def _stores(ctx: TaskContext, scan: ScanExec) -> list:
