@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Optional
 
 import pyarrow as pa
 
-from engine.exec.memory import MemoryPool, SpillFile
+from engine.exec.memory import MemoryPool, SpillFile, held_bytes
 
 OPERATOR = "Exchange"
 
@@ -43,9 +43,10 @@ class ExchangeBuffer:
         if not batch.num_rows:
             return
         self.rows += batch.num_rows
-        self.nbytes += batch.nbytes
+        size = held_bytes(batch)
+        self.nbytes += size
         # once one batch has gone to disk the rest follow it there, so the order is kept
-        if self._file is None and self._memory.try_grow(batch.nbytes):
+        if self._file is None and self._memory.try_grow(size):
             self._held.append(batch)
             return
         if self._file is None:
@@ -105,4 +106,4 @@ def _rows(part) -> int:
 
 def _nbytes(part) -> int:
     nbytes = getattr(part, "nbytes", None)
-    return nbytes if nbytes is not None else sum(b.nbytes for b in part)
+    return nbytes if nbytes is not None else sum(held_bytes(b) for b in part)
