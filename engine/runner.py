@@ -72,7 +72,9 @@ class Runner(ABC):
         """DELETE in place: remove the rows ``matcher`` selects (engine.sql.dml.RowMatcher) in one
         atomic statement, returning how many (a reference table's rows counted once). ``rewrite``
         (engine.sql.dml.RowRewrite): UPDATE, the removed rows' new versions inserted in the same
-        statement. None: this runner cannot, the caller rewrites the table with ``replace_table``."""
+        statement; ``matcher`` may also be an engine.sql.matched_rows.RowSetMatcher (rows a planned
+        query found) and ``rewrite`` a MatchedRewrite. None: this runner cannot (the statement is
+        refused)."""
         return None
 
     @abstractmethod

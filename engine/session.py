@@ -48,6 +48,7 @@ from engine.sql import ddl
 from engine.sql.handlers.accounts import AccountStatements
 from engine.sql.handlers.alter import AlterStatements, index_statement_table
 from engine.sql.handlers.catalog import CatalogStatements
+from engine.sql.handlers.changes import ChangeStatements
 from engine.sql.handlers.pipelines import PipelineStatements
 from engine.sql.handlers.session_state import SessionStatements, timeout_ms
 from engine.sql.handlers.writes import WriteStatements
@@ -65,8 +66,8 @@ from engine.transactions import (APPEND, DEFAULT_LOCK_WAIT_TIMEOUT, EXCLUSIVE, M
                                  TransactionCatalog, table_locks_of)
 
 
-class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineStatements, SessionStatements,
-              AccountStatements):
+class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStatements, PipelineStatements,
+              SessionStatements, AccountStatements):
     def __init__(self, runner, database: Optional[str] = "canopy", *, load_dir: Optional[str] = None,
                  progress: Optional[bool] = None, statement_timeout: Optional[int] = None,
                  multi_statements: bool = False, user: Optional[str] = None, host: str = "localhost",
@@ -220,7 +221,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
             target = node.this.this if isinstance(node.this, exp.Schema) else node.this
             names = [(target.text("db"), target.name)]
         elif isinstance(node, (exp.Update, exp.Delete)):
-            names = [(node.this.text("db"), node.this.name)] if isinstance(node.this, exp.Table) else []
+            names = _changed_table(node)
         elif isinstance(node, exp.TruncateTable):
             names = [(t.text("db"), t.name) for t in node.expressions]
         elif isinstance(node, exp.Select) and node.args.get("locks"):
@@ -651,6 +652,10 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, PipelineState
         style = str(node.args.get("style") or "").upper()
         if style not in ("", "ANALYZE") or node.args.get("kind"):
             raise UnsupportedError(f"EXPLAIN {node.args.get('style') or node.args.get('kind')}")
+        if isinstance(target, (exp.Delete, exp.Update)):
+            if style == "ANALYZE":
+                raise UnsupportedError("EXPLAIN ANALYZE of a DELETE or UPDATE (it would change the rows)")
+            return self._explain_change(target)
         planned = self._plan(target)
         profiles: Optional[list] = None
         if style == "ANALYZE":          # runs the query; its rows are dropped, its counters shown
@@ -717,8 +722,8 @@ def statement_handlers() -> dict[type, Callable]:
         exp.Analyze: CatalogStatements._stmt_Analyze, OptimizeTable: CatalogStatements._stmt_OptimizeTable,
         exp.Alter: AlterStatements._stmt_Alter, RenameTables: AlterStatements._stmt_RenameTables,
         # writes (engine.sql.handlers.writes)
-        exp.Insert: WriteStatements._stmt_Insert, exp.Update: WriteStatements._stmt_Update,
-        exp.Delete: WriteStatements._stmt_Delete, exp.TruncateTable: WriteStatements._stmt_TruncateTable,
+        exp.Insert: WriteStatements._stmt_Insert, exp.Update: ChangeStatements._stmt_Update,
+        exp.Delete: ChangeStatements._stmt_Delete, exp.TruncateTable: WriteStatements._stmt_TruncateTable,
         # transactions and session state (engine.sql.handlers.session_state)
         exp.Transaction: SessionStatements._stmt_Transaction, exp.Commit: SessionStatements._stmt_Commit,
         exp.Rollback: SessionStatements._stmt_Rollback, SavepointStatement: SessionStatements._stmt_SavepointStatement,
@@ -763,6 +768,17 @@ def _lock_mode(node, table) -> str:
     if isinstance(node, exp.Delete) and node.args.get("where") is not None:
         return MODIFY
     return EXCLUSIVE
+
+
+def _changed_table(node) -> list:
+    """[(database, name)] of the table a DELETE / UPDATE changes (a multi-table one's FROM clause
+    may name it after others); [] when its handler will refuse the statement."""
+    from engine.sql import dml_sources
+    try:
+        parts = dml_sources.delete_parts(node) if isinstance(node, exp.Delete) else dml_sources.update_parts(node)
+    except Error:
+        return []
+    return [(parts.target.text("db"), parts.target.name)]
 
 
 def _is_load_data(node) -> bool:

@@ -37,11 +37,6 @@ def refuse_ignored(node: exp.Expression) -> None:
             _check_property(prop)
     if isinstance(node, exp.Drop) and node.args.get("temporary"):
         raise UnsupportedError("DROP TEMPORARY TABLE (Canopy has no temporary tables)")
-    if isinstance(node, (exp.Update, exp.Delete)):
-        if isinstance(node.this, exp.Table) and node.this.args.get("joins") or node.args.get("tables"):
-            named = ", ".join(t.sql(dialect="mysql") for t in node.args.get("tables") or [])
-            raise UnsupportedError(f"{type(node).__name__.upper()} {named + ' ' if named else ''}"
-                                   f"(multi-table {type(node).__name__.upper()}, or a modifier Canopy lacks)")
 
 
 def _check_property(prop: exp.Expression) -> None:

@@ -127,10 +127,11 @@ def test_failed_update_changes_nothing(cons):
         _same(con, duck, sql)
 
 
-def test_subquery_delete_falls_back_to_a_rewrite(cons):
+def test_subquery_delete_marks_the_rows_a_query_found(cons):
     con, duck, _ = cons
-    sql = "DELETE FROM t WHERE k > (SELECT AVG(k) FROM t)"
-    assert con.execute(sql).rowcount == duck.execute(sql).fetchone()[0]
+    for sql in ["UPDATE t SET tag = 'sub' WHERE id IN (SELECT id FROM t WHERE v < 0 AND k < 10)",
+                "DELETE FROM t WHERE k > (SELECT AVG(k) FROM t)"]:
+        assert con.execute(sql).rowcount == duck.execute(sql).fetchone()[0], sql
     for sql in CHECKS:
         _same(con, duck, sql)
 

@@ -66,11 +66,12 @@ class AccountStatements:
         if isinstance(node, (exp.Create, exp.Drop)) and (node.args.get("kind") or "").upper() in ("DATABASE", "SCHEMA"):
             self._require(account, write, node.this.name if node.this is not None else None, None)
             return
+        written = _written_name(node, target, self.database)
         for table in node.find_all(exp.Table):
             if not table.name:
                 continue
             database = table.text("db") or self.database
-            privilege = write if table is target else "SELECT"
+            privilege = write if table is target or written == _name_of(table, self.database) else "SELECT"
             self._require(account, privilege, database, table.name)
 
     def _require(self, account, privilege: str, database: Optional[str], table: Optional[str]) -> None:
@@ -125,6 +126,24 @@ class AccountStatements:
                     for scope, privileges in sorted(account.grants.items())] or \
                 [(f"GRANT USAGE ON *.* TO `{name}`@`%`",)]
         return ddl.text_result([f"Grants for {name or 'canopy'}@%"], rows)
+
+
+def _name_of(table: exp.Table, database: Optional[str]) -> tuple:
+    return ((table.text("db") or database or "").lower(), table.name.lower())
+
+
+def _written_name(node: exp.Expression, target: Optional[exp.Table], database: Optional[str]) -> Optional[tuple]:
+    """(database, name) of the table a multi-table DELETE / UPDATE changes: every mention of it
+    needs the write privilege (its FROM clause names it apart from the statement's first table)."""
+    if not isinstance(node, (exp.Update, exp.Delete)) or target is None:
+        return None
+    from engine.errors import Error
+    from engine.sql import dml_sources
+    try:
+        parts = dml_sources.delete_parts(node) if isinstance(node, exp.Delete) else dml_sources.update_parts(node)
+    except Error:
+        return None                     # the statement's handler reports it
+    return _name_of(parts.target, database)
 
 
 def _target_table(node: exp.Expression) -> Optional[exp.Table]:

@@ -1,4 +1,4 @@
-"""Write statements of a session: INSERT, LOAD DATA, TRUNCATE, DELETE, UPDATE.
+"""Write statements of a session: INSERT, LOAD DATA, TRUNCATE (DELETE and UPDATE: changes.py).
 
 A mixin of :class:`engine.session.Session`. Every write builds the complete new data first and hands it
 to the runner, which makes all of it visible at once or none of it.
@@ -21,7 +21,7 @@ from engine.sql.query import run_query
 
 
 @contextlib.contextmanager
-def _data_change(session):
+def data_change(session):
     """Around an INSERT or UPDATE: x / 0 is MySQL's 'Division by 0' error when the session's sql_mode
     says so (strict mode with ERROR_FOR_DIVISION_BY_ZERO, the default), NULL otherwise."""
     from engine.plan.binder import strict_division
@@ -37,7 +37,7 @@ class WriteStatements:
     def _stmt_Insert(self, node: exp.Insert, statement) -> Result:
         """INSERT [IGNORE], REPLACE (parsed as INSERT with alternative REPLACE), INSERT ... ON DUPLICATE
         KEY UPDATE; the rows are checked against the table's unique keys (engine.load.keys)."""
-        with _data_change(self):
+        with data_change(self):
             return self._insert(node)
 
     def _insert(self, node: exp.Insert) -> Result:
@@ -165,100 +165,6 @@ class WriteStatements:
             self.runner.replace_table(self._table(target), None)
         return Result(None, rowcount=0)
 
-    def _stmt_Delete(self, node: exp.Delete, statement) -> Result:
-        """DELETE marks the matching rows deleted in storage (delete bitmaps on columnstore segments)
-        when its WHERE is row-local; otherwise it rewrites the table without them. Either way the
-        statement is atomic and a failing predicate deletes nothing."""
-        if node.args.get("using") or node.args.get("limit") or node.args.get("order"):
-            raise UnsupportedError("DELETE with USING, ORDER BY or LIMIT")
-        table = self._table(node.this)
-        where = node.args.get("where")
-        if where is None:
-            before = self.runner.row_count(table)
-            self.runner.replace_table(table, None)
-            return Result(None, rowcount=before)
-        change = dml.row_change(self.catalog, self.database, table,
-                                exp.Select(expressions=[exp.Star()]).from_(node.this.copy()).where(where.this.copy()))
-        if change is not None:
-            deleted = self.runner.delete_rows(table, change[0])
-            if deleted is not None:
-                return Result(None, rowcount=deleted)
-        matched = _is_true(where.this)
-        self._whole_table(table)        # read, then rewritten: no INSERT may commit in between
-        kept = self._select_rows(table, node.this, [exp.column(c.name) for c in table.columns], exp.not_(matched))
-        before = self.runner.row_count(table)
-        self.runner.replace_table(table, kept)
-        return Result(None, rowcount=before - kept.num_rows)
-
-    def _stmt_Update(self, node: exp.Update, statement) -> Result:
-        """UPDATE rewrites the table with each matching row's new values; rowcount counts matched rows."""
-        from engine.plan.binder import strict_text_numbers
-        token = strict_text_numbers.set(True)       # MariaDB's strict UPDATE: 'abc' = 0 is an error there
-        try:
-            with _data_change(self):
-                return self._update(node)
-        finally:
-            strict_text_numbers.reset(token)
-
-    def _update(self, node: exp.Update) -> Result:
-        if node.args.get("from") or node.args.get("from_") or node.args.get("limit") or node.args.get("order"):
-            raise UnsupportedError("UPDATE with FROM, ORDER BY or LIMIT")
-        table = self._table(node.this)
-        assignments = {}
-        for item in node.expressions:
-            column = table.column(item.this.name)          # raises for an unknown column
-            assignments[column.name.lower()] = item.expression
-        where = node.args.get("where")
-        matched = _is_true(where.this) if where is not None else exp.true()
-        if keys.updates_key(table, list(assignments)):
-            self._check_updated_keys(table, node.this, assignments, matched)
-        projection = [exp.If(this=matched.copy(), true=assignments[c.name.lower()].copy(), false=exp.column(c.name))
-                      if c.name.lower() in assignments else exp.column(c.name) for c in table.columns]
-        # in place: delete the matched rows and insert their new versions in one commit, which
-        # concurrent INSERTs need not wait for (engine.transactions: MODIFY)
-        select = exp.Select(expressions=[assignments[c.name.lower()].copy() if c.name.lower() in assignments
-                                         else exp.column(c.name) for c in table.columns]).from_(node.this.copy())
-        if where is not None:
-            select = select.where(where.this.copy())
-        change = dml.row_change(self.catalog, self.database, table, select)
-        count = None if change is None else self.runner.delete_rows(table, change[0], change[1])
-        if count is not None:
-            if count:
-                self.statistics.forget(table)
-            return Result(None, rowcount=count)
-        self._whole_table(table)        # read, then rewritten: no INSERT may commit in between
-        count = self._select_rows(table, node.this, [exp.Count(this=exp.Star())], matched).column(0)[0].as_py()
-        rows = self._select_rows(table, node.this, projection, None)
-        self.runner.replace_table(table, rows)
-        if count:
-            self.statistics.forget(table)     # same row count, other values: the 20% rule would not see it
-        return Result(None, rowcount=count)
-
-    def _check_updated_keys(self, table, table_node: exp.Table, assignments: dict, matched) -> None:
-        """An UPDATE that assigns a unique key's column: every row's key after the update, checked for
-        a repeat (the statement holds the table's write lock, so the rows cannot change meanwhile)."""
-        columns = list(dict.fromkeys(c for key in table.unique_keys for c in key.columns))
-        projection = [exp.If(this=matched.copy(), true=assignments[c.lower()].copy(), false=exp.column(c))
-                      if c.lower() in assignments else exp.column(c) for c in columns]
-        after = self._select_rows(table, table_node, projection, None)
-        after = pa.Table.from_arrays(after.columns, names=columns)
-        for key in table.unique_keys:
-            again = keys.repeated(after, key, collations=keys.collations_of(table))
-            if again.any():
-                raise keys.duplicate_error(key, after, again)
-
-    def _select_rows(self, table, table_node: exp.Table, projection, where) -> pa.Table:
-        """Run ``SELECT projection FROM table [WHERE where]`` and cast the result to the table's types."""
-        select = exp.Select(expressions=projection).from_(table_node.copy())
-        if where is not None:
-            select = select.where(where)
-        planned = self._plan(select)
-        data = run_query(planned, self.runner).table
-        if len(projection) != len(table.columns):
-            return data
-        return dml.conform_to_table(data, [f.type for f in planned.fields], table, list(table.columns))
-
-
 # The words of clauses sqlglot records in a statement's args, for the refusal of one Canopy ignores.
 _CLAUSE_WORDS = {"ignore": "INSERT IGNORE", "conflict": "ON DUPLICATE KEY UPDATE", "overwrite": "INSERT OVERWRITE",
                  "alternative": "INSERT OR ...", "partition": "PARTITION", "returning": "RETURNING",
@@ -273,8 +179,3 @@ def _refuse_unknown_clauses(node: exp.Expression, statement: str, handled: set) 
         if name not in handled and value not in (None, False, [], ""):
             word = _CLAUSE_WORDS.get(name, name.upper())
             raise UnsupportedError(word if word.startswith(statement) else f"{statement} with {word}")
-
-
-def _is_true(predicate: exp.Expression) -> exp.Expression:
-    """``(predicate) IS TRUE``: NULL counts as not matched, as in a WHERE clause."""
-    return exp.Is(this=exp.Paren(this=predicate.copy()), expression=exp.true())
