@@ -1,5 +1,5 @@
 """Writes: INSERT ... VALUES, INSERT ... SELECT, LOAD DATA, TRUNCATE; the row predicates and rewrites
-DELETE and UPDATE hand to storage (:func:`row_change`).
+a row-local DELETE and UPDATE hand to storage (:func:`row_change`).
 
 Every write first builds the complete Arrow table of the target's schema (casting, filling defaults,
 checking NOT NULL and string lengths), and only then hands it to the runner, which places all rows or
@@ -19,7 +19,7 @@ from engine.catalog import ColumnDef, TableDef
 from engine.errors import BadDataError, BindError, ConstraintError
 from engine.exec import integer_range
 from engine.exec.evaluate import evaluate_array
-from engine.plan.expressions import Call, ColumnRef, Expr, Literal
+from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
 
 
 def target_columns(table: TableDef, names: Optional[Sequence[str]]) -> list[ColumnDef]:
@@ -189,23 +189,63 @@ class RowRewrite:
         return conform_to_table(values, [e.type for e in self.exprs], self.table, list(self.table.columns))
 
 
-def row_change(catalog, database: Optional[str], table: TableDef, select) -> Optional[tuple[RowMatcher, Optional[RowRewrite]]]:
+@dataclass(frozen=True)
+class RowChange:
+    """A row-local DELETE / UPDATE as storage runs it: the WHERE (``predicate``, over the scan's
+    ``fields``) and, for an UPDATE, one new value per table column. ``subqueries``: uncorrelated scalar
+    subqueries (init plans, ``$subqueryN`` in the expressions), whose values :meth:`bound` puts in
+    before storage sees the expressions."""
+
+    table: TableDef
+    predicate: Expr
+    exprs: Optional[tuple[Expr, ...]]           # None: DELETE, or an UPDATE that changes nothing
+    column_names: tuple[str, ...]
+    field_ids: tuple[str, ...]
+    subqueries: tuple = ()
+
+    def bound(self, values: Sequence = ()) -> tuple[RowMatcher, Optional[RowRewrite]]:
+        """(the matcher, the rewrite or None) with ``values`` of the subqueries in place."""
+        from engine.exec.kernel_filters import KernelFilter
+        from engine.exec.operators.scan import _storage_bounds
+        predicate = _with_values(self.predicate, values)
+        name_of = dict(zip(self.field_ids, self.column_names))
+        # a predicate of constants still reads one column: batches carry their row count in columns
+        used = [i for i in self.field_ids if i in predicate.column_ids()] or [self.field_ids[0]]
+        bounds = tuple(_storage_bounds(KernelFilter.of(predicate), name_of))
+        matcher = RowMatcher(predicate, tuple(name_of[i] for i in used), tuple(used), bounds)
+        if self.exprs is None:
+            return matcher, None
+        exprs = tuple(_with_values(e, values) for e in self.exprs)
+        return matcher, RowRewrite(self.table, exprs, self.column_names, self.field_ids)
+
+
+def _with_values(expr: Expr, values: Sequence) -> Expr:
+    """``expr`` with each ``$subqueryN`` replaced by its value."""
+    if isinstance(expr, ScalarParam):
+        return Literal(values[expr.index], expr.type)
+    if isinstance(expr, Call):
+        args = tuple(_with_values(a, values) for a in expr.args)
+        if args != expr.args:
+            return Call(expr.op, args, expr.type, expr.options)
+    return expr
+
+
+def row_change(catalog, database: Optional[str], table: TableDef, select) -> Optional[RowChange]:
     """The storage-side form of ``select`` (``SELECT <one expression per table column, or *> FROM
-    table WHERE <predicate>``): a :class:`RowMatcher` of the WHERE, and for a projection other than
-    the plain columns a :class:`RowRewrite`. None when the statement is not row-local (subqueries,
-    aggregates): the caller rewrites the table instead."""
+    table WHERE <predicate>``), or None when the statement is not row-local (correlated subqueries,
+    IN / EXISTS subqueries, aggregates): the caller runs it as a query. Uncorrelated scalar subqueries
+    are row-local: their values are computed first (``RowChange.subqueries``)."""
     from engine.errors import UnsupportedError
-    from engine.exec.operators.scan import _storage_bounds
-    from engine.exec.kernel_filters import KernelFilter
     from engine.plan.binder import Binder
     from engine.plan.logical import Filter, Project, Scan
 
+    binder = Binder(catalog, database)
     try:
-        query = Binder(catalog, database).bind_statement(select)
+        query = binder.bind_statement(select)
     except UnsupportedError:
         return None
     plan = query.root
-    if query.subqueries or not isinstance(plan, Project):
+    if binder.cte_uses or not isinstance(plan, Project) or any(s.subqueries for s in query.subqueries):
         return None
     scan, predicate = plan.input, None
     if isinstance(scan, Filter):
@@ -215,13 +255,10 @@ def row_change(catalog, database: Optional[str], table: TableDef, select) -> Opt
     if predicate is None:                   # a WHERE the binder folded to TRUE
         predicate = Literal(True, T.BOOLEAN)
     name_of = {f.id: name for f, name in zip(scan.fields, scan.column_names)}
-    # a predicate of constants still reads one column: batches carry their row count in columns
-    used = [f.id for f in scan.fields if f.id in predicate.column_ids()] or [scan.fields[0].id]
-    bounds = tuple(_storage_bounds(KernelFilter.of(predicate), name_of))
-    matcher = RowMatcher(predicate, tuple(name_of[i] for i in used), tuple(used), bounds)
     exprs = tuple(e for _, e in plan.exprs)
     if len(exprs) != len(table.columns):
         return None
+    ids = tuple(f.id for f in scan.fields)
     if all(isinstance(e, ColumnRef) and name_of.get(e.id) == c.name for e, c in zip(exprs, table.columns)):
-        return matcher, None
-    return matcher, RowRewrite(table, exprs, scan.column_names, tuple(f.id for f in scan.fields))
+        exprs = None
+    return RowChange(table, predicate, exprs, tuple(scan.column_names), ids, query.subqueries)

@@ -24,20 +24,44 @@ import kernels
 from engine.catalog import TableDef
 
 
+def identity_columns(table: TableDef) -> tuple[str, ...]:
+    """The columns that tell ``table``'s rows apart: a unique key's, when none of them may be NULL
+    (the key is enforced on every write, so it names one row), else every column."""
+    for key in table.unique_keys:
+        columns = [table.column(c) for c in key.columns]
+        if not any(c.nullable for c in columns):
+            return tuple(c.name for c in columns)
+    return tuple(table.arrow_schema.names)
+
+
+def matcher_of(columns: Sequence[str], rows: pa.Table) -> "RowSetMatcher":
+    """A :class:`RowSetMatcher` of ``rows`` (distinct, columns ``columns``) with zone-map bounds: each
+    column without NULLs among ``rows`` lies between their least and greatest value, so a segment
+    whose zone map lies outside holds no match and is not read."""
+    bounds = []
+    for name, column in zip(columns, rows.columns):
+        t = column.type
+        if column.null_count or not rows.num_rows or not (pa.types.is_integer(t) or pa.types.is_decimal(t) or
+                                                           pa.types.is_temporal(t) or pa.types.is_string(t)):
+            continue
+        low, high = pc.min_max(column).values()
+        bounds.append((name, "between", (low.as_py(), high.as_py())))
+    return RowSetMatcher(tuple(columns), rows, tuple(bounds))
+
+
 def distinct_rows(rows: pa.Table, new: "pa.Table | None" = None) -> tuple[pa.Table, "pa.Table | None"]:
     """The distinct rows of ``rows`` (NULLs equal, as in GROUP BY) and, with ``new`` (one row per row
-    of ``rows``), the first new row of each: a row that a join matches several times is changed once,
-    as MySQL's multi-table UPDATE does."""
-    names = rows.column_names
-    if new is None:
-        return rows.group_by(names, use_threads=False).aggregate([]).select(names), None
-    staged = pa.Table.from_arrays([*rows.columns, *new.columns],
-                                  names=[*names, *(f"new{i}" for i in range(new.num_columns))])
-    grouped = staged.group_by(names, use_threads=False).aggregate(
-        [(f"new{i}", "first") for i in range(new.num_columns)])
-    first = pa.Table.from_arrays([grouped.column(f"new{i}_first") for i in range(new.num_columns)],
-                                 schema=new.schema)
-    return grouped.select(names), first
+    of ``rows``), the new row beside each one kept: a row that a join matches several times is
+    changed once, as MySQL's multi-table UPDATE does (with one of the new values, as MySQL's)."""
+    rows = rows.combine_chunks()
+    if not rows.num_rows:
+        return rows, new
+    batch = pa.RecordBatch.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in rows.columns],
+                                       schema=rows.schema)
+    # each row's first equal row (in the matcher's order): a row is kept where that is itself
+    kept = pa.array(np.flatnonzero(RowSetMatcher(tuple(rows.column_names), rows).positions(batch)
+                                   == np.arange(rows.num_rows)))
+    return rows.take(kept), (None if new is None else new.take(kept))
 
 
 @dataclass(frozen=True)
@@ -68,22 +92,31 @@ class RowSetMatcher:
         if not batch.num_rows or not self.rows.num_rows:
             return out
         order, hashes, hashed = self._sorted()
-        mine = _row_hashes([batch.column(i) for i in hashed], batch.num_rows)
+        # the rows whose most telling column holds a value of ``rows`` are the only ones hashed
+        probe, values = self._index["probe"]
+        maybe = np.flatnonzero(pc.is_in(batch.column(probe), value_set=values.cast(batch.column(probe).type),
+                                         skip_nulls=False).to_numpy(zero_copy_only=False))
+        if not len(maybe):
+            return out
+        some = batch.take(pa.array(maybe)) if len(maybe) < batch.num_rows else batch
+        mine = _row_hashes([some.column(i) for i in hashed], some.num_rows)
         at = np.searchsorted(hashes, mine)
         found = at < len(hashes)
         found[found] = hashes[at[found]] == mine[found]
         candidates, slot = np.flatnonzero(found), at[found]
+        matched = np.full(some.num_rows, -1, dtype=np.int64)
         rows = self.rows.combine_chunks()
         while len(candidates):
             targets = order[slot]
-            equal = _rows_equal(batch.take(pa.array(candidates)), rows.take(pa.array(targets)))
-            out[candidates[equal]] = targets[equal]
+            equal = _rows_equal(some.take(pa.array(candidates)), rows.take(pa.array(targets)))
+            matched[candidates[equal]] = targets[equal]
             # a hash shared by several rows (a collision): try the next row of the same hash
             candidates, slot = candidates[~equal], slot[~equal] + 1
             more = slot < len(hashes)
             candidates, slot = candidates[more], slot[more]
             same = hashes[slot] == mine[candidates]
             candidates, slot = candidates[same], slot[same]
+        out[maybe] = matched
         return out
 
     def _sorted(self) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -93,26 +126,27 @@ class RowSetMatcher:
             hashed = [i for i, f in enumerate(rows.schema) if _hashable(f.type)]
             hashes = _row_hashes([rows.column(i) for i in hashed], rows.num_rows)
             order = np.argsort(hashes, kind="stable")
-            self._index.update(order=order, hashes=hashes[order], hashed=hashed)
+            distinct = [pc.count_distinct(c, mode="all").as_py() for c in rows.columns]
+            probe = int(np.argmax(distinct))
+            self._index.update(order=order, hashes=hashes[order], hashed=hashed,
+                               probe=(probe, pc.unique(rows.column(probe))))
         return self._index["order"], self._index["hashes"], self._index["hashed"]
 
 
 @dataclass(frozen=True)
 class MatchedRewrite:
-    """UPDATE's new versions of the rows a :class:`RowSetMatcher` of ``old`` deletes: the row of
-    ``new`` beside the equal row of ``old`` (``new`` is conformed to the table already)."""
+    """UPDATE's new versions of the rows ``matcher`` deletes: per deleted row, the row of ``new`` beside
+    the row of ``matcher.rows`` it equals (``new`` is conformed to the table already)."""
 
-    table: TableDef
-    old: pa.Table
+    matcher: RowSetMatcher
     new: pa.Table
 
     def __call__(self, batches: Sequence[pa.RecordBatch]) -> pa.Table:
-        schema = self.table.arrow_schema
         if not batches:
-            return schema.empty_table()
-        matcher = RowSetMatcher(tuple(schema.names), self.old)
-        found = [matcher.positions(b) for b in batches]
-        return self.new.take(pa.array(np.concatenate(found)))
+            return self.new.schema.empty_table()
+        columns = list(self.matcher.columns)
+        found = np.concatenate([self.matcher.positions(b.select(columns)) for b in batches])
+        return self.new.take(pa.array(found))
 
 
 _UNHASHED = (pa.types.is_struct, pa.types.is_list, pa.types.is_map, pa.types.is_large_list)

@@ -118,10 +118,7 @@ def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfil
             if init.cte is not None:
                 ctes.append(table if held.try_grow(table.nbytes) else _spilled_cte(pool, init.cte, table))
                 continue
-            if table.num_rows > 1:
-                raise BadDataError(f"Subquery returns more than 1 row (scalar subquery $subquery{len(params)} "
-                                   f"returned {table.num_rows})")
-            params.append(table.column(0)[0].as_py() if table.num_rows else None)
+            params.append(_scalar_value(table, len(params)))
         table = run(with_ctes(planned.stages, ctes), params)
     finally:
         if profiles:
@@ -136,6 +133,30 @@ def _spilled_cte(pool: MemoryPool, name: str, table: pa.Table) -> SpilledRows:
     for batch in table.to_batches(max_chunksize=1 << 16):
         spilled.write(batch)
     return spilled.spilled_rows()
+
+
+def _scalar_value(table: pa.Table, index: int):
+    """The value of scalar subquery ``$subquery<index>`` from its result (NULL for no row)."""
+    if table.num_rows > 1:
+        raise BadDataError(f"Subquery returns more than 1 row (scalar subquery $subquery{index} "
+                           f"returned {table.num_rows})")
+    return table.column(0)[0].as_py() if table.num_rows else None
+
+
+def scalar_values(subqueries: tuple[Query, ...], statistics, runner) -> list:
+    """The values of uncorrelated scalar subqueries (a bound query's init plans), each planned and run
+    in turn (a later one may read an earlier one's value): what a row-local DELETE / UPDATE puts into
+    the predicate storage evaluates (engine.sql.dml.RowChange)."""
+    if not subqueries:
+        return []
+    ctx = OptimizerContext(Estimator(statistics), num_partitions=runner.num_partitions,
+                           num_tasks=getattr(runner, "num_leaves", None))
+    planner = PhysicalPlanner(ctx)
+    values: list = []
+    for sub in subqueries:
+        root = planner.plan(optimize_logical(sub.root, ctx))
+        values.append(_scalar_value(runner.run(tuple(split_stages(root)), values), len(values)))
+    return values
 
 
 def reads_tables(op: PhysicalOperator) -> bool:

@@ -148,7 +148,7 @@ def test_a_failing_statement_leaves_every_partition_as_it_was(deployment):
 
     # a DELETE whose predicate fails on one leaf only, after the other leaf prepared its part
     select = parse_one("SELECT * FROM fails WHERE k % 2 = 0", read="mysql")
-    matcher, _ = dml.row_change(catalog, "canopy", table, select)
+    matcher, _ = dml.row_change(catalog, "canopy", table, select).bound()
     assert matcher.columns == ("k",)
     with pytest.raises(ValueError, match="poisoned"):
         runner.delete_rows(table, _FailingMatcher(matcher, poison=2999))

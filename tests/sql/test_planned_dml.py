@@ -12,7 +12,7 @@ import pytest
 
 import engine
 from engine.errors import BindError, ConstraintError, NotSupportedError
-from engine.sql.matched_rows import RowSetMatcher, distinct_rows
+from engine.sql.matched_rows import RowSetMatcher, distinct_rows, matcher_of
 from tests.oracle import assert_same_rows
 
 duckdb = pytest.importorskip("duckdb")
@@ -112,6 +112,15 @@ def test_a_failing_new_value_changes_nothing(tables):
     _same_tables(con, duck)
 
 
+def test_a_scalar_subquery_of_several_rows_changes_nothing(tables):
+    con, duck = tables
+    with pytest.raises(engine.Error, match="more than 1 row"):
+        con.execute("UPDATE t SET x = (SELECT y FROM u) WHERE k < 10")
+    with pytest.raises(engine.Error, match="more than 1 row"):
+        con.execute("DELETE FROM t WHERE x = (SELECT y FROM u)")
+    _same_tables(con, duck)
+
+
 def test_unique_key_checked(con):
     con.execute("DROP TABLE IF EXISTS kt")
     con.execute("DROP TABLE IF EXISTS ku")
@@ -147,6 +156,15 @@ def test_matcher_finds_equal_rows_nulls_and_hash_collisions():
     # every row of one hash: the comparison alone tells them apart
     matcher._index.update(order=np.arange(3), hashes=np.zeros(3, np.uint64), hashed=[])
     assert matcher.positions(batch).tolist() == [0, 1, 2, -1, -1, -1]
+    # zone-map bounds: a column with a NULL among the rows has none
+    assert matcher_of(("a", "b"), rows).bounds == ()
+    assert matcher_of(("a",), rows.slice(0, 1).select(["a"]).append_column("b", pa.array(["q"]))).bounds == \
+        (("a", "between", (1, 1)),)
+    # the matcher travels (to a Ray leaf) without its index
+    import pickle
+    again = pickle.loads(pickle.dumps(matcher))
+    assert again._index == {} and again.positions(batch).tolist() == [0, 1, 2, -1, -1, -1]
+    assert matcher.positions(batch).tolist() == [0, 1, 2, -1, -1, -1]
     distinct, first = distinct_rows(pa.concat_tables([rows, rows]), pa.table({"n": list(range(6))}))
     assert distinct.num_rows == 3 and sorted(first.column(0).to_pylist()) == [0, 1, 2]
 
@@ -158,6 +176,8 @@ def test_explain_shows_the_strategy_and_the_plan(tables):
         return "\n".join(row[0] for row in con.execute(sql).fetchall())
 
     assert "in storage" in text("EXPLAIN DELETE FROM t WHERE k < 5")
+    plan = text("EXPLAIN UPDATE t SET x = (SELECT MAX(y) FROM u) WHERE x > (SELECT AVG(x) FROM t)")
+    assert "in storage" in plan and "$subquery1 (run first)" in plan       # init plans, then storage
     assert "emptied" in text("EXPLAIN DELETE FROM t")
     plan = text("EXPLAIN DELETE FROM t WHERE k IN (SELECT k FROM u)")
     assert "removed by content" in plan and "Scan u" in plan and " t [k, x, s]" in plan
@@ -166,3 +186,21 @@ def test_explain_shows_the_strategy_and_the_plan(tables):
     with pytest.raises(NotSupportedError, match="EXPLAIN ANALYZE"):
         con.execute("EXPLAIN ANALYZE DELETE FROM t WHERE k < 5")
     _same_tables(con, duck)             # EXPLAIN changed nothing
+
+
+TYPED = [("TINYINT", "1"), ("SMALLINT UNSIGNED", "2"), ("BIGINT UNSIGNED", "18446744073709551615"),
+         ("DECIMAL(12,3)", "1.5"), ("DECIMAL(30,5)", "12345678901234567890.12345"), ("DOUBLE", "0.1"),
+         ("FLOAT", "0.3"), ("DATE", "'2020-01-02'"), ("DATETIME", "'2020-01-02 03:04:05.5'"),
+         ("TIMESTAMP", "'2020-01-02 03:04:05'"), ("CHAR(5)", "'ab '"), ("VARCHAR(10)", "'Ab'"), ("TEXT", "'text'"),
+         ("BOOLEAN", "TRUE"), ("BIT(8)", "5")]
+
+
+@pytest.mark.parametrize("sql_type,value", TYPED, ids=[t for t, _ in TYPED])
+def test_rows_of_every_type_are_found_by_content(con, sql_type, value):
+    """Equal rows (here two of the value, one NULL) are matched by their stored values, of any type."""
+    con.execute("DROP TABLE IF EXISTS typed")
+    con.execute(f"CREATE TABLE typed (id INT, c {sql_type})")
+    con.execute(f"INSERT INTO typed VALUES (1, {value}), (2, NULL), (3, {value}), (4, {value})")
+    assert con.execute("DELETE FROM typed WHERE id IN (SELECT 1 UNION SELECT 2)").rowcount == 2
+    assert con.execute("UPDATE typed SET id = id * 10 WHERE id IN (SELECT 3)").rowcount == 1
+    assert sorted(con.execute("SELECT id FROM typed").fetchall()) == [(4,), (30,)]

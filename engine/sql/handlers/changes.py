@@ -7,6 +7,8 @@ statement finds its rows, once, for running it and for EXPLAIN:
 - ``storage``: a WHERE on the table's own columns (and new values computed from them) goes to storage
   as a predicate (:func:`engine.sql.dml.row_change`): every partition evaluates it on its rows, zone
   maps skipping segments, under the commit lock, and marks the matches deleted (delete bitmaps);
+  uncorrelated scalar subqueries (``WHERE x > (SELECT AVG(x) FROM t)``, ``SET x = (SELECT ...)``) are
+  planned and run first, as a query's init plans are, and their values put in;
 - ``query``: anything else (subqueries, joins, multi-table forms) is a query planned and run like any
   SELECT, whose rows storage then removes by content (:mod:`engine.sql.matched_rows`).
 
@@ -30,7 +32,7 @@ from engine.result import Result
 from engine.sql import ddl, dml, dml_sources, matched_rows
 from engine.sql.dml_sources import ChangeParts
 from engine.sql.handlers.writes import data_change
-from engine.sql.query import explain_text, run_query
+from engine.sql.query import explain_text, run_query, scalar_values
 
 
 @dataclass
@@ -42,7 +44,7 @@ class ChangePlan:
     where: Optional[exp.Expression]
     assignments: Optional[dict]         # UPDATE: column name (lower case) -> new value; DELETE: None
     strategy: str                       # "truncate", "storage" or "query"
-    change: Optional[tuple] = None      # storage: (RowMatcher, RowRewrite or None)
+    change: Optional[dml.RowChange] = None     # storage: the predicate and new values
 
     def query(self) -> exp.Select:
         """``SELECT <the table's columns>[, <each column's new value>] FROM ... WHERE ...``."""
@@ -105,7 +107,10 @@ class ChangeStatements:
 
     def _apply_change(self, plan: ChangePlan) -> int:
         if plan.strategy == "storage":
-            return self._delete_rows(plan.table, *plan.change)
+            if plan.change.subqueries:      # read, then changed: no INSERT may commit in between
+                self._whole_table(plan.table)
+            values = scalar_values(plan.change.subqueries, self.statistics, self.runner)
+            return self._delete_rows(plan.table, *plan.change.bound(values))
         table = plan.table
         self._whole_table(table)        # read, then changed: no INSERT may commit in between
         planned = self._plan(plan.query())
@@ -113,16 +118,18 @@ class ChangeStatements:
         if not data.num_rows:
             return 0
         schema, width = table.arrow_schema, len(table.columns)
-        old = pa.Table.from_arrays([data.column(i).cast(f.type) for i, f in enumerate(schema)], schema=schema)
+        identity = matched_rows.identity_columns(table)     # what tells the matched rows apart
+        old = pa.Table.from_arrays([data.column(schema.get_field_index(c)).cast(schema.field(c).type)
+                                    for c in identity], names=list(identity))
         if plan.assignments is None:
             rows, _ = matched_rows.distinct_rows(old)
-            return self._delete_rows(table, matched_rows.RowSetMatcher(tuple(schema.names), rows))
+            return self._delete_rows(table, matched_rows.matcher_of(identity, rows))
         values = pa.Table.from_arrays(data.columns[width:], names=[f"c{i}" for i in range(width)])
         new_rows = dml.conform_to_table(values, [f.type for f in planned.fields[width:]], table,
                                         list(table.columns))
         rows, first = matched_rows.distinct_rows(old, new_rows)
-        return self._delete_rows(table, matched_rows.RowSetMatcher(tuple(schema.names), rows),
-                                 matched_rows.MatchedRewrite(table, rows, first))
+        matcher = matched_rows.matcher_of(identity, rows)
+        return self._delete_rows(table, matcher, matched_rows.MatchedRewrite(matcher, first))
 
     def _delete_rows(self, table, matcher, rewrite=None) -> int:
         count = self.runner.delete_rows(table, matcher, rewrite)
@@ -142,11 +149,15 @@ class ChangeStatements:
         if plan.strategy == "truncate":
             lines = [f"{verb} every row of {name}: the table is emptied"]
         elif plan.strategy == "storage":
-            matcher = plan.change[0]
-            zone = f"; zone maps skip segments by {', '.join(f'{c} {op} {v!r}' for c, op, v in matcher.bounds)}" \
-                if matcher.bounds else ""
-            lines = [f"{verb} {name} in storage: every partition marks the rows where {matcher.predicate} "
-                     f"(delete bitmaps){zone}"]
+            change = plan.change
+            lines = [f"{verb} {name} in storage: every partition marks the rows where {change.predicate} "
+                     f"(delete bitmaps)"]
+            if not change.subqueries:       # with subqueries, the zone maps' bounds are known once they ran
+                bounds = change.bound()[0].bounds
+                if bounds:
+                    lines[0] += "; zone maps skip segments by " + ", ".join(f"{c} {op} {v!r}" for c, op, v in bounds)
+            for i, sub in enumerate(change.subqueries):
+                lines += [f"$subquery{i} (run first):", *("  " + line for line in sub.pretty().splitlines())]
         else:
             lines = [f"{verb} {name}: the rows equal to a row of this query, removed by content in every "
                      f"partition (delete bitmaps)" + ("" if plan.assignments is None else
