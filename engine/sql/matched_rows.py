@@ -5,11 +5,14 @@ like any query (optimizer, stages, both runners: subqueries, semi-joins, multi-t
 target equal to a matched row (:class:`RowSetMatcher`), an UPDATE inserting each one's new version in
 the same statement (:class:`MatchedRewrite`), through the runner's in-place delete (delete bitmaps).
 
-Rows are matched by content. That is exact: two rows of the target equal in every column are matched
-by the same WHERE, join and subqueries alike, so both are in the query's result or neither is; and the
-statement holds the target's exclusive write lock from the query to its commit, so no row can be
-added in between. A statement whose WHERE reads the target's own columns only goes to storage as a
-predicate instead (:func:`engine.sql.dml.row_change`), without a query.
+Rows are matched by content: by a unique key whose columns are NOT NULL when the table has one
+(:func:`identity_columns`), else by every column. That is exact: two rows of the target equal in every
+column are matched by the same WHERE, join and subqueries alike, so both are in the query's result or
+neither is; and the statement holds the target's exclusive write lock from the query to its commit, so
+no row can be added in between. Storage reads only those columns, skips segments by their zone maps
+(:func:`matcher_of`), and hashes only the rows whose most telling column holds a matched value.
+A statement whose WHERE reads the target's own columns only goes to storage as a predicate instead
+(:func:`engine.sql.dml.row_change`), without a query.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.catalog import TableDef
+from engine.errors import CanopyInternalError
 
 
 def identity_columns(table: TableDef) -> tuple[str, ...]:
@@ -94,8 +98,10 @@ class RowSetMatcher:
         order, hashes, hashed = self._sorted()
         # the rows whose most telling column holds a value of ``rows`` are the only ones hashed
         probe, values = self._index["probe"]
-        maybe = np.flatnonzero(pc.is_in(batch.column(probe), value_set=values.cast(batch.column(probe).type),
-                                         skip_nulls=False).to_numpy(zero_copy_only=False))
+        column = batch.column(probe)
+        if values.type != column.type:
+            values = self._index["probe"][1] = values.cast(column.type)
+        maybe = np.flatnonzero(pc.is_in(column, value_set=values, skip_nulls=False).to_numpy(zero_copy_only=False))
         if not len(maybe):
             return out
         some = batch.take(pa.array(maybe)) if len(maybe) < batch.num_rows else batch
@@ -105,7 +111,7 @@ class RowSetMatcher:
         found[found] = hashes[at[found]] == mine[found]
         candidates, slot = np.flatnonzero(found), at[found]
         matched = np.full(some.num_rows, -1, dtype=np.int64)
-        rows = self.rows.combine_chunks()
+        rows = self._index["rows"]
         while len(candidates):
             targets = order[slot]
             equal = _rows_equal(some.take(pa.array(candidates)), rows.take(pa.array(targets)))
@@ -128,8 +134,8 @@ class RowSetMatcher:
             order = np.argsort(hashes, kind="stable")
             distinct = [pc.count_distinct(c, mode="all").as_py() for c in rows.columns]
             probe = int(np.argmax(distinct))
-            self._index.update(order=order, hashes=hashes[order], hashed=hashed,
-                               probe=(probe, pc.unique(rows.column(probe))))
+            self._index.update(order=order, hashes=hashes[order], hashed=hashed, rows=rows,
+                               probe=[probe, pc.unique(rows.column(probe))])
         return self._index["order"], self._index["hashes"], self._index["hashed"]
 
 
@@ -146,6 +152,8 @@ class MatchedRewrite:
             return self.new.schema.empty_table()
         columns = list(self.matcher.columns)
         found = np.concatenate([self.matcher.positions(b.select(columns)) for b in batches])
+        if (found < 0).any():       # storage deleted a row the matcher does not match
+            raise CanopyInternalError("UPDATE: a deleted row has no new version")
         return self.new.take(pa.array(found))
 
 
