@@ -39,6 +39,10 @@ def delete_parts(node: exp.Delete) -> ChangeParts:
         raise UnsupportedError("DELETE with ORDER BY or LIMIT")
     targets = node.args.get("tables") or []
     using = node.args.get("using") or []
+    for target in targets:              # sqlglot reads DELETE QUICK / LOW_PRIORITY FROM t as targets
+        for word in (target.name, target.alias):
+            if word.upper() in _DELETE_MODIFIERS and not target.this.args.get("quoted"):
+                raise UnsupportedError(f"DELETE {word.upper()} (a modifier Canopy lacks)")
     if len(targets) > 1:
         names = ", ".join(t.sql(dialect="mysql") for t in targets)
         raise UnsupportedError(f"DELETE {names} FROM ... (a DELETE of several tables; delete from each in turn)")
@@ -82,9 +86,12 @@ def _from_items(items: list) -> tuple[exp.Table, tuple[exp.Join, ...]]:
     return first, tuple(joins)
 
 
+_DELETE_MODIFIERS = {"QUICK", "LOW_PRIORITY", "IGNORE"}
+
+
 def _parts(target: exp.Table, source: exp.Table, joins: tuple, statement: str) -> ChangeParts:
     """The FROM item ``target`` names (by alias, or by name when it has none)."""
-    if not joins:
+    if not joins and target is source:
         return ChangeParts(source, source.alias_or_name, source, joins)
     wanted = target.name.lower()
     items = [source, *(j.this for j in joins)]

@@ -144,6 +144,12 @@ def test_refusals(tables):
         con.execute("UPDATE t JOIN u ON t.k = u.k SET t.x = 1, u.y = 2")
     with pytest.raises(BindError, match="Unknown table"):
         con.execute("DELETE v FROM t JOIN u ON t.k = u.k")
+    with pytest.raises(BindError, match="Unknown table"):
+        con.execute("DELETE v FROM t WHERE k = 1")
+    for modifier in ("QUICK", "LOW_PRIORITY"):
+        with pytest.raises(NotSupportedError, match=modifier):
+            con.execute(f"DELETE {modifier} FROM t WHERE k = 1")
+    assert con.execute("DELETE a FROM t AS a WHERE a.k = -1").rowcount == 0
     _same_tables(con, duck)
 
 
