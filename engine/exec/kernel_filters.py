@@ -238,15 +238,48 @@ class KernelFilter:
 
 def _filter_encoded(batch: pa.RecordBatch, mask: pa.BooleanArray, keep: frozenset = frozenset()) -> pa.RecordBatch:
     """The rows of ``batch`` where ``mask`` is TRUE, decoded (but dictionary columns named in
-    ``keep``): dictionary columns are filtered before decoding (fewer rows to decode); Arrow has no
-    filter for run-end arrays, so those are decoded first."""
+    ``keep``): see :func:`take_encoded`."""
+    return take_encoded(batch, mask_indices(mask), keep=keep)
+
+
+def mask_indices(mask: pa.BooleanArray) -> np.ndarray:
+    """The positions (int64) of the TRUE rows of a mask without nulls (``kernels.selection``'s)."""
+    return pc.indices_nonzero(mask).to_numpy().astype(np.int64, copy=False)
+
+
+def take_encoded(batch: pa.RecordBatch, indices: np.ndarray, decode: bool = True,
+                 keep: frozenset = frozenset()) -> pa.RecordBatch:
+    """The rows ``indices`` (ascending positions) of a batch whose columns may be run-end or dictionary
+    encoded (a columnstore scan's). One ``take`` per column touches only the rows kept, where a
+    boolean filter reads the whole mask again per column (a selective scan keeps a few percent of a
+    batch): a dictionary column takes its codes, a run-end column (Arrow has no filter or take for
+    those) finds each row's run by binary search instead of being decoded whole first. ``decode``:
+    the result plain, but the dictionary columns named in ``keep``; False: dictionary columns stay
+    encoded (a later filter compares codes), run-end ones come back plain."""
+    positions = pa.array(indices, type=pa.int64())
     columns = []
     for name, column in zip(batch.schema.names, batch.columns):
-        if pa.types.is_run_end_encoded(column.type):
+        column = take_column(column, indices, positions)
+        if decode and not (name in keep and pa.types.is_dictionary(column.type)):
             column = decode_column(column)
-        column = column.filter(mask)
-        columns.append(column if name in keep and pa.types.is_dictionary(column.type) else decode_column(column))
+        columns.append(column)
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
+def take_column(column: pa.Array, indices: np.ndarray, positions: Optional[pa.Array] = None) -> pa.Array:
+    """``column`` at ``indices`` (ascending), a dictionary column still encoded, a run-end one plain.
+    ``positions``: the same indices as an Arrow array, when the caller has it."""
+    if pa.types.is_run_end_encoded(column.type):
+        return take_run_end(column, indices)
+    return column.take(pa.array(indices, type=pa.int64()) if positions is None else positions)
+
+
+def take_run_end(column: pa.RunEndEncodedArray, indices: np.ndarray) -> pa.Array:
+    """The values of a run-end array at ``indices`` (ascending), plain: each row's run found by binary
+    search over the run ends (which count from the unsliced array's start, hence the offset)."""
+    ends = column.run_ends.to_numpy(zero_copy_only=False)
+    runs = np.searchsorted(ends, indices + column.offset, side="right")
+    return column.values.take(pa.array(runs, type=pa.int64()))
 
 
 @functools.lru_cache(maxsize=256)

@@ -299,3 +299,34 @@ def test_kernel_filter_splits_simple_conjuncts(both):
     assert [(p.column, p.kind, p.op, p.args) for p in split.kernel] == [
         ("i", "compare", "between", (1, 9)), ("s", "match", "prefix", ("ab",))]
     assert split.residual == other
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(columns(), st.integers(0, 2**32), st.sampled_from([0.0, 0.03, 0.5, 1.0]), st.booleans())
+def test_take_encoded_matches_a_filter_of_the_decoded_column(arr, seed, fraction, keep):
+    """A scan's selection by positions (engine.exec.kernel_filters.take_encoded: a dictionary column
+    takes its codes, a sliced run-end column finds each row's run) equals Arrow's filter of the decoded
+    column; ``keep`` leaves dictionary columns encoded, with the same values."""
+    from engine.exec.kernel_filters import _filter_encoded, take_encoded
+    mask = pa.array(np.random.default_rng(seed).random(len(arr)) < fraction, type=pa.bool_())
+    batch = pa.RecordBatch.from_arrays([arr, pa.array(np.arange(len(arr)))], names=["c", "i"])
+    expected = reference._decode(arr).filter(mask)
+    taken = _filter_encoded(batch, mask, frozenset(["c"]) if keep else frozenset())
+    got = taken.column(0)
+    if pa.types.is_dictionary(got.type):
+        assert keep and pa.types.is_dictionary(arr.type)
+        got = got.dictionary_decode()
+    assert _same(got, expected)
+    assert taken.column(1).equals(pa.array(np.flatnonzero(mask.to_numpy(zero_copy_only=False))))
+    positions = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    encoded = take_encoded(batch, positions, decode=False).column(0)
+    assert not pa.types.is_run_end_encoded(encoded.type)
+    assert _same(reference._decode(encoded), expected)
+
+
+def _same(a, b) -> bool:
+    """Equal arrays, NaN equal to NaN."""
+    if pa.types.is_floating(a.type):
+        return a.is_null().equals(b.is_null()) and np.array_equal(
+            a.fill_null(0).to_numpy(zero_copy_only=False), b.fill_null(0).to_numpy(zero_copy_only=False), equal_nan=True)
+    return a.equals(b)
