@@ -229,22 +229,27 @@ class KernelFilter:
             if kept == 0:
                 batch = decode_batch(batch.slice(0, 0), keep=keep)
             elif kept != batch.num_rows:
-                batch = _filter_encoded(batch, mask, keep)
+                batch = _filter_encoded(batch, mask, keep, kept)
         batch = decode_batch(batch, keep=keep if self.residual is None else frozenset())
         if self.residual is not None and batch.num_rows:
             batch = batch.filter(evaluate_predicate(self.residual, batch, params))
         return batch
 
 
-def _filter_encoded(batch: pa.RecordBatch, mask: pa.BooleanArray, keep: frozenset = frozenset()) -> pa.RecordBatch:
-    """The rows of ``batch`` where ``mask`` is TRUE, decoded (but dictionary columns named in
-    ``keep``): see :func:`take_encoded`."""
-    return take_encoded(batch, mask_indices(mask), keep=keep)
+def _filter_encoded(batch: pa.RecordBatch, mask: pa.BooleanArray, keep: frozenset = frozenset(),
+                    kept: Optional[int] = None) -> pa.RecordBatch:
+    """The rows of ``batch`` where ``mask`` (no nulls) is TRUE, decoded (but dictionary columns named
+    in ``keep``): see :func:`take_encoded`. ``kept``: the number of TRUE rows, when known."""
+    return take_encoded(batch, mask_indices(mask, kept), keep=keep)
 
 
-def mask_indices(mask: pa.BooleanArray) -> np.ndarray:
-    """The positions (int64) of the TRUE rows of a mask without nulls (``kernels.selection``'s)."""
-    return pc.indices_nonzero(mask).to_numpy().astype(np.int64, copy=False)
+def mask_indices(mask: pa.BooleanArray, kept: Optional[int] = None) -> np.ndarray:
+    """The positions (int64) of the TRUE rows of a mask without nulls (``kernels.selection``'s);
+    ``kept``: their number, when known. Arrow's indices_nonzero is quick on a sparse mask and slow on a
+    dense one (65k rows, half TRUE: 320 us against NumPy's 100 us over the unpacked mask)."""
+    if kept is not None and kept * 8 < len(mask):
+        return pc.indices_nonzero(mask).to_numpy().astype(np.int64, copy=False)
+    return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
 
 
 def take_encoded(batch: pa.RecordBatch, indices: np.ndarray, decode: bool = True,

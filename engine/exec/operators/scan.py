@@ -210,7 +210,7 @@ class _RuntimeFilter:
         self.rows_kept += kept
         if self.rows_in >= RUNTIME_FILTER_TRIAL_ROWS and self.rows_kept > RUNTIME_FILTER_MAX_KEPT * self.rows_in:
             self.active = False
-        return None if kept == len(column) else mask_indices(kernels.selection(mask))
+        return None if kept == len(column) else mask_indices(kernels.selection(mask), kept)
 
 
 def _apply_runtime_filters(filters: list[_RuntimeFilter], batch: pa.RecordBatch) -> pa.RecordBatch:
