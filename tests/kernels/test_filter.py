@@ -302,13 +302,16 @@ def test_kernel_filter_splits_simple_conjuncts(both):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(columns(), st.integers(0, 2**32), st.sampled_from([0.0, 0.03, 0.5, 1.0]), st.booleans())
-def test_take_encoded_matches_a_filter_of_the_decoded_column(arr, seed, fraction, keep):
+@given(columns(), st.integers(0, 2**32), st.sampled_from([0.0, 0.03, 0.5, 1.0]), st.booleans(), st.booleans())
+def test_take_encoded_matches_a_filter_of_the_decoded_column(arr, seed, fraction, keep, nulls):
     """A scan's selection by positions (engine.exec.kernel_filters.take_encoded: a dictionary column
     takes its codes, a sliced run-end column finds each row's run) equals Arrow's filter of the decoded
-    column; ``keep`` leaves dictionary columns encoded, with the same values."""
+    column (a NULL in the mask drops the row); ``keep`` leaves dictionary columns encoded, with the
+    same values."""
     from engine.exec.kernel_filters import _filter_encoded, take_encoded
-    mask = pa.array(np.random.default_rng(seed).random(len(arr)) < fraction, type=pa.bool_())
+    rng = np.random.default_rng(seed)
+    mask = pa.array(rng.random(len(arr)) < fraction, type=pa.bool_(),
+                    mask=rng.random(len(arr)) < 0.2 if nulls else None)
     batch = pa.RecordBatch.from_arrays([arr, pa.array(np.arange(len(arr)))], names=["c", "i"])
     expected = reference._decode(arr).filter(mask)
     taken = _filter_encoded(batch, mask, frozenset(["c"]) if keep else frozenset())
@@ -317,8 +320,8 @@ def test_take_encoded_matches_a_filter_of_the_decoded_column(arr, seed, fraction
         assert keep and pa.types.is_dictionary(arr.type)
         got = got.dictionary_decode()
     assert _same(got, expected)
-    assert taken.column(1).equals(pa.array(np.flatnonzero(mask.to_numpy(zero_copy_only=False))))
-    positions = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    positions = np.flatnonzero(mask.fill_null(False).to_numpy(zero_copy_only=False))
+    assert taken.column(1).equals(pa.array(positions))
     encoded = take_encoded(batch, positions, decode=False).column(0)
     assert not pa.types.is_run_end_encoded(encoded.type)
     assert _same(reference._decode(encoded), expected)
