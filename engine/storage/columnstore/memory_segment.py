@@ -76,6 +76,9 @@ class MemorySegment(Segment):
         for chunk in self._chunk_list:
             yield chunk.select(wanted)
 
+    def _stored_chunk(self, wanted: list[int], index: int) -> pa.RecordBatch:
+        return self._chunk_list[index].select(wanted)
+
     @property
     def _holds_whole_columns(self) -> bool:
         return True

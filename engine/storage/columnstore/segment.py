@@ -452,18 +452,37 @@ class Segment:
         # lookup of one key reads one chunk of the segment, not all of it. ``positions`` is sorted.
         wanted = sorted({self.schema.get_field_index(n) for n in names})
         where = {index: k for k, index in enumerate(wanted)}
-        pieces, first = [], 0
-        for chunk in self._stored_chunks(wanted):
-            low, high = np.searchsorted(positions, [first, first + chunk.num_rows])
-            if high > low:
-                # taken from the encoded columns (dictionary codes, runs), then decoded: a chunk's
-                # other rows are never decoded
-                unpacked, wanted_rows = unpack_stored(chunk), positions[low:high] - first
-                pieces.append(pa.RecordBatch.from_arrays(
-                    [take_rows(unpacked.column(where[self.schema.get_field_index(n)]), wanted_rows) for n in names],
-                    schema=schema))
-            first += chunk.num_rows
+        offsets = self._chunk_offsets()
+        pieces = []
+        for i in np.unique(np.searchsorted(offsets, positions, side="right") - 1).tolist():
+            first = int(offsets[i])
+            low, high = np.searchsorted(positions, [first, offsets[i + 1]])
+            # taken from the encoded columns (dictionary codes, runs), then decoded: a chunk's
+            # other rows are never decoded
+            unpacked, wanted_rows = unpack_stored(self._stored_chunk(wanted, i)), positions[low:high] - first
+            pieces.append(pa.RecordBatch.from_arrays(
+                [take_rows(unpacked.column(where[self.schema.get_field_index(n)]), wanted_rows) for n in names],
+                schema=schema))
         return pa.Table.from_batches(pieces, schema=schema).combine_chunks().to_batches()[0]
+
+    def _chunk_offsets(self) -> np.ndarray:
+        """The first row of each stored record batch, then the row count: counted once (one narrow
+        column read through), so that a lookup reads only the chunks holding its rows."""
+        offsets = self.__dict__.get("_offsets")
+        if offsets is None:
+            narrowest = min(range(len(self.schema)), key=lambda i: self.schema.field(i).type.bit_width
+                            if pa.types.is_primitive(self.schema.field(i).type) else 1 << 20)
+            counts = [chunk.num_rows for chunk in self._stored_chunks([narrowest])]
+            offsets = self.__dict__["_offsets"] = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
+        return offsets
+
+    def _stored_chunk(self, wanted: list[int], index: int) -> pa.RecordBatch:
+        """Record batch ``index`` of the file as stored, columns ``wanted`` only."""
+        source = self._open(wanted)
+        try:
+            return ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=wanted)).get_batch(index)
+        except (pa.ArrowInvalid, OSError) as error:
+            raise StorageCorruptionError(f"segment file {self.path} cannot be read: {error}") from error
 
     def run_end_column(self, name: str) -> Optional[pa.Array]:
         """The whole column as one run-end-encoded array when it is stored run-end encoded, else None
