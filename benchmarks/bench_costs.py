@@ -33,7 +33,7 @@ from engine.exec.operators.hash_join import HashJoinExec
 from engine.exec.operators.nested_loop_join import NestedLoopJoinExec
 from engine.exec.operators.sort import SortExec
 from engine.exec.operators.streaming_aggregate import StreamingAggregateExec
-from engine.plan.expressions import AggCall, Call
+from engine.core.expressions import AggCall, Call
 from engine.plan.logical import Field, SortKey
 
 BATCH = 1 << 16

@@ -45,7 +45,7 @@ from cluster.leaf import Leaf, LeafStorage
 from cluster.specs import TaskSpec
 from cluster.versions import VersionHistory
 from engine.errors import CanopyInternalError, ExecutionError
-from engine.exec.operators.base import Deadline
+from engine.core.deadline import Deadline
 from engine.exec.profile import TaskProfile
 from engine.exec.stages import decode_stage
 from engine.storage.columnstore.commit import CommitLogContents, Committer, _on_threads

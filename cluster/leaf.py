@@ -12,8 +12,9 @@ import pyarrow as pa
 
 from cluster.specs import TaskSpec
 from engine.errors import CanopyInternalError, MemoryLimitError
+from engine.core.deadline import Deadline
 from engine.exec.memory import MemoryPool, format_bytes, held_bytes
-from engine.exec.operators.base import Deadline, TaskContext
+from engine.exec.operators.base import TaskContext
 from engine.exec.stages import StageSpec
 from engine.storage import MemoryPartitionStore, PartitionStore
 

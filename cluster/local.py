@@ -26,8 +26,8 @@ from cluster.scheduler import Inputs, Output, Query, ScheduledRunner, Where, whe
 from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
+from engine.core.deadline import Deadline
 from engine.exec.memory import MemoryPool, statement_memory_limit
-from engine.exec.operators.base import Deadline
 from engine.exec.profile import TaskProfile
 from engine.exec.stages import StageSpec, decode_stage, encode_stage, scans_of
 from engine.runner import LoadWriter

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 import kernels
 from engine.catalog import TableDef
-from engine.exec.collation_keys import collation_keys
+from engine.core.collation_keys import collation_keys
 
 # (partition, or None for a reference table's copy on every leaf; the rows that go there)
 Piece = tuple[Optional[int], pa.RecordBatch]

@@ -34,7 +34,8 @@ from cluster.exchange import route_payloads
 from cluster.scheduler import Executor, Inputs, LeafDied, Output, Query, Where, where
 from cluster.specs import PartitionRef, TaskSpec, TransportOptions
 from engine.errors import CanopyInternalError
-from engine.exec.operators.base import Deadline, conform
+from engine.core.deadline import Deadline
+from engine.exec.operators.base import conform
 from engine.exec.profile import TaskProfile
 from engine.exec.stages import StageSpec, encode_stage
 

@@ -62,7 +62,7 @@ from cluster.ray_start import init_ray
 from cluster.scheduler import LeafDied, ScheduledRunner
 from engine.catalog import Catalog, TableDef
 from engine.errors import ExecutionError
-from engine.exec.operators.base import Deadline
+from engine.core.deadline import Deadline
 from engine.fair_locks import FairMutex
 from engine.data_directory import DataDirectory
 

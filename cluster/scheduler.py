@@ -28,7 +28,7 @@ import pyarrow as pa
 from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec
 from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.memory import statement_memory_limit
-from engine.exec.operators.base import Deadline, statement_deadline
+from engine.core.deadline import Deadline, statement_deadline
 from engine.exec.progress import query_progress
 from engine.runner import Runner
 from engine.exec.operators.base import PhysicalOperator

@@ -39,7 +39,7 @@ from engine import collation
 from engine.errors import (AccessDeniedError, BadDataError, BindError, CanopyInternalError, Error, MemoryLimitError,
                            ParseError, UnsupportedError)
 from engine.exec.memory import default_memory_limit, format_bytes, parse_memory_limit, statement_memory_limit
-from engine.exec.operators.base import Deadline, check_statement_deadline, statement_deadline
+from engine.core.deadline import Deadline, check_statement_deadline, statement_deadline
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
 from engine.load import keys
 from engine.result import Result

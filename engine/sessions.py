@@ -2,7 +2,7 @@
 
 Every :class:`engine.session.Session` registers here on creation (DB-API connections and MySQL wire
 clients alike) and gets its ``CONNECTION_ID()``. ``KILL QUERY id`` asks that session's running
-statement to stop: the statement's :class:`~engine.exec.operators.base.Deadline` reads the request at
+statement to stop: the statement's :class:`~engine.core.deadline.Deadline` reads the request at
 its next batch boundary on every leaf and the statement fails with ``QueryCancelledError``; a session
 between statements is left alone, as MySQL does. ``KILL [CONNECTION] id`` also closes the session and
 calls its ``on_kill`` callbacks (the wire server drops the client's socket there).

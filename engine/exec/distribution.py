@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from engine.plan.expressions import Call, ColumnRef
+from engine.core.expressions import Call, ColumnRef
 
 
 @dataclass(frozen=True)

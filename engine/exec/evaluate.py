@@ -18,9 +18,9 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.exec import arrow_errors, decimal128, unsigned
-from engine.exec.collation_keys import collation_keys, list_keys
+from engine.core.collation_keys import collation_keys, list_keys
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
-from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
+from engine.core.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
 from engine import types as T
 from engine.types import MAX_DECIMAL_PRECISION, SqlType
 

@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.exec import decimal128
-from engine.exec.collation_keys import collation_keys
-from engine.plan.expressions import AggCall
+from engine.core.collation_keys import collation_keys
+from engine.core.expressions import AggCall
 
 F64 = pa.float64()
 I64 = pa.int64()

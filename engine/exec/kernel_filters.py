@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kernels
-from engine.exec.collation_keys import collation_keys, list_keys
-from engine.plan.expressions import Call, ColumnRef, Expr, Literal, and_all, conjuncts
+from engine.core.collation_keys import collation_keys, list_keys
+from engine.core.expressions import Call, ColumnRef, Expr, Literal, and_all, conjuncts
 from engine.storage.columnstore.encoding import decode_batch, decode_column
 
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")

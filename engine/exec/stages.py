@@ -15,8 +15,9 @@ from engine.exec.operators.base import PhysicalOperator
 from engine.exec.operators.exchange import ExchangeExec, ExchangeSourceExec
 
 # 2: operators carry the distributions they require (requires), scans and hash joins their runtime
-# filter ids, aggregates an AggregateMode and their stored access (issue 15)
-STAGE_CODEC_VERSION = 2
+# filter ids, aggregates an AggregateMode and their stored access (issue 15); 3: the vocabulary operators
+# carry (Field, Expr, SortKey, ...) is pickled from engine.core (it was engine.plan)
+STAGE_CODEC_VERSION = 3
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from engine import collation
 from engine.catalog import TableDef, UniqueKey
-from engine.exec.collation_keys import collation_keys
+from engine.core.collation_keys import collation_keys
 from engine.errors import ConstraintError
 
 MAX_WARNINGS = 64          # MySQL's max_error_count: SHOW WARNINGS lists at most this many

@@ -1,7 +1,7 @@
 """The optimizer: logical rewrite rules in order, then physical planning with explicit exchanges."""
 from __future__ import annotations
 
-from engine.exec.operators.base import check_statement_deadline
+from engine.core.deadline import check_statement_deadline
 from engine.optimizer.context import OptimizerContext
 from engine.optimizer.rules.eager_aggregation import eager_aggregation
 from engine.optimizer.rules.existence_joins import existence_joins

@@ -23,7 +23,7 @@ import math
 from typing import Optional, Protocol
 
 from engine.catalog import TableDef
-from engine.plan.expressions import Call, ColumnRef, Expr, Literal, conjuncts
+from engine.core.expressions import Call, ColumnRef, Expr, Literal, conjuncts
 from engine.plan.logical import (Aggregate, CteScan, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
                                  Repeat, Scan, Sort, Union, Values, Window)
 from engine.stats.histogram import ColumnStats, join_rows

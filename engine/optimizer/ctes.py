@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from engine.optimizer.context import OptimizerContext
-from engine.plan.expressions import ScalarParam
+from engine.core.expressions import ScalarParam
 from engine.optimizer.rules.existence_joins import as_set
 from engine.plan.logical import Aggregate, CteScan, Filter, Join, LogicalPlan, MultiJoin, Project, Query, Window
 

@@ -58,7 +58,7 @@ from engine.optimizer.exchanges import ExchangePlacer
 from engine.optimizer.rewrite import Rewriter
 from engine.optimizer.runtime_filters import RuntimeFilterPlacer
 from engine.optimizer.stored_aggregates import choose_stored_access
-from engine.plan.expressions import AggCall, Call, ColumnRef, and_all
+from engine.core.expressions import AggCall, Call, ColumnRef, and_all
 from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, Project, Repeat,
                                  Scan, Sort, Union, Values, Window)
 

@@ -27,7 +27,7 @@ from engine.exec.operators.hash_join import HashJoinExec
 from engine.exec.operators.project import ProjectExec
 from engine.exec.operators.scan import RuntimeFilter, ScanExec
 from engine.optimizer.rewrite import Rewriter
-from engine.plan.expressions import ColumnRef
+from engine.core.expressions import ColumnRef
 
 
 class RuntimeFilterPlacer:

@@ -12,7 +12,7 @@ from engine import collation
 from engine import types as T
 from engine.errors import BindError, TypeMismatchError, UnsupportedError
 from engine.plan.bind_collation import is_string, keyed
-from engine.plan.expressions import AggCall, Expr, Literal
+from engine.core.expressions import AggCall, Expr, Literal
 
 # sqlglot's MySQL dialect reads STD / STDDEV as StddevPop and VARIANCE as VariancePop (MySQL's meaning).
 EXTENDED = {

@@ -10,7 +10,7 @@ from engine import collation
 from engine import types as T
 from engine.errors import BindError, TypeMismatchError, UnsupportedError
 from engine.plan.bind_collation import common_collation
-from engine.plan.expressions import Call, Expr, Literal
+from engine.core.expressions import Call, Expr, Literal
 from engine.plan.sql_words import sql_words
 from engine.plan.bind_context import node_name
 from engine.plan.bind_helpers import _SIMPLE_FUNCTIONS, _round_digits

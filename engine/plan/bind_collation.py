@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from engine import collation
-from engine.plan.expressions import Call, Expr, Literal, ScalarParam
+from engine.core.expressions import Call, Expr, Literal, ScalarParam
 
 
 def collation_of(e: Expr) -> tuple[str, int]:

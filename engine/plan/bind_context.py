@@ -12,7 +12,7 @@ from engine.plan.bind_aggregates import EXTENDED
 from engine.plan.bind_grouping import GroupingKeys
 from engine.plan.decorrelate import SubqueryCollector
 from engine.plan import bind_window
-from engine.plan.expressions import AggCall, ColumnRef, Expr
+from engine.core.expressions import AggCall, ColumnRef, Expr
 from engine.plan.logical import (Field, LogicalPlan)
 from engine.plan.scope import IdGenerator, Scope
 

@@ -10,13 +10,13 @@ from engine import collation
 from engine import types as T
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
-from engine.exec.operators.base import check_statement_deadline
+from engine.core.deadline import check_statement_deadline
 from engine.plan.bind_collation import common_collation, is_string, keyed
 from engine.plan.bind_aggregates import EXTENDED, bind_extended
 from engine.plan.bind_grouping import grouping_call
 from engine.plan.decorrelate import SubqueryCollector, SubqueryUse
 from engine.plan import bind_window
-from engine.plan.expressions import AggCall, Call, Expr, Literal, ScalarParam
+from engine.core.expressions import AggCall, Call, Expr, Literal, ScalarParam
 from engine.plan.logical import (Aggregate, Field, Limit, LogicalPlan, Project,
                                  Query)
 from engine.plan.scope import Scope

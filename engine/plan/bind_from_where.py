@@ -13,8 +13,8 @@ from engine.errors import BindError, UnsupportedError
 from engine.plan import decorrelate
 from engine.plan.decorrelate import SubqueryCollector
 from engine.plan.plan_walk import free_refs
-from engine.plan.expressions import Expr, and_all
-from engine.plan.expressions import equi_pair as _equi_pair
+from engine.core.expressions import Expr, and_all
+from engine.core.expressions import equi_pair as _equi_pair
 from engine.plan.logical import (Aggregate, Field, Join, LogicalPlan, MultiJoin, Project,
                                  Scan, Values, filter_all)
 from engine.plan.joins import bind_join_chain, bind_parenthesised

@@ -9,7 +9,7 @@ from sqlglot import exp
 from engine import types as T
 from engine.errors import BindError, TypeMismatchError, UnsupportedError
 from engine.date_formats import format_pieces
-from engine.plan.expressions import Call, Literal
+from engine.core.expressions import Call, Literal
 
 
 class FunctionBinding:

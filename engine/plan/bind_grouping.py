@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from engine import types as T
 from engine.errors import BindError, UnsupportedError
-from engine.plan.expressions import Call, Expr, Literal
+from engine.core.expressions import Call, Expr, Literal
 from engine.plan.logical import Field
 
 # One grouping set while expanding: the sqlglot key nodes it groups by, in order.

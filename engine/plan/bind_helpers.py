@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from engine import types as T
 from engine.errors import BadDataError, TypeMismatchError
-from engine.plan.expressions import Expr, Literal
+from engine.core.expressions import Expr, Literal
 from engine.plan.bind_context import AGGREGATES, node_name
 from engine.plan.logical import (Field)
 from engine.plan.sql_words import generated

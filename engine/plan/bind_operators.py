@@ -11,9 +11,9 @@ from sqlglot import exp
 from engine import collation
 from engine import types as T
 from engine.errors import BindError, TypeMismatchError, UnsupportedError
-from engine.exec.collation_keys import list_keys
+from engine.core.collation_keys import list_keys
 from engine.plan.bind_collation import common_collation, is_string, keyed, needs_key
-from engine.plan.expressions import Call, Expr, Literal
+from engine.core.expressions import Call, Expr, Literal
 from engine.plan.bind_context import ZERO_DIVISOR_IS_ERROR, node_name, strict_division
 from engine.plan.bind_helpers import _BINARY_OPS, _COMPARISON_OPS, _MICROSECONDS_PER, _QUANTIFIABLE
 

@@ -14,7 +14,7 @@ from engine.plan import decorrelate
 from engine.plan.decorrelate import SubqueryCollector, SubqueryUse
 from engine.plan.plan_walk import free_refs, substitute_plan
 from engine.plan import bind_window
-from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal
+from engine.core.expressions import AggCall, Call, ColumnRef, Expr, Literal
 from engine.plan.logical import (Aggregate, Field, Filter, Limit, LogicalPlan, Project,
                                  Sort, SortKey)
 from engine.plan.scope import Scope

@@ -27,10 +27,9 @@ from sqlglot import exp
 from engine import types as T
 from engine.errors import BindError, UnsupportedError
 from engine.plan.bind_collation import is_string, keyed
-from engine.plan.expressions import ColumnRef, Expr, Literal, replace_columns
-from engine.plan.logical import (WINDOW_AGGREGATES,
-                                 Field, FrameBound, LogicalPlan, Project, SortKey, Window, WindowCall,
-                                 WindowFrame)
+from engine.core.expressions import ColumnRef, Expr, Literal, replace_columns
+from engine.core.fields import WINDOW_AGGREGATES, Field, FrameBound, SortKey, WindowCall, WindowFrame
+from engine.plan.logical import LogicalPlan, Project, Window
 
 if TYPE_CHECKING:
     from engine.plan.binder import Binder, ExprContext

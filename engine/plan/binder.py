@@ -23,7 +23,7 @@ from engine.catalog import Catalog
 from engine.errors import BindError, UnsupportedError
 from engine.exec.evaluate import fold_constant
 from engine.plan.bind_functions import FunctionBinding
-from engine.plan.expressions import Call, ColumnRef, Expr, Literal
+from engine.core.expressions import Call, ColumnRef, Expr, Literal
 from engine.plan.logical import (Field, LogicalPlan, Project,
                                  Query, Sort, Union, Values)
 from engine.plan.scope import IdGenerator, Relation, Scope

@@ -37,7 +37,7 @@ from typing import Optional
 
 from engine import types as T
 from engine.errors import UnsupportedError
-from engine.plan.expressions import AggCall, Call, ColumnRef, Expr, Literal, and_all, conjuncts
+from engine.core.expressions import AggCall, Call, ColumnRef, Expr, Literal, and_all, conjuncts
 from engine.plan.logical import (Aggregate, Field, Filter, Join, Limit, LogicalPlan, MultiJoin, Project,
                                  Repeat, Sort, SortKey, Union, Window, WindowCall, filter_all)
 from engine.plan.plan_walk import free_refs, node_exprs, refresh, substitute

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from engine.plan import decorrelate
 from engine.plan.decorrelate import SubqueryUse, null_safe_keys
-from engine.plan.expressions import Expr, Literal, and_all, equi_pair
+from engine.core.expressions import Expr, Literal, and_all, equi_pair
 from engine.plan.logical import Field, Join, LogicalPlan, MultiJoin, Project, Union, filter_all
 from engine.plan.plan_walk import free_refs, refresh
 from engine.plan.scope import IdGenerator

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from engine import types as T
 from engine.errors import BindError, UnsupportedError
-from engine.plan.expressions import Call, Expr, and_all, equi_pair
+from engine.core.expressions import Call, Expr, and_all, equi_pair
 from engine.plan.join_subqueries import filter_with_subqueries, outer_join_with_subqueries
 from engine.plan.logical import Field, Join, LogicalPlan, MultiJoin, Project, filter_all
 from engine.plan.scope import Relation, Scope

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from engine.errors import UnsupportedError
-from engine.plan.expressions import AggCall, ColumnRef, Expr, replace_columns
+from engine.core.expressions import AggCall, ColumnRef, Expr, replace_columns
 from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, MultiJoin,
                                  Project, Repeat, Scan, Sort, SortKey, Union, Values, Window)
 from engine.plan.scope import IdGenerator

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from engine import types as T
 from engine.plan.bind_collation import is_string, keyed
-from engine.plan.expressions import AggCall, Call, Expr, Literal
+from engine.core.expressions import AggCall, Call, Expr, Literal
 from engine.plan.logical import Aggregate, Field, Filter, LogicalPlan, Project, Repeat, Union
 from engine.plan.scope import IdGenerator
 

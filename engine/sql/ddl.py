@@ -12,7 +12,7 @@ from engine.catalog import Catalog, ColumnDef, IndexDef, TableDef, UniqueKey
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
 from engine.exec.evaluate import fold_constant
 from engine.plan.binder import Binder, ExprContext
-from engine.plan.expressions import Call, Literal
+from engine.core.expressions import Call, Literal
 from engine.plan.scope import Scope
 from engine.result import ColumnInfo, Result
 from engine.sql.parser import TableOptions

@@ -19,7 +19,7 @@ from engine.catalog import ColumnDef, TableDef
 from engine.errors import BadDataError, BindError, ConstraintError
 from engine.exec import integer_range
 from engine.exec.evaluate import evaluate_array
-from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
+from engine.core.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
 
 
 def target_columns(table: TableDef, names: Optional[Sequence[str]]) -> list[ColumnDef]:

@@ -3,7 +3,7 @@ each checking the running statement's deadline every few thousand tokens.
 
 The runners check the deadline at batch boundaries; before a plan runs, a huge statement (an IN list
 of 500,000 values) spends its time here and in the binder, which checks it per expression
-(``engine.exec.operators.base.check_statement_deadline``). A check costs a counter test per token and a clock read per
+(``engine.core.deadline.check_statement_deadline``). A check costs a counter test per token and a clock read per
 :data:`EVERY` tokens.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from sqlglot.tokenizer_core import TokenizerCore
 from sqlglot.tokens import TokenType
 
 from engine.errors import Error
-from engine.exec.operators.base import check_statement_deadline as check_deadline
+from engine.core.deadline import check_statement_deadline as check_deadline
 
 EVERY = 4096            # tokens between two checks: ~1 ms of tokenizing or parsing
 

@@ -41,8 +41,8 @@ def value_hashes(array: pa.Array) -> Optional[np.ndarray]:
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         # utf8mb4_general_ci keys (PAD SPACE): equal under any collation => equal keys, so a lookup
         # finds the rows of a case/accent-insensitive or binary comparison alike (lazy import: the
-        # keys are the evaluator's, engine.exec.collation_keys)
-        from engine.exec.collation_keys import collation_keys
+        # keys are the evaluator's, engine.core.collation_keys)
+        from engine.core.collation_keys import collation_keys
         keys = collation_keys(array, "utf8mb4_general_ci").fill_null("")
         return hash_array(keys.to_numpy(zero_copy_only=False), categorize=False)
     if pa.types.is_decimal(t):

@@ -63,7 +63,7 @@ def test_placement_spreads_keyless_tables_and_shards_by_key():
 def test_placement_hashes_a_string_shard_key_by_its_collation_key():
     """A _ci string key's rows go where an exchange of collation_key(k) sends them ('a', 'A', 'a ' on
     one partition); a table placed before that (collated_placement False) keeps hashing the values."""
-    from engine.exec.collation_keys import collation_keys
+    from engine.core.collation_keys import collation_keys
     placement = Placement(num_leaves=2, partitions_per_leaf=4)
     words = [w for base in ("alpha", "beta", "gamma", "delta", "straße", "émile") for w in
              (base, base.upper(), base + " ", base.title())]

@@ -11,7 +11,7 @@ import pytest
 
 import engine
 from cluster.specs import ExchangeSpec, TaskSpec
-from engine.exec.operators.base import Deadline
+from engine.core.deadline import Deadline
 from engine.storage import memory
 
 ROWS = 200_000

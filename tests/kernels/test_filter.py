@@ -287,7 +287,7 @@ def test_where_matches_duckdb(both, where):
 
 def test_kernel_filter_splits_simple_conjuncts(both):
     con, _ = both
-    from engine.plan.expressions import Call, ColumnRef, Literal
+    from engine.core.expressions import Call, ColumnRef, Literal
     from engine.types import BOOLEAN, INT, TEXT
 
     i, s = ColumnRef("i", INT, "i"), ColumnRef("s", TEXT, "s")

@@ -13,7 +13,7 @@ from engine.exec.operators.filter import FilterExec
 from engine.exec.operators.hash_aggregate import HashAggregateExec
 from engine.exec.operators.scan import ScanExec
 from engine.optimizer.exchanges import ExchangePlacer
-from engine.plan.expressions import AggCall, ColumnRef
+from engine.core.expressions import AggCall, ColumnRef
 from engine.plan.logical import Field
 
 A = Field("t.a#1", "a", T.BIGINT)

@@ -8,7 +8,7 @@ import pytest
 from engine import types as T
 from engine.optimizer.context import OptimizerContext
 from engine.optimizer.rules import order_joins as rule
-from engine.plan.expressions import Call
+from engine.core.expressions import Call
 from engine.plan.logical import Field, Join, MultiJoin, Values
 
 

@@ -41,7 +41,7 @@ from engine.optimizer.cardinality import Estimator
 from engine.optimizer.context import OptimizerContext
 from engine.catalog import TableDef
 from engine.plan.binder import Binder
-from engine.plan.expressions import ColumnRef
+from engine.core.expressions import ColumnRef
 from engine.plan.logical import Query
 from engine.sql.parser import parse_one
 from engine.workloads import tpch

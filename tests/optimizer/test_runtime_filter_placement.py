@@ -9,7 +9,7 @@ from engine.exec.operators.filter import FilterExec
 from engine.exec.operators.hash_join import HashJoinExec
 from engine.exec.operators.scan import ScanExec
 from engine.optimizer.runtime_filters import RuntimeFilterPlacer
-from engine.plan.expressions import ColumnRef
+from engine.core.expressions import ColumnRef
 from engine.plan.logical import Field
 
 FK = Field("fact.fk#1", "fk", T.BIGINT)

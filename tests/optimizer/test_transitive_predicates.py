@@ -7,7 +7,7 @@ import pytest
 from engine import types as T
 from engine.optimizer.rules import transitive_predicates as rule
 from engine.optimizer.rules.transitive_predicates import implied_predicates
-from engine.plan.expressions import Call, ColumnRef, Literal
+from engine.core.expressions import Call, ColumnRef, Literal
 
 x, y, z = (ColumnRef(n, T.BIGINT) for n in "xyz")
 

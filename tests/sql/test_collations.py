@@ -256,9 +256,9 @@ def test_unique_keys_compare_under_the_collation():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_keys_of_ascii_columns_take_the_short_path_to_the_same_keys(seed):
-    """engine.exec.collation_keys skips the kernel for ASCII data without trailing spaces (and keys
+    """engine.core.collation_keys skips the kernel for ASCII data without trailing spaces (and keys
     sliced, chunked, dictionary and scalar data alike): the same keys as the model either way."""
-    from engine.exec.collation_keys import collation_keys
+    from engine.core.collation_keys import collation_keys
     rng = random.Random(seed)
     alphabet = "aZ_%09 " if seed % 2 else "aZ_%09"          # with and without trailing spaces
     values = [None if rng.random() < 0.1 else "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))

@@ -22,8 +22,8 @@ import pyarrow as pa
 from engine.exec.evaluate import evaluate_array
 from engine.exec.distribution import join_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, collect
-from engine.plan.expressions import Expr
-from engine.plan.logical import Field
+from engine.core.expressions import Expr
+from engine.core.fields import Field
 from engine.types import SqlType
 
 KINDS = ("inner", "left", "semi", "anti")

@@ -9,7 +9,7 @@ from engine.errors import InternalError
 from engine.exec.distribution import REPLICATED
 from engine.exec.memory import SpilledRows
 from engine.exec.operators.base import PhysicalOperator, TaskContext
-from engine.plan.logical import Field
+from engine.core.fields import Field
 
 
 @dataclass(frozen=True)

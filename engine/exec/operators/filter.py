@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from engine.exec.kernel_filters import KernelFilter
 from engine.exec.operators.base import PhysicalOperator, TaskContext
-from engine.plan.expressions import Expr
+from engine.core.expressions import Expr
 
 
 @dataclass(frozen=True)

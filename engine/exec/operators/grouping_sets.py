@@ -23,8 +23,8 @@ from engine.exec.aggregate_mode import AggregateMode
 from engine.exec.distribution import grouped_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.exec.operators.hash_aggregate import HashAggregateExec
-from engine.plan.expressions import AggCall, ColumnRef, Expr
-from engine.plan.logical import Field, format_sets
+from engine.core.expressions import AggCall, ColumnRef, Expr
+from engine.core.fields import Field, format_sets
 
 
 @dataclass(frozen=True)

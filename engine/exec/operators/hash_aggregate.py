@@ -11,7 +11,7 @@ import kernels
 from engine.errors import BadDataError
 from engine.exec import decimal64, decimal128
 from engine.exec.aggregate_mode import AggregateMode
-from engine.exec.collation_keys import collation_keys
+from engine.core.collation_keys import collation_keys
 from engine.exec.evaluate import evaluate, evaluate_array
 from engine.exec.extended_aggregates import FUNCTIONS, builtin_by_ids, group_ids, is_extended
 from engine.exec.distribution import grouped_output
@@ -20,8 +20,8 @@ from engine.exec.operators.exchange import ExchangeSourceExec
 from engine.exec.operators.scan import ScanExec
 from engine.exec.operators.spill_partitions import SpillPartitions, hash_type
 from engine.exec.operators.storage_aggregate import storage_states
-from engine.plan.expressions import AggCall, Call, ColumnRef, Expr
-from engine.plan.logical import Field
+from engine.core.expressions import AggCall, Call, ColumnRef, Expr
+from engine.core.fields import Field
 from engine import types as T
 
 # Partial state of each aggregate, as (suffix, Arrow aggregation computing it, Arrow aggregation merging it)
@@ -660,7 +660,7 @@ class HashAggregateExec(PhysicalOperator):
         """Ids of the string columns of the scan below that only group keys read (``k`` or its
         collation key ``collation_key(k)``) or ``ANY_VALUE(k)`` beside them: stored
         dictionary-encoded, they reach the factorizer as dictionary arrays (a key of a dictionary is
-        a dictionary of keys over the same codes, ``engine.exec.collation_keys``), so each distinct
+        a dictionary of keys over the same codes, ``engine.core.collation_keys``), so each distinct
         code of a batch is keyed and hashed once and no row is decoded."""
         if not isinstance(self.input, ScanExec) or not self.keys:
             return frozenset()

@@ -15,8 +15,8 @@ from engine.exec.distribution import join_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform
 from engine.exec.operators.scan import RuntimeFilter
 from engine.exec.operators.spill_partitions import SpillPartitions, hash_type
-from engine.plan.expressions import ColumnRef, Expr
-from engine.plan.logical import Field
+from engine.core.expressions import ColumnRef, Expr
+from engine.core.fields import Field
 
 # No case is left on Acero: TPC-H SF1 CPU time (process_time, median of 5, same process,
 # A/B of this operator against the Acero one) is 0.81-0.84x Acero's over all 22 queries
@@ -438,7 +438,7 @@ def _batches(table: pa.Table, max_rows: int = 1 << 20) -> Iterator[pa.RecordBatc
 
 def _column_inequality(residual: Expr, left_names, right_names) -> Optional[tuple[str, str]]:
     """(left column, right column) when ``residual`` is ``l <> r`` between a column of each side."""
-    from engine.plan.expressions import Call
+    from engine.core.expressions import Call
     if not (isinstance(residual, Call) and residual.op == "ne"):
         return None
     a, b = residual.args

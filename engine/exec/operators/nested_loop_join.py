@@ -9,8 +9,8 @@ import pyarrow as pa
 from engine.exec.evaluate import evaluate_predicate
 from engine.exec.distribution import join_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, table_to_batches
-from engine.plan.expressions import Expr
-from engine.plan.logical import Field
+from engine.core.expressions import Expr
+from engine.core.fields import Field
 
 _CHUNK_PAIRS = 1 << 20
 

@@ -8,8 +8,8 @@ import pyarrow as pa
 from engine.exec.distribution import projected
 from engine.exec.evaluate import evaluate_array
 from engine.exec.operators.base import PhysicalOperator, TaskContext
-from engine.plan.expressions import ColumnRef, Expr
-from engine.plan.logical import Field
+from engine.core.expressions import ColumnRef, Expr
+from engine.core.fields import Field
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from engine.exec.evaluate import evaluate_array
 from engine.exec.operators.base import PhysicalOperator, TaskContext
-from engine.plan.expressions import Expr
+from engine.core.expressions import Expr
 
 # An output batch holds at most this many rows: a few rows repeated millions of times stream out.
 _MAX_ROWS = 1 << 20

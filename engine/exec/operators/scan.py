@@ -8,12 +8,12 @@ import numpy as np
 import pyarrow as pa
 
 import kernels
-from engine.exec.collation_keys import collation_keys
+from engine.core.collation_keys import collation_keys
 from engine.exec.distribution import ANY, REPLICATED, collated_id, hashed
 from engine.exec.kernel_filters import KernelFilter, mask_indices, take_column, take_encoded
 from engine.exec.operators.base import PhysicalOperator, TaskContext
-from engine.plan.expressions import Expr, and_all
-from engine.plan.logical import Field
+from engine.core.expressions import Expr, and_all
+from engine.core.fields import Field
 from engine.storage.columnstore.encoding import decode_batch
 
 # A runtime join filter is dropped by a scan once it has seen this many rows and kept more than

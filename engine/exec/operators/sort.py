@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from engine.exec.evaluate import evaluate_array
 from engine.exec.memory import Reservation, SpillFile
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, table_to_batches
-from engine.plan.logical import SortKey
+from engine.core.fields import SortKey
 
 # Rows per batch of a spilled run: the merge holds one such batch of every run at once.
 _RUN_BATCH_ROWS = 1 << 10

@@ -21,7 +21,7 @@ import kernels
 from engine.exec.evaluate import evaluate_array
 from engine.exec.memory import MemoryPool, SpillFile
 from engine.exec.operators.base import conform
-from engine.plan.expressions import Expr
+from engine.core.expressions import Expr
 
 PARTITIONS = 61
 

@@ -35,12 +35,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kernels
-from engine.exec.collation_keys import collation_keys
+from engine.core.collation_keys import collation_keys
 from engine.exec.kernel_filters import KernelPredicate
 from engine.exec.operators.base import TaskContext
 from engine.exec.operators.scan import ScanExec
-from engine.plan.expressions import AggCall, ColumnRef
-from engine.plan.logical import Field
+from engine.core.expressions import AggCall, ColumnRef
+from engine.core.fields import Field
 from engine.storage.columnstore.encoding import ColumnStats, decode_column, may_match
 from engine.storage.memory import MemoryPartitionStore
 

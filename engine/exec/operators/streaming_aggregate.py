@@ -28,8 +28,8 @@ from engine.exec.aggregate_mode import AggregateMode
 from engine.exec.distribution import grouped_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.exec.operators.hash_aggregate import _STATES, HashAggregateExec, _sum_type, state_fields
-from engine.plan.expressions import AggCall, Expr
-from engine.plan.logical import Field
+from engine.core.expressions import AggCall, Expr
+from engine.core.fields import Field
 
 
 def supports(keys: tuple[tuple[Field, Expr], ...], aggregates: tuple[tuple[Field, AggCall], ...]) -> bool:

@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from engine.exec.distribution import ANY, hash_compatible, hashed
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform
-from engine.plan.logical import Field
+from engine.core.fields import Field
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from engine.exec.distribution import REPLICATED
 from engine.exec.operators.base import PhysicalOperator, TaskContext
-from engine.plan.logical import Field
+from engine.core.fields import Field
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,13 @@ import pyarrow.compute as pc
 
 import kernels
 from engine import types as T
-from engine.exec.collation_keys import collation_keys
+from engine.core.collation_keys import collation_keys
 from engine.exec.evaluate import evaluate_array
 from engine.exec.memory import Reservation
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, table_to_batches
 from engine.exec.operators.spill_partitions import SpillPartitions
-from engine.plan.expressions import Call, ColumnRef
-from engine.plan.logical import Field, FrameBound, SortKey, WindowCall, WindowFrame, describe_window
+from engine.core.expressions import Call, ColumnRef
+from engine.core.fields import Field, FrameBound, SortKey, WindowCall, WindowFrame, describe_window
 
 _BOUND_KIND = {"unbounded_preceding": 0, "preceding": 1, "following": 1, "current_row": 2,
                "unbounded_following": 3}

@@ -20,7 +20,7 @@ the keys' uniqueness. It pays when R's groups are much fewer than R's rows: the 
 
 >>> from engine import types as T
 >>> from engine.optimizer.cardinality import Estimator
->>> from engine.plan.expressions import AggCall, Call
+>>> from engine.core.expressions import AggCall, Call
 >>> from engine.plan.logical import Field, Values
 >>> sk, cust, price, s = (Field(n, n, T.BIGINT) for n in ("sk", "cust", "price", "s"))
 >>> name, g = Field("name", "name", T.TEXT), Field("g", "g", T.TEXT)
@@ -43,7 +43,7 @@ from typing import Optional
 
 from engine import types as T
 from engine.optimizer.context import OptimizerContext
-from engine.plan.expressions import AggCall, Call, Expr, equi_pair
+from engine.core.expressions import AggCall, Call, Expr, equi_pair
 from engine.plan.logical import Aggregate, Field, LogicalPlan, MultiJoin
 
 # Aggregate R first only where its groups are at most this share of the rows the aggregate reads

@@ -11,7 +11,7 @@ the OR of those constraints holds too and is added beside it. In TPC-H Q7,
 ``n1 = 'FRANCE' OR n1 = 'GERMANY'``, which reaches the nation scan and shrinks the joins above it twelvefold;
 in Q19 the brand, size, container and quantity bounds of the three branches reach part and lineitem.
 
->>> from engine.plan.expressions import Call, ColumnRef
+>>> from engine.core.expressions import Call, ColumnRef
 >>> from engine import types as T
 >>> a, b, c = (Call("eq", (ColumnRef(n, T.BIGINT), ColumnRef(n + "'", T.BIGINT)), T.BOOLEAN) for n in "abc")
 >>> print(factor_expression(Call("or", (Call("and", (a, b), T.BOOLEAN), Call("and", (a, c), T.BOOLEAN)), T.BOOLEAN)))
@@ -23,7 +23,7 @@ import dataclasses
 
 from engine import types as T
 from engine.optimizer.context import OptimizerContext
-from engine.plan.expressions import Call, Expr, and_all, conjuncts
+from engine.core.expressions import Call, Expr, and_all, conjuncts
 from engine.plan.logical import Filter, Join, LogicalPlan, MultiJoin
 
 

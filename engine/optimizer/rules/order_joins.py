@@ -15,7 +15,7 @@ its build (right) side. A join key implied by the equalities already applied bel
 transitive-predicates rule adds ``a.x = c.z`` beside ``a.x = b.y AND b.y = c.z``) is dropped.
 
 >>> from engine.optimizer.cardinality import Estimator
->>> from engine.plan.expressions import Call
+>>> from engine.core.expressions import Call
 >>> from engine.plan.logical import Field, Values, filter_all
 >>> from engine import types as T
 >>> def rel(name, n): return Values((Field(name, name, T.BIGINT),), tuple((i,) for i in range(n)))
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from engine.optimizer.context import OptimizerContext
 from engine.optimizer.dphyp import TooManyPairs, csg_cmp_pairs
-from engine.plan.expressions import Call, ColumnRef, Expr, and_all, conjuncts
+from engine.core.expressions import Call, ColumnRef, Expr, and_all, conjuncts
 from engine.plan.logical import Filter, Join, LogicalPlan, MultiJoin, Scan, filter_all, map_inputs
 
 

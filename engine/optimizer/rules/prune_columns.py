@@ -3,7 +3,7 @@ unused aggregates. Scans keep the columns their pushed filters read.
 
 >>> from engine import types as T
 >>> from engine.catalog import ColumnDef, TableDef
->>> from engine.plan.expressions import Call, Literal
+>>> from engine.core.expressions import Call, Literal
 >>> from engine.plan.logical import Field
 >>> t = TableDef("db", "t", tuple(ColumnDef(n, T.BIGINT) for n in "abc"))
 >>> a, b, c = (Field(f"t.{n}#{i}", n, T.BIGINT) for i, n in enumerate("abc"))

@@ -5,7 +5,7 @@ Example: ``SELECT * FROM (SELECT a AS x FROM t) s WHERE x > 1`` becomes a scan o
 
 >>> from engine import types as T
 >>> from engine.catalog import ColumnDef, TableDef
->>> from engine.plan.expressions import Call, Literal
+>>> from engine.core.expressions import Call, Literal
 >>> from engine.plan.logical import Field
 >>> t = TableDef("db", "t", (ColumnDef("a", T.BIGINT), ColumnDef("b", T.BIGINT)))
 >>> a, b, x = Field("t.a#1", "a", T.BIGINT), Field("t.b#2", "b", T.BIGINT), Field("x#3", "x", T.BIGINT)
@@ -27,7 +27,7 @@ from engine.optimizer.context import OptimizerContext
 from engine.types import BOOLEAN
 from engine.errors import BadDataError
 from engine.exec.evaluate import fold_constant
-from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam, and_all, conjuncts, replace_columns
+from engine.core.expressions import Call, ColumnRef, Expr, Literal, ScalarParam, and_all, conjuncts, replace_columns
 from engine.plan.logical import (Aggregate, Filter, Join, Limit, LogicalPlan, MultiJoin, Project, Repeat, Scan,
                                  Sort, Union, Values, Window)
 

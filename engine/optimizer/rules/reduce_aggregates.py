@@ -12,7 +12,7 @@ aggregate: a group whose key has no partner is dropped by the join anyway.
 
 >>> from engine import types as T
 >>> from engine.optimizer.cardinality import Estimator
->>> from engine.plan.expressions import AggCall
+>>> from engine.core.expressions import AggCall
 >>> from engine.plan.logical import Field, Values
 >>> k, q, g, s, p = (Field(n, n, T.BIGINT) for n in ("k", "q", "g", "s", "p"))
 >>> lines = Values((k, q), tuple((i, i) for i in range(200)))            # 200 rows, 200 groups
@@ -36,7 +36,7 @@ import dataclasses
 from typing import Optional
 
 from engine.optimizer.context import OptimizerContext
-from engine.plan.expressions import ColumnRef, Expr
+from engine.core.expressions import ColumnRef, Expr
 from engine.plan.logical import Aggregate, Join, LogicalPlan, Project
 
 # Reduce when the small side has at most this share of the aggregate's estimated groups.

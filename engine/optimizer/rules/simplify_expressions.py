@@ -19,7 +19,7 @@ CAST...): COUNT only asks whether the value is NULL, so ``f`` need not run (Duck
 ``COUNT(SUBSTR(s, 1, 9))``). Not under DISTINCT, where ``f`` may merge values.
 
 >>> from engine import types as T
->>> from engine.plan.expressions import Call, ColumnRef, Literal
+>>> from engine.core.expressions import Call, ColumnRef, Literal
 >>> x = ColumnRef("x", T.BIGINT, "x")
 >>> p = Call("gt", (x, Literal(1, T.BIGINT)), T.BOOLEAN)
 >>> print(simplify(Call("not", (Call("not", (Call("and", (p, Literal(True, T.BOOLEAN)), T.BOOLEAN),), T.BOOLEAN),), T.BOOLEAN)))
@@ -35,7 +35,7 @@ import dataclasses
 
 from engine import types as T
 from engine.optimizer.context import OptimizerContext
-from engine.plan.expressions import AggCall, Call, Expr, Literal
+from engine.core.expressions import AggCall, Call, Expr, Literal
 from engine.plan.logical import (Aggregate, Filter, Join, LogicalPlan, MultiJoin, Project, Scan,
                                  map_inputs)
 

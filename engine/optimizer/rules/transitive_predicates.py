@@ -15,7 +15,7 @@ outputs: the input's filters and scan filters, through inner joins and the prese
 and anti joins. Derived predicates are added to the MultiJoin's conditions; the join-order rule turns
 the single-input ones into filters of that input, and filter pushdown moves them into its scan.
 
->>> from engine.plan.expressions import Call, ColumnRef, Literal
+>>> from engine.core.expressions import Call, ColumnRef, Literal
 >>> from engine import types as T
 >>> x, y, z = (ColumnRef(n, T.BIGINT) for n in "xyz")
 >>> eq = lambda a, b: Call("eq", (a, b), T.BOOLEAN)
@@ -28,7 +28,7 @@ the single-input ones into filters of that input, and filter pushdown moves them
 from __future__ import annotations
 
 from engine.optimizer.context import OptimizerContext
-from engine.plan.expressions import Call, ColumnRef, Expr, Literal, ScalarParam, conjuncts, replace_columns
+from engine.core.expressions import Call, ColumnRef, Expr, Literal, ScalarParam, conjuncts, replace_columns
 from engine.plan.logical import Filter, Join, LogicalPlan, MultiJoin, Scan
 from engine.types import BOOLEAN
 

@@ -274,8 +274,8 @@ class _Rewrite:
 
 
 def _literal(column: ColumnDef) -> exp.Expression:
-    """A column's DEFAULT as SQL (engine.plan.expressions.Literal prints it as a typed literal)."""
-    from engine.plan.expressions import Literal
+    """A column's DEFAULT as SQL (engine.core.expressions.Literal prints it as a typed literal)."""
+    from engine.core.expressions import Literal
     return exp.maybe_parse(str(Literal(column.default, column.type)), dialect="mysql")
 
 
