@@ -16,8 +16,9 @@ from engine.exec.operators.exchange import ExchangeExec, ExchangeSourceExec
 
 # 2: operators carry the distributions they require (requires), scans and hash joins their runtime
 # filter ids, aggregates an AggregateMode and their stored access (issue 15); 3: the vocabulary operators
-# carry (Field, Expr, SortKey, ...) is pickled from engine.core (it was engine.plan)
-STAGE_CODEC_VERSION = 3
+# carry (Field, Expr, SortKey, ...) is pickled from engine.core (it was engine.plan); 4: hash aggregates
+# carry the path the planner chose (path, coded, presize)
+STAGE_CODEC_VERSION = 4
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ are partial on every partition, shuffled by the group keys and finished in paral
 the groups are few), or shuffled once without a partial, by cost; a partial is streaming (no hash
 table) where the statistics show the input clustered on the group keys, and an aggregate over a sort
 on its keys streams in one step. The root is gathered to the aggregator; then hash joins get their
-runtime join filters (:mod:`engine.optimizer.runtime_filters`) and aggregates over a scan their
-stored access (:mod:`engine.optimizer.stored_aggregates`). Each operator's estimated
+runtime join filters (:mod:`engine.optimizer.runtime_filters`) and aggregates their path (the store,
+hash kernels, Arrow, ...: :mod:`engine.optimizer.aggregate_paths`). Each operator's estimated
 cost (its own and its inputs') is kept in ``costs`` for EXPLAIN.
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ from engine.optimizer.context import OptimizerContext
 from engine.optimizer.exchanges import ExchangePlacer
 from engine.optimizer.rewrite import Rewriter
 from engine.optimizer.runtime_filters import RuntimeFilterPlacer
-from engine.optimizer.stored_aggregates import choose_stored_access
+from engine.optimizer.aggregate_paths import choose_aggregate_path
 from engine.core.expressions import AggCall, Call, ColumnRef, and_all
 from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit, LogicalPlan, Project, Repeat,
                                  Scan, Sort, Union, Values, Window)
@@ -83,13 +83,13 @@ class PhysicalPlanner:
         self._priced_once: set[int] = set()      # kept CTEs' exchanges already counted in a plan's cost
         self.exchanges = ExchangePlacer(self._replaced, self._exchange_added)
         self.runtime_filters = RuntimeFilterPlacer(self._replaced)
-        self.stored_access = Rewriter(choose_stored_access, self._replaced)
+        self.aggregate_paths = Rewriter(choose_aggregate_path, self._replaced)
 
     def plan(self, root: LogicalPlan) -> PhysicalOperator:
         op, _ = self.build(root)
         op = self.exchanges.place(op, NEEDS_SINGLE)      # the root's rows go to the aggregator
         op = self.runtime_filters.place(op)              # join filters within each stage
-        op = self.stored_access.rewrite(op)              # aggregates answered from the store
+        op = self.aggregate_paths.rewrite(op)            # how each aggregate computes
         self._price(op)
         return op
 

@@ -1,5 +1,5 @@
 """Bottom-up rewriting of a physical plan, for the physical rules that annotate operators after the
-exchanges are placed (engine.optimizer.runtime_filters, engine.optimizer.stored_aggregates)."""
+exchanges are placed (engine.optimizer.runtime_filters, engine.optimizer.aggregate_paths)."""
 from __future__ import annotations
 
 from typing import Callable

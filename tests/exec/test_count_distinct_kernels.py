@@ -6,10 +6,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from engine.exec.operators import hash_aggregate
+from engine.exec.operators import aggregate_kernels
 from oracle import canopy_and_duckdb
 
-ROWS = 3 * hash_aggregate._PRESIZE_ROWS
+ROWS = 3 * aggregate_kernels._PRESIZE_ROWS
 
 
 @pytest.fixture(scope="module")
@@ -66,20 +66,20 @@ def test_presized_group_by_matches_duckdb(both, sql):
 def test_plan_counts_distinct_per_leaf_after_repartition(both):
     con, _ = both
     text = "\n".join(r[0] for r in con.execute("EXPLAIN SELECT COUNT(DISTINCT b) FROM t").fetchall())
-    assert "HashAggregate single keys=[] aggs=[count(DISTINCT b)]" in text
+    assert "HashAggregate single keys=[] aggs=[count(DISTINCT b)] path=distinct_count" in text
     assert "Exchange repartition by [t.b" in text
 
 
 def test_tables_are_sized_from_an_estimate_of_the_exchanged_keys(both, monkeypatch):
     con, _ = both
     seen = []
-    estimate = hash_aggregate.kernels.estimate_distinct
+    estimate = aggregate_kernels.kernels.estimate_distinct
 
     def spy(columns):
         columns = list(columns)
         seen.append(sum(len(c) for c in columns))
         return estimate(columns)
-    monkeypatch.setattr(hash_aggregate.kernels, "estimate_distinct", spy)
+    monkeypatch.setattr(aggregate_kernels.kernels, "estimate_distinct", spy)
     con.execute("SELECT COUNT(DISTINCT b) FROM t").fetchall()
     assert sum(seen) == ROWS and len(seen) >= 2          # each leaf's share of the repartition
     seen.clear()

@@ -5,7 +5,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from engine.exec.operators.hash_aggregate import _group_by
+from engine.exec.aggregate_states import _group_by
 
 COLUMNS = [
     pa.array([1, None, 3]),

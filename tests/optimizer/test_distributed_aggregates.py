@@ -35,7 +35,7 @@ def test_shuffles_by_the_distinct_column(both):
     con, _ = both
     plan = "\n".join(row[0] for row in con.execute("EXPLAIN SELECT COUNT(DISTINCT b) FROM t").fetchall())
     assert "Exchange repartition by [t.b" in plan
-    assert "HashAggregate single keys=[] aggs=[count(DISTINCT b)]  [leaves]" in plan
+    assert "HashAggregate single keys=[] aggs=[count(DISTINCT b)] path=distinct_count  [leaves]" in plan
     # sharded on a: COUNT(DISTINCT a) needs no shuffle at all
     plan_a = "\n".join(row[0] for row in con.execute("EXPLAIN SELECT COUNT(DISTINCT a) FROM t").fetchall())
     assert "repartition" not in plan_a

@@ -2,7 +2,7 @@
 encoded runs, with or without a WHERE of kernel conjuncts.
 
 ``HashAggregateExec`` asks :func:`storage_states` first where the planner chose it (``stored="metadata"``:
-no group keys, its input a bare :class:`ScanExec`, engine.optimizer.stored_aggregates); ``None`` means "not answerable here" and the aggregate reads the scan as usual
+no group keys, its input a bare :class:`ScanExec`, engine.optimizer.aggregate_paths); ``None`` means "not answerable here" and the aggregate reads the scan as usual
 (the aggregator, a residual predicate, any other aggregate, a float MIN/MAX that needs data).
 
 Per segment, the zone maps decide a conjunct that every row (min/max inside the range, no NULLs) or

@@ -27,7 +27,8 @@ from engine.exec.evaluate import evaluate_array
 from engine.exec.aggregate_mode import AggregateMode
 from engine.exec.distribution import grouped_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext
-from engine.exec.operators.hash_aggregate import _STATES, HashAggregateExec, _sum_type, state_fields
+from engine.exec.aggregate_states import _STATES, _sum_type, state_fields
+from engine.exec.operators.hash_aggregate import HashAggregateExec
 from engine.core.expressions import AggCall, Expr
 from engine.core.fields import Field
 

@@ -1,0 +1,400 @@
+"""The hash-kernel paths of :class:`~engine.exec.operators.hash_aggregate.HashAggregateExec`
+(``AggregatePath.KERNELS`` and ``DISTINCT_COUNT``, and the stored key counts): keys factorized by
+``kernels.Factorizer`` and each state accumulated by a ``kernels.GroupedAggregate``, batch by batch
+(memory grows with the groups, not the rows; past memory_limit the groups spill by partition), and
+dictionary-coded key columns keyed and hashed once per code. A mixin of HashAggregateExec."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import kernels
+from engine.core.collation_keys import collation_keys
+from engine.core.expressions import Call, ColumnRef, Expr
+from engine.exec.aggregate_mode import AggregateMode
+from engine.exec.evaluate import evaluate, evaluate_array
+from engine.exec.operators.base import TaskContext, table_to_batches
+from engine.exec.operators.scan import ScanExec
+from engine.exec.operators.spill_partitions import SpillPartitions
+
+from engine.exec.aggregate_states import _STATES, _sum_type
+from engine.exec.operators.aggregate_spill import _ArgumentPartitions, _held_or_spilled
+
+# Inputs of at least this many rows have their distinct keys estimated (a HyperLogLog pass,
+# ``kernels.estimate_distinct``) and the hash table sized for them before the first insert: growing
+# a table of millions of keys by doubling costs more than the inserts (a rehash per doubling, and
+# fresh pages each time). Below it the table's growth is cheap.
+_PRESIZE_ROWS = 1 << 16
+
+
+def _reserve_for(tables, key_arrays: list, rows: int) -> None:
+    """Size ``tables`` (a Factorizer or DistinctCount, and GroupedAggregates) for the estimated
+    distinct values of ``key_arrays`` (one column in batches, ``rows`` rows), never for more than
+    ``rows``."""
+    if rows < _PRESIZE_ROWS:
+        return
+    estimate = kernels.estimate_distinct(key_arrays)
+    if estimate is not None:
+        for table in tables:
+            table.reserve(min(rows, int(estimate * 1.05) + 1024))
+
+
+def _occurring_values(values: pa.Array, keyed: pa.Array) -> pa.Table:
+    """(k, v): each stored value of ``values`` that occurs and its key ``keyed`` (a dictionary
+    array's entries whose codes occur, found by a histogram of the codes; a plain array's rows)."""
+    if pa.types.is_dictionary(values.type):
+        codes = values.indices.drop_null().to_numpy(zero_copy_only=False)
+        present = pa.array(np.bincount(codes.astype(np.int64), minlength=len(values.dictionary)) > 0)
+        table = pa.table({"k": keyed.dictionary.filter(present), "v": values.dictionary.filter(present)})
+        if values.null_count:
+            table = pa.concat_tables([table, pa.table({"k": pa.nulls(1, table.schema.field("k").type),
+                                                       "v": pa.nulls(1, table.schema.field("v").type)})])
+        return table
+    return pa.table({"k": keyed, "v": values})
+
+
+def _first_value_per_key(occurring: list, uniques: pa.Array, value_type: pa.DataType) -> pa.Array:
+    """For each key of ``uniques``, the first stored value seen with it in ``occurring``."""
+    if not occurring:
+        return pa.nulls(len(uniques), value_type)
+    first = pa.concat_tables(occurring).group_by("k", use_threads=False).aggregate([("v", "first")])
+    where = pc.index_in(uniques, value_set=first.column("k").combine_chunks())
+    return first.column("v_first").combine_chunks().take(where).cast(value_type)
+
+
+class _FirstValues:
+    """ANY_VALUE on the kernels' group-by path, of any type (GROUP BY a string keeps one row's value
+    beside its collation key): each group's value is its first row's, taken when the group appears.
+    A factorizer numbers new groups in order of their first rows, so the first row of each new group
+    is where the running maximum of the ids grows (one pass, no sort of the ids)."""
+
+    def __init__(self):
+        self.chunks: list = []
+        self.groups = 0
+
+    def reserve(self, num_groups: int) -> None:
+        pass
+
+    def update(self, ids, num_groups: int, values=None, rows=None) -> None:
+        if num_groups <= self.groups or values is None or not len(values):
+            return
+        if ids is None:                    # keyless: the first row
+            self.chunks.append(values.slice(0, 1))
+        else:
+            running = np.maximum.accumulate(np.asarray(ids))
+            grows = np.flatnonzero(running[1:] > running[:-1]) + 1
+            first = np.concatenate([[0], grows]) if running[0] >= self.groups else grows
+            first = first[running[first] >= self.groups]
+            self.chunks.append(values.take(pa.array(first)))
+        self.groups = num_groups
+
+    def result(self, num_groups: int) -> pa.Array:
+        if not self.chunks:
+            return pa.nulls(num_groups)
+        values = pa.concat_arrays([c.dictionary_decode() if pa.types.is_dictionary(c.type) else c
+                                   for c in self.chunks])
+        return values if len(values) == num_groups else pa.nulls(num_groups, values.type)
+
+
+def _as_state_type(values, arg_type):
+    if values is not None and arg_type is not None and values.type != arg_type \
+            and not pa.types.is_dictionary(values.type):
+        return values.cast(arg_type)
+    return values
+
+
+def _reads_coded(e: Expr, columns) -> bool:
+    """Whether ``e`` is a column of ``columns`` or its collation key: an expression that keeps a
+    dictionary array's codes (``_evaluate_coded``)."""
+    if isinstance(e, Call) and e.op == "collation_key":
+        e = e.args[0]
+    return isinstance(e, ColumnRef) and e.id in columns
+
+
+def _evaluate_coded(e: Expr, batch: pa.RecordBatch, params) -> pa.Array:
+    """``evaluate_array`` of an expression ``_reads_coded``, a dictionary array left encoded (its
+    type is the expression's over codes; ``evaluate_array`` would cast it to the plain type)."""
+    result = evaluate(e, batch, params)
+    if isinstance(result, pa.ChunkedArray):
+        result = result.combine_chunks()
+    if pa.types.is_dictionary(result.type):
+        return result
+    return evaluate_array(e, batch, params)
+
+
+def kernel_states(keys, aggregates, final: bool):
+    """(aggregate index, kernel function, argument type, state name) of each partial state when
+    the keys and every state run on kernels' hash group-by, else None (Acero's path). Without
+    keys (one group, no factorizing) only the first phase runs on the kernels."""
+    if not keys and final:
+        return None
+    if not all(kernels.supports_group_key(f.type.to_arrow()) for f, _ in keys):
+        return None
+    states = []
+    for i, (f, call) in enumerate(aggregates):
+        if call.distinct:
+            return None
+        if call.func == "any_value":       # any type: the value of the group's first row
+            states.append((i, "first", None, f"{f.id}|min"))
+            continue
+        for suffix, compute, merge in _STATES[call.func]:
+            name = f"{f.id}|{suffix}"
+            if final:
+                func, arg_type = merge, (pa.int64() if suffix == "count" else
+                                         _sum_type(call) if suffix == "sum" else call.type.to_arrow())
+            else:
+                func, arg_type = compute, (call.arg.type.to_arrow() if call.arg is not None else None)
+            if not kernels.supports_aggregate(func, arg_type):
+                return None
+            states.append((i, func, arg_type, name))
+    return states
+
+
+def _distinct_count(call, batches, ctx: TaskContext, on_values: bool = False) -> int:
+    """COUNT(DISTINCT call.arg) of ``batches`` (``on_values``: they are the argument's values)."""
+    values = list(batches) if on_values else [evaluate_array(call.arg, batch, ctx.params) for batch in batches]
+    values = [v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v for v in values]
+    counter = kernels.DistinctCount(call.arg.type.to_arrow())
+    _reserve_for([counter], values, sum(len(v) for v in values))
+    for column in values:
+        counter.add(column)
+    return counter.count
+
+
+class KernelAggregation:
+    def _kernel_first_phase(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
+        """Keys and states of the rows on the hash kernels, streaming (past memory_limit the groups'
+        states go to hash partitions on disk, each merged alone)."""
+        states = kernel_states(self.keys, self.aggregates, final=False)
+        coded = frozenset(self.coded)
+        coded_keys = [_reads_coded(e, coded) for _, e in self.keys]
+        coded_args = [call.func == "any_value" and _reads_coded(call.arg, coded) for _, call in self.aggregates]
+
+        def key_columns(batch):
+            return [_evaluate_coded(e, batch, ctx.params) if direct else evaluate_array(e, batch, ctx.params)
+                    for direct, (_, e) in zip(coded_keys, self.keys)]
+
+        def state_columns(batch):
+            args = {i: _evaluate_coded(call.arg, batch, ctx.params) if coded_args[i]
+                    else evaluate_array(call.arg, batch, ctx.params)
+                    for i, (_, call) in enumerate(self.aggregates) if call.arg is not None}
+            return [args.get(i) for i, *_ in states]
+
+        spilled: list[SpillPartitions] = []
+
+        def spill(table: pa.Table) -> None:
+            if not spilled:
+                spilled.append(self._spilled_groups(ctx))
+            for batch in table.cast(self._state_schema()).to_batches():
+                spilled[0].add(batch)
+
+        batches = self._input_keeping_dictionaries(partition, ctx, coded) if coded else \
+            self.input.execute(partition, ctx)
+        result = self._aggregate_with_kernels(batches, key_columns, state_columns, states, memory,
+                                              spill if self.keys else None)
+        results = [result]
+        if spilled:                   # partitioned hash aggregation: merge each partition's states
+            spill(result)
+            del result, results
+            memory.free()
+            results = self._merged_partitions(spilled[0], memory)
+        for result in results:
+            if self.mode == AggregateMode.PARTIAL:
+                yield from table_to_batches(result.cast(self.schema))
+            else:
+                yield from table_to_batches(self._finish(result))
+
+    def _kernel_final(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
+        """Partial states merged by key on the hash kernels (spilling by partition past memory_limit)."""
+        key_names = [f.id for f, _ in self.keys]
+        states = kernel_states(self.keys, self.aggregates, final=True)
+        spilled: list[SpillPartitions] = []
+
+        def spill(table: pa.Table) -> None:
+            if not spilled:
+                spilled.append(self._spilled_groups(ctx))
+            for k, (_, _, _, name) in enumerate(states):     # SUM of counts: back to BIGINT
+                if name.endswith("|count"):
+                    table = table.set_column(len(key_names) + k, name, table.column(name).cast(pa.int64()))
+            for batch in table.cast(self._state_schema()).to_batches():
+                spilled[0].add(batch)
+
+        result = self._aggregate_with_kernels(
+            self.input.execute(partition, ctx),
+            lambda batch: [batch.column(name) for name in key_names],
+            lambda batch: [batch.column(name) for *_, name in states], states, memory, spill)
+        if spilled:                   # partitioned hash aggregation: merge each partition's states
+            spill(result)
+            del result
+            memory.free()
+            for merged in self._merged_partitions(spilled[0], memory):
+                yield from table_to_batches(self._finish_or_states(merged))
+            return
+        for k, (_, _, _, name) in enumerate(states):     # SUM of counts: back to BIGINT
+            if name.endswith("|count"):
+                result = result.set_column(len(key_names) + k, name, result.column(name).cast(pa.int64()))
+        yield from table_to_batches(self._finish_or_states(result))
+
+    def _aggregate_with_kernels(self, batches, key_columns, state_columns, states, memory=None,
+                                spill=None) -> pa.Table:
+        """Stream ``batches`` through a Factorizer and one GroupedAggregate per state: no
+        concatenation of the input; memory grows with the groups, not the rows. ``memory``: reserves
+        the groups' estimated bytes after each batch; when they do not fit, ``spill(table)`` takes
+        the states so far (keys and states, as this method returns them) and the aggregation starts
+        afresh (without ``spill``: MemoryLimitError)."""
+        aggs = [_FirstValues() if func == "first" else kernels.GroupedAggregate(func, arg_type)
+                for _, func, arg_type, _ in states]
+        if not self.keys:
+            # One group, present even without rows (COUNT 0, SUM NULL): opened by an empty update.
+            for agg, (_, func, arg_type, _) in zip(aggs, states):
+                agg.update(None, 1, None if func == "count_all" else pa.array([], arg_type), rows=0)
+            for batch in batches:
+                for agg, (_, func, arg_type, _), values in zip(aggs, states, state_columns(batch)):
+                    agg.update(None, 1, _as_state_type(values, arg_type), rows=batch.num_rows)
+            return pa.table([agg.result(1) for agg in aggs], names=[name for *_, name in states])
+        factorizer = kernels.Factorizer([f.type.to_arrow() for f, _ in self.keys])
+        keyed = ((batch, key_columns(batch)) for batch in batches if batch.num_rows)
+        if self.presize:
+            # The exchange's rows are all here already: estimate the keys, size the table once.
+            keyed = list(keyed)
+            _reserve_for([factorizer] + aggs, [keys[0] for _, keys in keyed], sum(b.num_rows for b, _ in keyed))
+        names = [f.id for f, _ in self.keys] + [name for *_, name in states]
+        group_bytes = self._group_bytes(len(states))
+        for batch, keys in keyed:
+            ids = factorizer.factorize(keys)
+            groups = factorizer.num_groups
+            for agg, (i, func, arg_type, name), values in zip(aggs, states, state_columns(batch)):
+                agg.update(ids, groups, _as_state_type(values, arg_type))
+            if memory is not None and not memory.resize(groups * group_bytes):
+                if spill is None:
+                    memory.grow(groups * group_bytes - memory.size, spilled=True)     # raises
+                spill(pa.table(factorizer.uniques() + [agg.result(groups) for agg in aggs], names=names))
+                memory.free()
+                factorizer = kernels.Factorizer([f.type.to_arrow() for f, _ in self.keys])
+                aggs = [_FirstValues() if func == "first" else kernels.GroupedAggregate(func, arg_type)
+                        for _, func, arg_type, _ in states]
+        groups = factorizer.num_groups
+        columns = factorizer.uniques() + [agg.result(groups) for agg in aggs]
+        return pa.table(columns, names=names)
+
+    def _group_bytes(self, states: int) -> int:
+        """A group's estimated bytes in the Factorizer and the aggregates (memory_limit's accounting):
+        its keys (a string's 16 bytes of slot plus a guess at its text) and 16 bytes a state."""
+        keys = 0
+        for f, _ in self.keys:
+            t = f.type.to_arrow()
+            keys += t.bit_width // 8 if pa.types.is_primitive(t) and t.bit_width >= 8 else 48
+        return 32 + keys + 16 * states
+
+    def coded_columns(self) -> tuple[str, ...]:
+        """For the planner (engine.optimizer.aggregate_paths), which sets ``coded`` from it: ids of
+        the string columns of the scan below that only group keys read (``k`` or its
+        collation key ``collation_key(k)``) or ``ANY_VALUE(k)`` beside them: stored
+        dictionary-encoded, they reach the factorizer as dictionary arrays (a key of a dictionary is
+        a dictionary of keys over the same codes, ``engine.core.collation_keys``), so each distinct
+        code of a batch is keyed and hashed once and no row is decoded."""
+        if not isinstance(self.input, ScanExec) or not self.keys:
+            return ()
+        strings = {f.id for f in self.input.fields if pa.types.is_string(f.type.to_arrow())}
+        others = set()          # columns some other expression reads (it would need them decoded)
+        for _, e in self.keys:
+            if not _reads_coded(e, strings):
+                others |= e.column_ids()
+        for _, call in self.aggregates:
+            if call.arg is not None and not (call.func == "any_value" and _reads_coded(call.arg, strings)):
+                others |= call.arg.column_ids()
+        return tuple(sorted({i for _, e in self.keys if _reads_coded(e, strings)
+                             for i in e.column_ids() if i not in others}))
+
+    def _input_keeping_dictionaries(self, partition: int, ctx: TaskContext, coded: frozenset):
+        scan = self.input
+        batches = scan.execute_keeping_dictionaries(partition, ctx, coded)
+        if ctx.profile is not None:      # what the scan's own execute does (base._profiled)
+            batches = ctx.profile.measure(scan, iter(batches))
+        if ctx.deadline is not None:
+            batches = ctx.deadline.guard(batches)
+        return batches
+
+    def _count_distinct(self, partition: int, ctx: TaskContext, memory) -> pa.Table:
+        """COUNT(DISTINCT x) per aggregate into a ``kernels.DistinctCount`` (integers: a set of the
+        values, no ids, no kept keys), sized once from a HyperLogLog estimate of the input.
+
+        Past memory_limit each argument's values go to hash partitions of themselves on disk (one
+        set of partitions per aggregate): equal values land in one partition, so a count is the sum
+        of its partitions' distinct counts, each counted alone."""
+        def spill_each_argument():
+            return _ArgumentPartitions(ctx, [call for _, call in self.aggregates])
+
+        held, spilled = _held_or_spilled(self.input.execute(partition, ctx), memory, spill_each_argument)
+        names = [f"{f.id}|count" for f, _ in self.aggregates]
+        if spilled is not None:
+            return pa.table([pa.array([sum(_distinct_count(call, [table.column(0)], ctx, on_values=True)
+                                           for table in parts.each(memory))], pa.int64())
+                             for (_, call), parts in zip(self.aggregates, spilled.parts)], names=names)
+        return pa.table([pa.array([_distinct_count(call, held, ctx)], pa.int64()) for _, call in self.aggregates],
+                        names=names)
+
+    def _counted_scan_column(self):
+        """(stored column name, collation key options or None) when this is ``SELECT k, COUNT(*) ...
+        GROUP BY k`` straight over a scan (one column key, only COUNT(*), no filter, no runtime join
+        filter), else None. A string k groups by ``collation_key(k)`` with ``ANY_VALUE(k)`` beside."""
+        scan = self.input
+        if not isinstance(scan, ScanExec) or scan.filters or len(self.keys) != 1:
+            return None
+        (key_field, key), = self.keys
+        collated = None
+        if isinstance(key, Call) and key.op == "collation_key" and isinstance(key.args[0], ColumnRef):
+            key, collated = key.args[0], key.options
+        if not isinstance(key, ColumnRef) or not self.aggregates:
+            return None
+        if any(call.distinct or not (call.func == "count_star" or (
+                collated is not None and call.func == "any_value" and call.arg == key))
+               for _, call in self.aggregates):
+            return None
+        if scan.runtime_filters or not kernels.supports_group_key(key_field.type.to_arrow()):
+            return None
+        names = dict(zip((f.id for f in scan.fields), scan.column_names))
+        return (names[key.id], collated) if key.id in names else None
+
+    def _count_stored_keys(self, partition: int, ctx: TaskContext, column: str, collated=None) -> pa.Table:
+        """COUNT(*) per key reading only the key column, as stored: a dictionary-encoded column is
+        counted on its codes (``Factorizer.count_keys``: a histogram of the codes per dictionary,
+        then only the dictionary entries that occur are factorized), never decoded or hashed per
+        row; a column stored otherwise is decoded and factorized. ``collated``: the key is the
+        column's collation key (a dictionary of keys over the same codes) and each group's value is
+        one of the stored values that occur with that key."""
+        from engine.storage.columnstore.encoding import decode_column
+
+        (key_field, _), = self.keys
+        scan = self.input
+        factorizer = kernels.Factorizer([key_field.type.to_arrow()])
+        batches = ctx.scan(scan.table_id, partition, [column], scan.replicated, scan.batch_rows, None,
+                           encoded=True)
+        if ctx.profile is not None:      # EXPLAIN ANALYZE credits the scan with the rows read
+            batches = ctx.profile.measure(scan, iter(batches))
+        occurring = []          # (key, stored value) of the values that occur, when collated
+        for batch in batches:
+            keys = batch.column(0)
+            if not len(keys):
+                continue
+            values = keys if pa.types.is_dictionary(keys.type) else decode_column(keys)
+            if collated is None:
+                factorizer.count_keys(values)
+                continue
+            keyed = collation_keys(values, *collated)
+            factorizer.count_keys(keyed)
+            occurring.append(_occurring_values(values, keyed))
+        counts = pa.array(factorizer.key_counts())
+        uniques = factorizer.uniques()
+        columns, names = list(uniques), [key_field.id]
+        for f, call in self.aggregates:
+            if call.func == "count_star":
+                columns.append(counts)
+                names.append(f"{f.id}|count")
+            else:
+                columns.append(_first_value_per_key(occurring, uniques[0], call.arg.type.to_arrow()))
+                names.append(f"{f.id}|min")
+        return pa.table(columns, names=names)
