@@ -26,9 +26,11 @@ class ExchangeBuffer:
     """Batches of one schema, in the order appended; iterated any number of times. ``rows`` and
     ``nbytes`` (Arrow bytes, as if in memory) are known without reading what is on disk."""
 
-    def __init__(self, pool: MemoryPool, schema: Optional[pa.Schema] = None):
+    def __init__(self, pool: MemoryPool):
         self.pool = pool
-        self.schema = schema            # what its spill file holds (default: the first batch's)
+        # the first batch's schema, which the spilled batches keep (cast to it where they differ:
+        # a dictionary column stays one), so what is read back concatenates with what was held
+        self.schema: Optional[pa.Schema] = None
         self._memory = pool.reservation(OPERATOR)
         self._held: list[pa.RecordBatch] = []
         self._file: Optional[SpillFile] = None
@@ -45,12 +47,14 @@ class ExchangeBuffer:
         self.rows += batch.num_rows
         size = held_bytes(batch)
         self.nbytes += size
+        if self.schema is None:
+            self.schema = batch.schema
         # once one batch has gone to disk the rest follow it there, so the order is kept
         if self._file is None and self._memory.try_grow(size):
             self._held.append(batch)
             return
         if self._file is None:
-            self._file = self.pool.spill_file(self.schema or batch.schema, OPERATOR)
+            self._file = self.pool.spill_file(self.schema, OPERATOR)
         if not batch.schema.equals(self._file.schema):
             batch = pa.RecordBatch.from_arrays(
                 [c if c.type == f.type else c.cast(f.type) for c, f in zip(batch.columns, self._file.schema)],

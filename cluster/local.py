@@ -310,7 +310,7 @@ class LocalRunner(ScheduledRunner):
             exchange_inputs = {sid: Chain(ref.data for ref in refs) for sid, refs in inputs[t]}
             batches = leaf.task_batches(stage, spec, exchange_inputs, task_profiles.get(t), deadline,
                                         (snapshots or {}).get(leaf.leaf_id), hold_output=not buffered)
-            out = ExchangeBuffer(query.state.buffers, stage.root.schema).extend(batches) if buffered \
+            out = ExchangeBuffer(query.state.buffers).extend(batches) if buffered \
                 else list(batches)
             if progress is not None:
                 progress.task_done(stage.stage_id, out.rows if buffered else sum(b.num_rows for b in out))
@@ -375,9 +375,8 @@ class LocalRunner(ScheduledRunner):
         # a large exchange held in memory splits on the leaf pool (the kernels release the GIL); a
         # spilled one streams from disk through the split (the pool's map would read it all at once)
         large = len(batches) > 1 and batches.rows >= INLINE_STAGE_ROWS and not batches.spilled
-        schema = stage.root.schema
         routed = route_batches(batches, exchange, self._pool.map if large else map,
-                               lambda: ExchangeBuffer(query.state.buffers, schema))
+                               lambda: ExchangeBuffer(query.state.buffers))
         for out in outputs:                 # routed: the producing tasks' buffers are read no more
             out.discard()
         return routed

@@ -95,7 +95,7 @@ def test_an_exchange_buffer_keeps_batches_in_memory_until_the_limit_then_on_disk
     monkeypatch.setenv("CANOPY_SPILL_DIR", str(tmp_path))
     pool = MemoryPool(1 << 20)
     batches = _batches(40, 8192)                # 64 KiB each: 16 fit in 1 MiB, the rest go to disk
-    buffer = ExchangeBuffer(pool, batches[0].schema).extend(batches)
+    buffer = ExchangeBuffer(pool).extend(batches)
     assert buffer.spilled and buffer.rows == 40 * 8192 and buffer.nbytes == sum(b.nbytes for b in batches)
     assert 0 < pool.reserved <= 1 << 20
     want = pa.Table.from_batches(batches)
@@ -105,7 +105,7 @@ def test_an_exchange_buffer_keeps_batches_in_memory_until_the_limit_then_on_disk
     assert pa.Table.from_batches(list(Chain([buffer, batches[:1]]))).num_rows == 41 * 8192
     # a repartition into buffers routes every row once, streaming from disk
     routed = route_batches(buffer, ExchangeSpec("repartition", ("k",), num_leaves=3, partitions_per_leaf=2),
-                           sink=lambda: ExchangeBuffer(pool, batches[0].schema))
+                           sink=lambda: ExchangeBuffer(pool))
     assert sorted(k for b in routed.values() for batch in b for k in batch.column(0).to_pylist()) == \
         list(range(40 * 8192))
     buffer.discard()
@@ -114,3 +114,20 @@ def test_an_exchange_buffer_keeps_batches_in_memory_until_the_limit_then_on_disk
     assert pool.reserved == 0
     pool.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_spilled_exchange_buffer_keeps_dictionary_columns_so_a_repartition_concatenates(tmp_path, monkeypatch):
+    from cluster.exchange_buffer import ExchangeBuffer
+    from engine.exec.memory import MemoryPool
+
+    monkeypatch.setenv("CANOPY_SPILL_DIR", str(tmp_path))
+    pool = MemoryPool(1 << 20)
+    words = pa.array([f"word {i % 50}" for i in range(20_000)])
+    batches = [pa.record_batch({"k": pa.array(range(i * 20_000, (i + 1) * 20_000), pa.int64()),
+                                "s": words.dictionary_encode()}) for i in range(8)]
+    buffer = ExchangeBuffer(pool).extend(batches)        # held and read back: dictionaries both
+    assert buffer.spilled
+    assert {b.schema for b in buffer} == {batches[0].schema}
+    routed = route_batches(buffer, ExchangeSpec("repartition", ("k",), num_leaves=2, partitions_per_leaf=2))
+    assert sum(b.num_rows for bs in routed.values() for b in bs) == 8 * 20_000
+    pool.close()

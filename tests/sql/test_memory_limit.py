@@ -184,18 +184,20 @@ def test_window_partitions_spill_past_the_limit_with_the_unlimited_answer(both, 
 # partitions of themselves (a value's partition holds all of its copies) and the counts and sums of
 # the partitions' distinct values add up
 DISTINCTS = [
-    "SELECT COUNT(*), SUM(n), SUM(m) FROM (SELECT a % 2000 AS g, COUNT(DISTINCT s) AS n, "
-    "COUNT(DISTINCT id) AS m FROM t GROUP BY a % 2000) q",
-    "SELECT COUNT(DISTINCT s), COUNT(DISTINCT id), COUNT(DISTINCT x) FROM t",
-    "SELECT SUM(DISTINCT id), AVG(DISTINCT id), COUNT(DISTINCT s), SUM(DISTINCT a) FROM t",
+    ("SELECT COUNT(*), SUM(n), SUM(m) FROM (SELECT a % 2000 AS g, COUNT(DISTINCT s) AS n, "
+     "COUNT(DISTINCT id) AS m FROM t GROUP BY a % 2000) q", TINY),
+    ("SELECT COUNT(DISTINCT s), COUNT(DISTINCT id), COUNT(DISTINCT x) FROM t", TINY),
+    ("SELECT SUM(DISTINCT id), AVG(DISTINCT id), COUNT(DISTINCT s), SUM(DISTINCT a) FROM t", TINY),
+    # integers: the kernels' distinct sets (kernels.DistinctCount), spilled per argument
+    ("SELECT COUNT(DISTINCT id + 1), COUNT(DISTINCT a), COUNT(DISTINCT LENGTH(s) * 10000 + a) FROM t", TINY),
 ]
 
 
-@pytest.mark.parametrize("sql", DISTINCTS)
-def test_distinct_aggregates_spill_past_the_limit_with_the_unlimited_answer(both, sql):
+@pytest.mark.parametrize("sql, limit", DISTINCTS)
+def test_distinct_aggregates_spill_past_the_limit_with_the_unlimited_answer(both, sql, limit):
     con, duck = both
     unlimited = _run(con, sql)
-    limited, spilled = _spilled(con, sql, TINY)
+    limited, spilled = _spilled(con, sql, limit)
     assert spilled.get("HashAggregate", 0) > 256 << 10, spilled
     assert_same_rows(limited, unlimited)
     assert_same_rows(unlimited, duck.execute(sql).fetchall())
