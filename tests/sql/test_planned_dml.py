@@ -210,3 +210,28 @@ def test_rows_of_every_type_are_found_by_content(con, sql_type, value):
     assert con.execute("DELETE FROM typed WHERE id IN (SELECT 1 UNION SELECT 2)").rowcount == 2
     assert con.execute("UPDATE typed SET id = id * 10 WHERE id IN (SELECT 3)").rowcount == 1
     assert sorted(con.execute("SELECT id FROM typed").fetchall()) == [(4,), (30,)]
+
+
+def test_a_multi_table_change_needs_the_write_privilege_on_its_target_only(con):
+    """``UPDATE a.t JOIN b.u ... SET u.y``: UPDATE on u's database, SELECT on t's (MySQL's rule)."""
+    from engine.errors import AccessDeniedError
+    from engine.session import Session
+
+    for ddl in ["DROP DATABASE IF EXISTS pa", "DROP DATABASE IF EXISTS pb", "CREATE DATABASE pa", "CREATE DATABASE pb",
+                "CREATE TABLE pa.t (k INT, x INT)", "CREATE TABLE pb.u (k INT, y INT)",
+                "INSERT INTO pa.t VALUES (1, 10)", "INSERT INTO pb.u VALUES (1, 20)",
+                "CREATE USER changer IDENTIFIED BY 'pw'", "GRANT SELECT ON pa.* TO changer",
+                "GRANT SELECT, UPDATE, DELETE ON pb.* TO changer"]:
+        con.execute(ddl)
+    session = Session(con.session.runner, "pa", user="changer")
+    try:
+        assert session.execute("UPDATE pa.t JOIN pb.u ON t.k = u.k SET u.y = t.x").rowcount == 1
+        with pytest.raises(AccessDeniedError):
+            session.execute("UPDATE pa.t JOIN pb.u ON t.k = u.k SET t.x = u.y")
+        with pytest.raises(AccessDeniedError):
+            session.execute("DELETE t FROM pb.u JOIN pa.t ON t.k = u.k")
+        assert session.execute("DELETE u FROM pa.t JOIN pb.u ON t.k = u.k").rowcount == 1
+    finally:
+        session.close()
+        con.execute("DROP USER changer")
+    assert con.execute("SELECT k, x FROM pa.t").fetchall() == [(1, 10)]

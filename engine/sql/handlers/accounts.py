@@ -71,7 +71,8 @@ class AccountStatements:
             if not table.name:
                 continue
             database = table.text("db") or self.database
-            privilege = write if table is target or written == _name_of(table, self.database) else "SELECT"
+            changed = table is target if written is None else written == _name_of(table, self.database)
+            privilege = write if changed else "SELECT"
             self._require(account, privilege, database, table.name)
 
     def _require(self, account, privilege: str, database: Optional[str], table: Optional[str]) -> None:
@@ -133,8 +134,8 @@ def _name_of(table: exp.Table, database: Optional[str]) -> tuple:
 
 
 def _written_name(node: exp.Expression, target: Optional[exp.Table], database: Optional[str]) -> Optional[tuple]:
-    """(database, name) of the table a multi-table DELETE / UPDATE changes: every mention of it
-    needs the write privilege (its FROM clause names it apart from the statement's first table)."""
+    """(database, name) of the table a DELETE / UPDATE changes: every mention of it needs the write
+    privilege, the other tables SELECT (a multi-table statement's target need not be its first table)."""
     if not isinstance(node, (exp.Update, exp.Delete)) or target is None:
         return None
     from engine.errors import Error
