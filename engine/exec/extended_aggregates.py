@@ -13,8 +13,9 @@ Each function works on whole columns with dense group ids (``ids[i]`` is row ``i
   result itself.
 
 NULL semantics are MySQL's: NULL inputs are skipped; a sample statistic of fewer than two values, and
-any statistic of none, is NULL; BIT_AND of no values is all ones (-1 as Canopy's signed BIGINT: MySQL's
-18446744073709551615), BIT_OR / BIT_XOR of none 0; CORR is NULL where either variance is 0.
+any statistic of none, is NULL; BIT_AND of no values is all ones (18446744073709551615: the bit
+aggregates are BIGINT UNSIGNED, as in MySQL), BIT_OR / BIT_XOR of none 0; CORR is NULL where either
+variance is 0.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kernels
-from engine.exec import decimal128
+from engine.exec import decimal128, unsigned
 from engine.core.collation_keys import collation_keys
 from engine.core.expressions import AggCall
 
@@ -165,7 +166,9 @@ class Bits(Function):
         return self._reduce(ids, groups, states[0])
 
     def finish(self, call, states):
-        return states[0].fill_null(self.identity)
+        # the state is the 64 bits as a signed int64; the result is them read as BIGINT UNSIGNED
+        # (-1 is 18446744073709551615), Canopy's DECIMAL(20, 0)
+        return unsigned.to_unsigned(states[0].fill_null(self.identity))
 
 
 HLL_PRECISION = 12        # 4 KiB per group, ~1.6% standard error

@@ -2,8 +2,9 @@
 ``engine.exec.extended_aggregates``): the statistical family (STDDEV, VARIANCE, CORR, COVAR), MEDIAN and
 PERCENTILE_CONT / PERCENTILE_DISC (``WITHIN GROUP (ORDER BY x)``), APPROX_COUNT_DISTINCT, GROUP_CONCAT,
 BIT_AND / BIT_OR / BIT_XOR and ANY_VALUE. Result types as MySQL / SingleStore: DOUBLE for the statistics
-and continuous percentiles, the argument's type for PERCENTILE_DISC and ANY_VALUE, BIGINT for the bit
-aggregates and APPROX_COUNT_DISTINCT, TEXT for GROUP_CONCAT."""
+and continuous percentiles, the argument's type for PERCENTILE_DISC and ANY_VALUE, BIGINT UNSIGNED for the
+bit aggregates (over the argument's 64 bits as a BIGINT: -1 is all ones), BIGINT for
+APPROX_COUNT_DISTINCT, TEXT for GROUP_CONCAT."""
 from __future__ import annotations
 
 from sqlglot import exp
@@ -64,7 +65,7 @@ def bind_extended(binder, node, ctx, inner_ctx, sql: str) -> AggCall:
     if func in ("bit_and", "bit_or", "bit_xor"):
         if argument.type.kind not in ("int", "bool", "null", "decimal", "float", "string"):
             raise TypeMismatchError(f"{func.upper()} needs an integer, got {argument.type} in {sql}")
-        return AggCall(func, binder.coerce(argument, T.BIGINT), T.BIGINT)
+        return AggCall(func, binder.coerce(argument, T.BIGINT), T.UBIGINT)
     if func == "approx_count_distinct":       # distinct under the collation: count the keys
         return AggCall(func, keyed(argument, argument.type.collation) if is_string(argument) else argument,
                        T.BIGINT)

