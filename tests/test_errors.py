@@ -98,7 +98,10 @@ def test_unknown_qualified_column_suggests_column_of_that_table(con):
 
 
 def test_unknown_table_alias(con):
-    expect(con, "SELECT x.o_total FROM orders o", engine.ProgrammingError, "unknown table 'x'")
+    """MySQL's error 1054: an unknown qualifier is an unknown column, named with its clause."""
+    expect(con, "SELECT x.o_total FROM orders o", engine.ProgrammingError, "unknown column 'x.o_total' in 'SELECT'")
+    expect(con, "SELECT 1 FROM orders o WHERE x.o_total > 0", engine.ProgrammingError,
+           "unknown column 'x.o_total' in 'WHERE'")
 
 
 def test_unknown_column_in_where_group_order(con):

@@ -108,7 +108,7 @@ class ExpressionBinding:
         if ctx.aliases is not None and qualifier is None and not ctx.scope.lookup_local(None, name) \
                 and name.lower() in ctx.aliases:
             return ctx.aliases[name.lower()]
-        f = ctx.scope.resolve(qualifier, name)
+        f = ctx.scope.resolve(qualifier, name, ctx.clause)
         return f.ref()
 
     def _bind_Identifier(self, node: exp.Identifier, ctx: ExprContext) -> Expr:

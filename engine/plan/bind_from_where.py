@@ -18,6 +18,7 @@ from engine.core.expressions import equi_pair as _equi_pair
 from engine.plan.logical import (Aggregate, Field, Join, LogicalPlan, MultiJoin, Project,
                                  Scan, Values, filter_all)
 from engine.plan.joins import bind_join_chain, bind_parenthesised
+from engine.plan.lateral import bind_lateral_table
 from engine.plan.scope import Relation, Scope
 from engine.plan.sql_words import SELECT_PARTS, TABLE_PARTS, refuse_unread
 from engine.plan.bind_context import AggContext, ExprContext, SelectParts, arg, node_name
@@ -139,7 +140,9 @@ class FromWhereBinding:
                                     f"{len(column_names)} column aliases")
                 names = column_names
             return self._derived(plan, names, alias, scope)
-        if isinstance(node, exp.Lateral) or isinstance(node, exp.Unnest):
+        if isinstance(node, exp.Lateral):       # first in FROM: it may read the enclosing query only
+            return bind_lateral_table(self, node, scope, scope, ctes)
+        if isinstance(node, exp.Unnest):
             raise UnsupportedError(f"{node.key.upper()} in FROM")
         raise UnsupportedError(f"{node_name(node)[:60]} in FROM")
 

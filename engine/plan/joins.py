@@ -1,5 +1,5 @@
-"""Binding a FROM clause's joins: inner, comma, LEFT / RIGHT / FULL OUTER, ``USING (cols)``, ``NATURAL``
-and parenthesised joins (``FROM a JOIN (b JOIN c ON ...) ON ...``, ``FROM (t AS x CROSS JOIN t y)``).
+"""Binding a FROM clause's joins: inner, comma, LEFT / RIGHT / FULL OUTER, ``USING (cols)``, ``NATURAL``,
+LATERAL derived tables (engine/plan/lateral.py) and parenthesised joins (``FROM a JOIN (b JOIN c ON ...) ON ...``, ``FROM (t AS x CROSS JOIN t y)``).
 
 Inner and comma joins are collected as items and conditions for the join-order rule (a MultiJoin);
 an outer join closes everything to its left into one input and becomes a :class:`Join` of its own
@@ -19,6 +19,7 @@ from engine import types as T
 from engine.errors import BindError, UnsupportedError
 from engine.core.expressions import Call, Expr, and_all, equi_pair
 from engine.plan.join_subqueries import filter_with_subqueries, outer_join_with_subqueries
+from engine.plan.lateral import bind_lateral_table, join_lateral, reads_left
 from engine.plan.logical import Field, Join, LogicalPlan, MultiJoin, Project, filter_all
 from engine.plan.scope import Relation, Scope
 
@@ -39,7 +40,13 @@ def bind_join_chain(binder: "Binder", first: exp.Expression, joins, scope: Scope
         if method and method != "NATURAL":
             raise UnsupportedError(f"{method} JOIN")
         right_scope = Scope(parent=scope.parent)
-        right = binder.bind_table_item(join.this, right_scope, ctes)
+        lateral = isinstance(join.this, exp.Lateral)
+        if lateral and (method or join.args.get("using")):
+            raise UnsupportedError(f"LATERAL in a {method or 'USING'} join")
+        if lateral:
+            right = bind_lateral_table(binder, join.this, scope, right_scope, ctes)
+        else:
+            right = binder.bind_table_item(join.this, right_scope, ctes)
         pairs = _using_pairs(join, method == "NATURAL", scope.relations[start:], right_scope.relations)
         for relation in right_scope.relations:
             scope.add(relation)
@@ -48,6 +55,16 @@ def bind_join_chain(binder: "Binder", first: exp.Expression, joins, scope: Scope
             scope.relations[start:] = moved + scope.relations[start:-len(moved)]
         equalities = [binder.make_comparison("eq", l.ref(), r.ref()) for l, r in pairs]
         on = join.args.get("on")
+        if lateral and reads_left(right, scope):
+            if side in ("RIGHT", "FULL"):
+                raise BindError(f"a LATERAL derived table that reads the left side of a {side} JOIN "
+                                "(INNER, CROSS or LEFT JOIN only)")
+            plain, valued = binder.bind_on(on, scope)
+            if valued:
+                raise UnsupportedError("a subquery in the ON condition of a LATERAL join")
+            kind = "left" if side == "LEFT" else "inner"
+            items, conditions = [join_lateral(binder, _close(items, conditions), right, kind, plain)], []
+            continue
         if side in ("LEFT", "RIGHT", "FULL"):
             left = _close(items, conditions)
             if side == "RIGHT":

@@ -14,6 +14,10 @@ from engine.errors import BindError, unknown_name_error
 from engine.plan.logical import Field
 
 
+# The clauses MySQL names in "Unknown column 'x' in 'WHERE'" (as MariaDB 10.11 spells them)
+CLAUSES = {"SELECT", "WHERE", "ON", "HAVING", "GROUP BY", "ORDER BY"}
+
+
 class IdGenerator:
     """Plan-unique column ids: ``<hint>#<n>`` (readable in EXPLAIN, never ambiguous)."""
 
@@ -60,7 +64,10 @@ class Scope:
             hits.extend(relation.find(name, bool(qualifier)))
         return hits
 
-    def resolve(self, qualifier: Optional[str], name: str) -> Field:
+    def resolve(self, qualifier: Optional[str], name: str, clause: str = "") -> Field:
+        """The column ``qualifier.name`` (``qualifier`` None: unqualified) read in ``clause`` (the binder's
+        name of it: 'WHERE', 'SELECT', ...), here or in an enclosing query's scope."""
+        where = f"'{clause}'" if clause in CLAUSES else ""
         hits = self.lookup_local(qualifier, name)
         if len(hits) == 1:
             return hits[0]
@@ -69,7 +76,10 @@ class Scope:
             raise BindError(f"column {shown!r} is ambiguous")
         if qualifier and not any(r.alias.lower() == qualifier.lower() for r in self.relations):
             if self.parent is None or not self.parent.has_alias(qualifier):
-                raise unknown_name_error("table", qualifier, [r.alias for r in self.all_relations() if r.alias])
+                # MySQL: an unknown qualifier is an unknown column (error 1054), also where the table
+                # is one a derived table cannot see (its left in FROM, without LATERAL)
+                candidates = [f"{r.alias}.{f.name}" for r in self.all_relations() if r.alias for f in r.fields]
+                raise unknown_name_error("column", f"{qualifier}.{name}", candidates, where)
         if self.parent is not None:
             found = self.parent.resolve_optional(qualifier, name)
             if found is not None:
@@ -78,8 +88,8 @@ class Scope:
         if qualifier:      # t.bb: suggest t.b, a column of that table, spelled the way the user did
             candidates = [f"{qualifier}.{f.name}" for r in self.all_relations()
                           if r.alias.lower() == qualifier.lower() for f in r.fields]
-            raise unknown_name_error("column", f"{qualifier}.{name}", candidates)
-        raise unknown_name_error("column", name, [f.name for r in self.all_relations() for f in r.fields])
+            raise unknown_name_error("column", f"{qualifier}.{name}", candidates, where)
+        raise unknown_name_error("column", name, [f.name for r in self.all_relations() for f in r.fields], where)
 
     def resolve_optional(self, qualifier: Optional[str], name: str) -> Optional[Field]:
         hits = self.lookup_local(qualifier, name)

@@ -55,3 +55,22 @@ def _rows(con, sql):
 def test_bit_aggregates_agree(both, sql):
     maria, canopy = both
     assert sorted(_rows(canopy, sql), key=repr) == sorted(_rows(maria, sql), key=repr)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM u, (SELECT * FROM u x WHERE x.id = u.id) d",       # a derived table cannot see its left
+    "SELECT * FROM u, (SELECT u.id FROM u x) d",
+    "SELECT zz FROM u",
+    "SELECT 1 FROM u WHERE nope.id = 1",
+    "SELECT 1 FROM u GROUP BY nope.id",
+])
+def test_unknown_column_errors_agree(both, sql):
+    """MySQL's error 1054, "Unknown column 'u.id' in 'WHERE'", on both (Canopy's adds a suggestion)."""
+    messages = []
+    for con in both:
+        with pytest.raises(Exception) as failure:
+            con.cursor().execute(sql)
+        messages.append(str(failure.value))
+    maria, canopy = messages
+    assert "1054" in maria
+    assert canopy.split(";")[0].lower() in maria.lower(), (canopy, maria)
