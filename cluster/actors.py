@@ -47,6 +47,7 @@ from cluster.versions import VersionHistory
 from engine.errors import CanopyInternalError, ExecutionError
 from engine.core.deadline import Deadline
 from engine.exec.profile import TaskProfile
+from engine.exec.statement_warnings import Warnings
 from engine.exec.stages import decode_stage
 from engine.storage.columnstore.commit import CommitLogContents, Committer, _on_threads
 
@@ -494,6 +495,7 @@ class LeafActor:
             inputs.setdefault(stage_id, transport.Payloads()).extend(payloads[position:position + count])
             position += count
         profile = TaskProfile(stage.stage_id, stage.root) if spec.profile else None
+        warnings = Warnings()           # SHOW WARNINGS: shipped with the task's metadata
         self.versions.prune(spec.floor)
         try:
             deadline.check()
@@ -504,7 +506,8 @@ class LeafActor:
                 max(256 << 10, limit // (4 * max(1, spec.exchange.destinations)))
             stats: dict = {}
             batches = self.leaf.task_batches(stage, spec, inputs, profile,
-                                             deadline, self.versions.view(spec.epoch), hold_output=chunk is None)
+                                             deadline, self.versions.view(spec.epoch), hold_output=chunk is None,
+                                             warnings=warnings)
             sent, counters = route_payloads(batches, stage.root.schema, spec.exchange, spec.transport,
                                             deadline.check, chunk, _ray_put() if chunk else None, stats)
         except CanopyInternalError as error:
@@ -512,6 +515,8 @@ class LeafActor:
         seconds, now = time.perf_counter() - started, time.time()
         meta = {"leaf": self.leaf.leaf_id, "stage": stage.stage_id, "task": spec.task, "kind": spec.exchange.kind,
                 "seconds": seconds, "links": counters, "wall": (now - seconds, now)}
+        if warnings.total or warnings.constants:
+            meta["warnings"] = warnings.state()
         if profile is not None:             # EXPLAIN ANALYZE: each operator's counters, by path
             meta["operators"] = {path: dataclasses.asdict(c) for path, c in profile.counters.items()}
             meta["spilled"] = dict(profile.spilled)

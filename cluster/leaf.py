@@ -13,6 +13,7 @@ import pyarrow as pa
 from cluster.specs import TaskSpec
 from engine.errors import CanopyInternalError, MemoryLimitError
 from engine.core.deadline import Deadline
+from engine.exec import statement_warnings
 from engine.exec.memory import MemoryPool, format_bytes, held_bytes
 from engine.exec.operators.base import TaskContext
 from engine.exec.stages import StageSpec
@@ -91,16 +92,19 @@ class Leaf:
         self.storage = storage or LeafStorage()
 
     def run_task(self, stage: StageSpec, task: TaskSpec, exchange_inputs: dict[int, list[pa.RecordBatch]],
-                 profile=None, deadline: Optional[Deadline] = None, snapshots=None) -> list[pa.RecordBatch]:
+                 profile=None, deadline: Optional[Deadline] = None, snapshots=None,
+                 warnings=None) -> list[pa.RecordBatch]:
         """Run one task of a stage to completion over all of this leaf's partitions (the stage's
         output, not yet routed). ``exchange_inputs``: the batches of each exchange the task reads;
         ``profile``: a TaskProfile that counts each operator's output; ``deadline``: checked at every
-        operator's batch boundaries (statement_timeout, cancel)."""
-        return list(self.task_batches(stage, task, exchange_inputs, profile, deadline, snapshots))
+        operator's batch boundaries (statement_timeout, cancel); ``warnings``: the
+        engine.exec.statement_warnings sink its evaluation records into."""
+        return list(self.task_batches(stage, task, exchange_inputs, profile, deadline, snapshots,
+                                      warnings=warnings))
 
     def task_batches(self, stage: StageSpec, task: TaskSpec, exchange_inputs: dict[int, list[pa.RecordBatch]],
                      profile=None, deadline: Optional[Deadline] = None, snapshots=None,
-                     hold_output: bool = True) -> Iterator[pa.RecordBatch]:
+                     hold_output: bool = True, warnings=None) -> Iterator[pa.RecordBatch]:
         """The same task as a stream of its non-empty output batches (a Ray leaf sends them as they come).
         ``snapshots``: (table id, partition) -> this leaf's stores' snapshots pinned for the query (a
         dict, or anything with its ``get``: a Ray leaf's :class:`cluster.versions.EpochView`).
@@ -111,16 +115,17 @@ class Leaf:
         ctx = TaskContext(task.task, task.num_partitions, task.params, self.storage, exchange_inputs, self.partitions,
                           profile, deadline, memory)
         ctx.snapshots = snapshots if snapshots is not None else {}
-        return _task_output(stage, ctx, hold_output)
+        return _task_output(stage, ctx, hold_output, warnings)
 
 
-def _task_output(stage: StageSpec, ctx: TaskContext, hold_output: bool = True) -> Iterator[pa.RecordBatch]:
+def _task_output(stage: StageSpec, ctx: TaskContext, hold_output: bool = True,
+                 warnings=None) -> Iterator[pa.RecordBatch]:
     """A task's non-empty output batches, the memory they hold reserved while the task runs (its
     caller keeps them: an exploding join stops at the limit instead of filling the machine), and an
     allocation failure (Python's MemoryError, Arrow's) reported as the query's MemoryLimitError."""
     reservation = ctx.memory.reservation(stage.output_label)
     try:
-        for batch in stage.root.execute(ctx.task, ctx):
+        for batch in statement_warnings.collected(stage.root.execute(ctx.task, ctx), warnings):
             if batch.num_rows:
                 if hold_output:
                     reservation.grow(held_bytes(batch))

@@ -309,7 +309,8 @@ class LocalRunner(ScheduledRunner):
             # read as the task goes (a spilled buffer from disk), not gathered into memory first
             exchange_inputs = {sid: Chain(ref.data for ref in refs) for sid, refs in inputs[t]}
             batches = leaf.task_batches(stage, spec, exchange_inputs, task_profiles.get(t), deadline,
-                                        (snapshots or {}).get(leaf.leaf_id), hold_output=not buffered)
+                                        (snapshots or {}).get(leaf.leaf_id), hold_output=not buffered,
+                                        warnings=query.warnings)
             out = ExchangeBuffer(query.state.buffers).extend(batches) if buffered \
                 else list(batches)
             if progress is not None:

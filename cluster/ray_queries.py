@@ -73,6 +73,10 @@ class RayQueries(Executor):
             self._get(state.meta_refs, deadline=query.deadline)
         if query.profile is not None:
             self._collect_profile(query.profile, self.last_profile)
+        if query.warnings is not None:      # the leaves' tasks' warnings (SHOW WARNINGS)
+            for meta in self.last_profile:
+                if "warnings" in meta:
+                    query.warnings.merge(meta["warnings"])
 
     def cancel_query(self, query: Query) -> None:
         self.cancel(query.query_id, query.state.submitted)
@@ -129,7 +133,7 @@ class RayQueries(Executor):
                 decoded.setdefault(stage_id, []).extend(transport.decode(payload))
         task_profile = TaskProfile(stage.stage_id, stage.root) if query.profile is not None else None
         batches = self.aggregator.task_batches(stage, task, decoded,
-                                               task_profile, query.deadline)
+                                               task_profile, query.deadline, warnings=query.warnings)
         if kind is None:
             table = _table(list(batches), stage.root.schema)
         else:

@@ -30,6 +30,7 @@ from engine.errors import CanopyInternalError, ExecutionError
 from engine.exec.memory import statement_memory_limit
 from engine.core.deadline import Deadline, statement_deadline
 from engine.exec.progress import query_progress
+from engine.exec.statement_warnings import statement_sink
 from engine.runner import Runner
 from engine.exec.operators.base import PhysicalOperator
 from engine.exec.stages import StageSpec, consumed_exchanges
@@ -107,6 +108,7 @@ class Query:
     query_id: str = ""
     attempt: int = 0
     state: Any = None
+    warnings: Any = None                # the engine.exec.statement_warnings sink of the statement
 
 
 # task -> [(producing stage id, the refs it reads)], as task_inputs gives them
@@ -165,7 +167,8 @@ class Scheduler:
 
     def run(self, stages: Sequence[StageSpec], params: Sequence = (), profile=None) -> pa.Table:
         executor = self.executor
-        query = Query(tuple(params), statement_deadline.get(), profile, query_progress.get())
+        query = Query(tuple(params), statement_deadline.get(), profile, query_progress.get(),
+                      warnings=statement_sink.get())
         if query.progress is not None:
             query.progress.start(sum(executor.num_leaves if s.parallel else 1 for s in stages), len(stages))
         executor.open(query, stages)

@@ -40,6 +40,7 @@ from engine.errors import (AccessDeniedError, BadDataError, BindError, CanopyInt
                            ParseError, UnsupportedError)
 from engine.exec.memory import default_memory_limit, format_bytes, parse_memory_limit, statement_memory_limit
 from engine.core.deadline import Deadline, check_statement_deadline, statement_deadline
+from engine.exec import statement_warnings
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
 from engine.load import keys
 from engine.result import Result
@@ -107,6 +108,9 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
             "innodb_lock_wait_timeout": lambda: self.lock_wait_timeout,
             "last_insert_id": lambda: self.last_insert_id,
             "memory_limit": lambda: self.memory_limit,
+            # the last statement's diagnostics (SHOW WARNINGS lists at most 64 of them)
+            "warning_count": lambda: statement_warnings.count(self.warnings),
+            "error_count": lambda: sum(1 for level, _, _ in self.warnings if level == "Error"),
         })
         if load_dir is not None:
             self.variables.set("secure_file_priv", str(load_dir), force=True)

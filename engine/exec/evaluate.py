@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import kernels
-from engine.exec import arrow_errors, decimal128, unsigned
+from engine.exec import arrow_errors, decimal128, statement_warnings, unsigned
 from engine.core.collation_keys import collation_keys, list_keys
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
 from engine.core.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
@@ -131,10 +131,20 @@ def evaluate_predicate(expr: Expr, batch: pa.RecordBatch, params: Sequence = ())
     return mask
 
 
-def fold_constant(expr: Expr, params: Sequence = ()) -> Literal:
-    """Evaluate an expression without column references to a Literal."""
+class ConstantWarns(BadDataError):
+    """A constant whose evaluation warns ('abc' + 1): not folded at plan time, so the warning is the
+    statement's each time it runs (SHOW WARNINGS), a cached plan's too."""
+
+
+def fold_constant(expr: Expr, params: Sequence = (), keep_warnings: bool = True) -> Literal:
+    """Evaluate an expression without column references to a Literal; raises ConstantWarns where that
+    warns, unless ``keep_warnings`` is False (the warning is then lost)."""
     empty = pa.RecordBatch.from_pydict({"_": [0]})
-    value = evaluate_array(expr, empty, params)[0].as_py()
+    warned = statement_warnings.Warnings()
+    with statement_warnings.collecting(warned):
+        value = evaluate_array(expr, empty, params)[0].as_py()
+    if keep_warnings and warned.result().total:
+        raise ConstantWarns(f"{expr} warns")
     return Literal(value, expr.type)
 
 
@@ -498,11 +508,24 @@ def _cast(expr, a):
     ``strict`` (a value entering a column, a DEFAULT) leaves a bad value an error."""
     if "strict" in expr.options or not pa.types.is_string(a.type) or not _is_number(expr.type):
         return _cast_value(expr, a)
-    try:
+    # MySQL warns 1292 'Truncated incorrect INTEGER value: '12x'' for each text it reads only in part
+    # (engine.exec.statement_warnings): checked where a value failed Arrow's cast, and for UNSIGNED
+    # (which reads the leading integer itself); where Arrow's cast took every text whole, only a
+    # trailing space can be left to note (one pass over the strings)
+    integer = expr.type.kind == "int" or expr.type.unsigned
+    name = "INTEGER" if integer else "DOUBLE" if expr.type.kind == "float" else "DECIMAL"
+    number = statement_warnings.FULL_INTEGER if integer else statement_warnings.FULL_NUMBER
+    if expr.type.unsigned:
+        statement_warnings.truncated(a, number, name)
         return _cast_value(expr, a)
+    try:
+        value = _cast_value(expr, a)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        integer = expr.type.kind == "int" and not expr.type.unsigned
+        statement_warnings.truncated(a, number, name)
         return _cast_value(expr, _leading_number(a, integer))
+    if statement_warnings.recording() and statement_warnings.trailing_space(a):
+        statement_warnings.truncated(a, number, name)       # ' 7 ': a Note
+    return value
 
 
 def _is_number(t: SqlType) -> bool:
@@ -519,6 +542,7 @@ def _leading_number(s: Datum, integer: bool) -> Datum:
     if isinstance(s, pa.ChunkedArray):
         s = s.combine_chunks()
     found = pc.struct_field(pc.extract_regex(s, _LEADING_INTEGER if integer else _LEADING_NUMBER), [0])
+    found = pc.utf8_ltrim(found, characters="+")       # its one sign: Arrow's integer cast refuses '+4'
     return pc.if_else(pc.and_(pc.is_null(found), pc.is_valid(s)), "0", found)
 
 

@@ -9,7 +9,7 @@ from sqlglot import exp
 from engine import collation
 from engine import types as T
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
-from engine.exec.evaluate import fold_constant
+from engine.exec.evaluate import ConstantWarns, fold_constant
 from engine.core.deadline import check_statement_deadline
 from engine.plan.bind_collation import common_collation, is_string, keyed
 from engine.plan.bind_aggregates import EXTENDED, bind_extended
@@ -53,7 +53,10 @@ class ExpressionBinding:
     def _fold(self, e: Expr) -> Expr:
         if isinstance(e, Call) and e.op not in ("now", "current_date") and all(
                 isinstance(a, Literal) for a in e.args):
-            return fold_constant(e)
+            try:
+                return fold_constant(e)
+            except ConstantWarns:       # left to run with the statement, for SHOW WARNINGS
+                return e
         return e
 
     def coerce(self, e: Expr, target: T.SqlType) -> Expr:

@@ -185,5 +185,5 @@ class Binder(FromWhereBinding, SelectListBinding, ExpressionBinding, OperatorBin
 
     def _constant(self, e: Expr):
         if not isinstance(e, Literal):
-            e = fold_constant(e)
+            e = fold_constant(e, keep_warnings=False)
         return e.value

@@ -40,6 +40,7 @@ from mysql_mimic.stream import ConnectionClosed
 from mysql_mimic.types import Capabilities, ServerStatus
 
 from engine.errors import AccessDeniedError, Error, UnsupportedError
+from engine.exec import statement_warnings
 from engine.result import Result
 from engine.server.auth import FAST_AUTH_SUCCESS, FastAuthName
 from engine.server.errors import SECURE_FILE_PRIV, mysql_error
@@ -379,7 +380,7 @@ class WireConnection(Connection):
     async def write_result(self, result: Result, more: bool, binary: bool) -> None:
         self.status_flags = self.current_status()
         flags = ServerStatus.SERVER_MORE_RESULTS_EXISTS if more else 0
-        warnings = min(len(result.warnings), 65535)
+        warnings = min(statement_warnings.count(result.warnings), 65535)     # all, not only those listed
         if result.table is None:
             await self.stream.write(self.ok(affected_rows=max(result.rowcount, 0), warnings=warnings,
                                             flags=flags, last_insert_id=_last_insert_id(self.session.engine)))

@@ -22,6 +22,7 @@ from engine.exec.operators.cte_scan import CteScanExec
 from engine.exec.operators.exchange import ExchangeExec
 from engine.exec.operators.scan import ScanExec
 from engine.exec.profile import QueryProfile
+from engine.exec.statement_warnings import Warnings, statement_sink
 from engine.exec.stages import StageSpec, explain_physical, operator_names, split_stages
 from engine.optimizer import optimize_logical
 from engine.optimizer.cardinality import Estimator
@@ -97,6 +98,18 @@ def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], 
 def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]] = None) -> Result:
     """``profiles``: when a list, one QueryProfile per plan run (the init plans', then the main one's)
     is appended to it (EXPLAIN ANALYZE)."""
+    # the statement's warnings (SHOW WARNINGS): every plan of the query records into one sink
+    warnings = Warnings()
+    token = statement_sink.set(warnings)
+    try:
+        result = _run_plans(planned, runner, profiles)
+    finally:
+        statement_sink.reset(token)
+    result.warnings = warnings.result()
+    return result
+
+
+def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]]) -> Result:
     def run(stages, params):
         if profiles is None:
             return runner.run(stages, params)

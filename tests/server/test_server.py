@@ -76,6 +76,23 @@ def test_errors_carry_mysql_codes(admin):
     assert _query(admin, "SELECT 1") == ((1,),)        # the connection is still usable
 
 
+def test_warnings_reach_the_client(admin):
+    """The result's EOF / OK packet carries the warning count, SHOW WARNINGS lists them (MySQL's 1292
+    for a text read in part as a number), and the next clean statement clears them."""
+    with admin.cursor() as cur:
+        cur.execute("SELECT '12x' + 1, CAST('abc' AS SIGNED)")
+        assert cur.fetchall() == ((13.0, 0),)
+        assert cur.warning_count == 2
+        cur.execute("SHOW WARNINGS")
+        assert sorted((level, int(code), message) for level, code, message in cur.fetchall()) == [
+            ("Warning", 1292, "Truncated incorrect DOUBLE value: '12x'"),
+            ("Warning", 1292, "Truncated incorrect INTEGER value: 'abc'")]
+        cur.execute("SELECT @@warning_count")
+        assert cur.fetchall() == ((2,),)
+        cur.execute("SELECT 1")
+        assert cur.warning_count == 0
+
+
 def test_multi_statements_need_the_clients_opt_in(server, admin):
     with pytest.raises(pymysql.err.NotSupportedError):
         _query(admin, "SELECT 1; SELECT 2")

@@ -74,3 +74,26 @@ def test_unknown_column_errors_agree(both, sql):
     maria, canopy = messages
     assert "1054" in maria
     assert canopy.split(";")[0].lower() in maria.lower(), (canopy, maria)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id, s + 0 FROM u ORDER BY id",
+    "SELECT id, CAST(s AS SIGNED) FROM u ORDER BY id",
+    "SELECT id, CAST(s AS UNSIGNED) FROM u ORDER BY id",
+    "SELECT id, CAST(s AS DECIMAL(10,2)) FROM u ORDER BY id",
+    "SELECT id, CAST(s AS DOUBLE) FROM u ORDER BY id",
+    "SELECT '12x' + 1, CAST('abc' AS SIGNED), CAST('1.5e3' AS SIGNED), '' + 0, ' 7' + 0",
+    # (a comparison of a number with text: MySQL warns 'DOUBLE value', as Canopy; MariaDB 'DECIMAL value')
+    "SELECT CAST('+4' AS SIGNED), CAST('+-4x' AS SIGNED), ' +5x' + 0",
+])
+def test_truncation_warnings_agree(both, sql):
+    """The same values and the same SHOW WARNINGS (MySQL's 1292 'Truncated incorrect ... value'),
+    in any order (Canopy's leaves report in their own order), and the same @@warning_count."""
+    maria, canopy = both
+    results = []
+    for con in (maria, canopy):
+        values = _rows(con, sql)
+        warnings = _rows(con, "SHOW WARNINGS")
+        count = _rows(con, "SELECT @@warning_count")
+        results.append((values, sorted(warnings), count))
+    assert results[1] == results[0]

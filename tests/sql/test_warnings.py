@@ -1,0 +1,95 @@
+"""Warnings of truncating text-to-number conversions (MySQL's 1292 "Truncated incorrect DOUBLE value:
+'12x'"): SHOW WARNINGS and @@warning_count after queries over several partitions, the expected
+warnings computed in Python from the data (tests/sql/test_mysql_compat_mariadb.py compares with
+MariaDB). Both runners (``CANOPY_RUNNER=ray``): the leaves' warnings travel with their results."""
+import re
+
+import pyarrow as pa
+import pytest
+
+import engine
+
+# a text is clean when it is a number whole, leading whitespace aside; trailing whitespace is a Note
+INTEGER = r"\s*[+-]?[0-9]+"
+NUMBER = r"\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+TEXTS = ["12x", "abc", " 7 ", "1.5e3", None, "8", "", "-3", ".5", "1e", "+4", "0x1A"]
+ROWS = 300
+
+
+@pytest.fixture(scope="module")
+def con():
+    connection = engine.connect()
+    connection.execute("CREATE TABLE w (id BIGINT, s VARCHAR(20), SHARD KEY (id))")
+    values = [TEXTS[i % len(TEXTS)] for i in range(ROWS)]
+    connection.load_table("w", pa.table({"id": pa.array(range(ROWS), pa.int64()), "s": pa.array(values)}))
+    yield connection
+    connection.close()
+
+
+def _diagnostics(con):
+    rows = con.execute("SHOW WARNINGS").fetchall()
+    count = con.execute("SELECT @@warning_count").fetchall()[0][0]
+    return rows, count
+
+
+def _level(text, pattern):
+    """MariaDB's: None for a clean number, else the level of its warning."""
+    if text is None or re.fullmatch(pattern, text):
+        return None
+    return "Note" if re.fullmatch(pattern + r"\s+", text) else "Warning"
+
+
+def _bad(pattern, where=lambda i: True):
+    """(level, text) of each row that warns."""
+    texts = [TEXTS[i % len(TEXTS)] for i in range(ROWS) if where(i)]
+    return [(_level(t, pattern), t) for t in texts if _level(t, pattern)]
+
+
+@pytest.mark.parametrize("expression, pattern, name", [
+    ("s + 0", NUMBER, "DOUBLE"),
+    ("CAST(s AS SIGNED)", INTEGER, "INTEGER"),
+    ("CAST(s AS UNSIGNED)", INTEGER, "INTEGER"),
+    ("CAST(s AS DECIMAL(10, 2))", NUMBER, "DECIMAL"),
+])
+def test_rows_that_do_not_convert_warn(con, expression, pattern, name):
+    con.execute(f"SELECT id, {expression} FROM w WHERE id < 60")
+    rows, count = _diagnostics(con)
+    bad = _bad(pattern, lambda i: i < 60)
+    assert count == len(bad) > 0
+    assert sorted((level, int(code), message) for level, code, message in rows) == \
+        sorted((level, 1292, f"Truncated incorrect {name} value: '{v}'") for level, v in bad)
+    assert {level for level, _ in bad} == {"Warning", "Note"}
+
+
+def test_at_most_64_listed_all_counted(con):
+    """SHOW WARNINGS lists max_error_count (64) of them; @@warning_count counts every one."""
+    con.execute("SELECT SUM(s + 0) FROM w")
+    rows, count = _diagnostics(con)
+    assert count == len(_bad(NUMBER)) > 64
+    assert len(rows) == 64
+
+
+def test_a_constant_warns_once(con):
+    """MySQL evaluates a constant once: one warning however many rows (and batches) meet it."""
+    con.execute("SELECT COUNT(*) FROM w WHERE id = 'x1'")
+    assert _diagnostics(con) == ([("Warning", "1292", "Truncated incorrect DOUBLE value: 'x1'")], 1)
+    assert con.execute("SELECT '12x' + 1").fetchall() == [(13.0,)]
+    assert _diagnostics(con)[1] == 1
+    # a cached plan warns again on its next run, with the new constant
+    con.execute("SELECT '13y' + 1")
+    assert _diagnostics(con) == ([("Warning", "1292", "Truncated incorrect DOUBLE value: '13y'")], 1)
+
+
+def test_clean_statements_reset_the_warnings(con):
+    con.execute("SELECT CAST(s AS SIGNED) FROM w")
+    assert _diagnostics(con)[1] > 0
+    con.execute("SELECT CAST(s AS SIGNED) FROM w WHERE s IN ('8', '-3', '+4')")
+    assert _diagnostics(con) == ([], 0)
+
+
+def test_a_filter_compares_text_with_a_number(con):
+    """``s = 0`` reads every text as a number: the ones read in part warn, and 'abc', '', '0x1A'
+    ('0' then 'x1A') equal 0."""
+    got = con.execute("SELECT COUNT(*) FROM w WHERE s = 0").fetchall()[0][0]
+    assert got == sum(1 for i in range(ROWS) if TEXTS[i % len(TEXTS)] in ("abc", "", "0x1A"))
+    assert _diagnostics(con)[1] == len(_bad(NUMBER))
