@@ -3,7 +3,9 @@ that make every comparison a binary one.
 
 Canopy has MySQL's / SingleStore's default ``utf8mb4_general_ci`` (case- and accent-insensitive by the
 weights of kernels/general_ci_weights.py) and ``utf8mb4_bin`` (exact), both PAD SPACE (trailing spaces
-do not count, as in MariaDB), and their ``utf8`` (utf8mb3) names. A string column or expression without
+do not count, as in MariaDB), and their ``utf8`` (utf8mb3) names; and MySQL 8's ``utf8mb4_0900_ai_ci``
+(accent- and case-insensitive by UCA primary weights, kernels/uca_ai_ci_weights.py) and
+``utf8mb4_0900_bin``, both NO PAD. A string column or expression without
 a declared collation has the server's, ``utf8mb4_general_ci``.
 
 The binder turns every comparison of strings into a comparison of their *collation keys*
@@ -34,16 +36,23 @@ class Collation:
     name: str
     charset: str
     id: int                     # MySQL's collation id (SHOW COLLATION, the wire protocol)
-    binary: bool                # exact comparison (only trailing spaces ignored)
+    binary: bool                # exact comparison (PAD SPACE: only trailing spaces ignored)
     is_default: bool            # the character set's default collation
+    pad_space: bool = True      # PAD SPACE ('a ' = 'a'); False: NO PAD, as MySQL 8's 0900 collations
+    weighing: str = "general"   # the keys: general_ci's weights, "uca" (kernels/uca_ai_ci_weights.py), "binary"
 
 
 COLLATIONS = {c.name: c for c in (
     Collation("utf8mb4_general_ci", "utf8mb4", 45, False, True),
-    Collation("utf8mb4_bin", "utf8mb4", 46, True, False),
+    Collation("utf8mb4_bin", "utf8mb4", 46, True, False, weighing="binary"),
     Collation("utf8_general_ci", "utf8", 33, False, True),
-    Collation("utf8_bin", "utf8", 83, True, False),
+    Collation("utf8_bin", "utf8", 83, True, False, weighing="binary"),
+    # MySQL 8's default (and mysql-connector-python's): accent- and case-insensitive by UCA primary
+    # weights, NO PAD; where Canopy's keys differ from MySQL's, see kernels/uca_ai_ci_weights.py
+    Collation("utf8mb4_0900_ai_ci", "utf8mb4", 255, False, False, pad_space=False, weighing="uca"),
+    Collation("utf8mb4_0900_bin", "utf8mb4", 309, True, False, pad_space=False, weighing="binary"),
 )}
+BY_ID = {c.id: c.name for c in COLLATIONS.values()}
 _ALIASES = {"utf8mb3_general_ci": "utf8_general_ci", "utf8mb3_bin": "utf8_bin"}
 CHARSETS = {"utf8mb4": "utf8mb4_general_ci", "utf8": "utf8_general_ci", "utf8mb3": "utf8_general_ci"}
 
@@ -77,6 +86,15 @@ def is_binary(name: Optional[str]) -> bool:
     return COLLATIONS[name or DEFAULT].binary
 
 
+def pads(name: Optional[str]) -> bool:
+    """Whether trailing spaces are ignored in comparisons (PAD SPACE)."""
+    return COLLATIONS[name or DEFAULT].pad_space
+
+
+def weighing(name: Optional[str]) -> str:
+    return COLLATIONS[name or DEFAULT].weighing
+
+
 def charset_of(name: Optional[str]) -> str:
     return COLLATIONS[name or DEFAULT].charset
 
@@ -89,10 +107,13 @@ def combine(a: tuple[str, int], b: tuple[str, int], where: str) -> tuple[str, in
     """The collation (name, coercibility) of an operation on operands collated ``a`` and ``b``."""
     if a[1] != b[1]:
         return a if a[1] < b[1] else b
-    if a[0] == b[0] or is_binary(a[0]) == is_binary(b[0]):
-        return a
-    if a[1] == EXPLICIT:
-        raise BindError(f"Illegal mix of collations ({a[0]},EXPLICIT) and ({b[0]},EXPLICIT) for {where}")
+    if a[0] == b[0] or (COLLATIONS[a[0]].weighing, COLLATIONS[a[0]].pad_space) == \
+            (COLLATIONS[b[0]].weighing, COLLATIONS[b[0]].pad_space):
+        return a             # the same comparison under two names (utf8mb4_general_ci, utf8_general_ci)
+    if a[1] == EXPLICIT or is_binary(a[0]) == is_binary(b[0]):
+        # MySQL's error 1267 (general_ci beside 0900_ai_ci, two explicit collations)
+        level = {EXPLICIT: "EXPLICIT", IMPLICIT: "IMPLICIT"}.get(a[1], "COERCIBLE")
+        raise BindError(f"Illegal mix of collations ({a[0]},{level}) and ({b[0]},{level}) for {where}")
     return a if is_binary(a[0]) else b      # MySQL: between a _bin and a _ci collation, _bin
 
 

@@ -31,7 +31,7 @@ if _choice == "reference":
     from kernels.reference.decimals import MOD as DECIMAL_MOD, decimal_add, decimal_divide, decimal_multiply
     from kernels.reference.decimals import (CEILING_DIVIDE as DECIMAL_CEILING_DIVIDE,
                                             FLOOR_DIVIDE as DECIMAL_FLOOR_DIVIDE)
-    from kernels.reference.collation import collation_key
+    from kernels.reference.collation import collation_key, expanding_key
     from kernels.reference.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
                                           window_sum_float, window_sum_words)
 elif _choice == "compiled":
@@ -56,6 +56,10 @@ elif _choice == "compiled":
         from kernels.decimals import (CEILING_DIVIDE as DECIMAL_CEILING_DIVIDE,
                                       FLOOR_DIVIDE as DECIMAL_FLOOR_DIVIDE)
         from kernels.collation import collation_key
+        try:
+            from kernels.collation import expanding_key
+        except ImportError:     # a collation module built before expanding_key: NumPy's until rebuilt
+            from kernels.reference.collation import expanding_key
         from kernels.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
                                     window_sum_float, window_sum_words)
     except ImportError as exc:
@@ -86,7 +90,7 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            # strings (MySQL character positions)
            "char_length", "substring", "substring_length",
            # collation keys (case- and accent-insensitive comparison as binary strings)
-           "collation_key",
+           "collation_key", "expanding_key",
            # window functions over sorted partitions
            "segment_bounds", "range_frame", "window_count", "window_sum_float", "window_sum_words",
            "window_arg_extreme",

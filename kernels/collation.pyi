@@ -12,3 +12,11 @@ def collation_key(arr: pa.Array, table: npt.NDArray[np.uint16], replacement: int
 # Low-level kernel: buffers in, caller-allocated outputs modified in place; returns the bytes written.
 def collation_keys(offsets: Offsets, data: npt.NDArray[np.uint8], table: npt.NDArray[np.uint16],
                    replacement: int, pad: bool, out_offsets: Offsets, out_data: npt.NDArray[np.uint8]) -> int: ...
+
+# The same for tables where a character weighs zero or several weights (its weights:
+# weights[starts[cp]:starts[cp + 1]]).
+def expanding_key(arr: pa.Array, starts: npt.NDArray[np.uint32], weights: npt.NDArray[np.uint16],
+                  replacement: int = 0xFFFD, pad: bool = False) -> pa.Array: ...
+def expanding_keys(offsets: Offsets, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.uint32],
+                   weights: npt.NDArray[np.uint16], replacement: int, pad: bool, out_offsets: Offsets,
+                   out_data: npt.NDArray[np.uint8], write: bool) -> int: ...

@@ -15,6 +15,11 @@ re-encoded. A weight's UTF-8 is at most 3 bytes and at most 1.5 times its
 character's (ASCII weighs ASCII), so the output buffer is sized once, never grown. Null rows stay null.
 Invalid UTF-8 does not occur (Arrow validates strings); a stray continuation byte is copied as is.
 
+``expanding_key(arr, starts, weights, pad)`` is the same for collations whose characters weigh zero or
+several weights (UCA: an accent alone weighs nothing at the primary level, 'ß' weighs 'ss'): the weights
+of code point ``cp`` are ``weights[starts[cp]:starts[cp + 1]]``. Its output is measured by a first pass,
+then written by a second (an expansion can be 8 weights for one character).
+
 ``kernels/reference/collation.py`` computes the same keys with NumPy; tests/kernels/test_collation.py
 holds both to it on random text with nulls, empties, trailing spaces and characters of every width.
 """
@@ -26,7 +31,7 @@ from kernels.fused_types cimport offset_t
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["collation_key", "collation_keys"]
+__all__ = ["collation_key", "collation_keys", "expanding_key", "expanding_keys"]
 
 cdef uint8_t _EMPTY[8]
 
@@ -146,6 +151,121 @@ def collation_key(arr, table, int replacement=0xFFFD, bint pad=True):
                              out_offsets, out_data)
     if not large and written >= (1 << 31):
         raise OverflowError(f"collation keys of {written} bytes do not fit a string array")
+    validity = None
+    if arr.null_count:
+        validity = pa.array(np.asarray(arr.is_valid())).buffers()[1]
+    return pa.Array.from_buffers(arr.type, rows, [validity, pa.py_buffer(out_offsets),
+                                                  pa.py_buffer(out_data[:written])],
+                                 null_count=arr.null_count)
+
+
+cdef inline int _width(uint32_t w) noexcept nogil:
+    return 1 if w < 0x80 else (2 if w < 0x800 else 3)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def expanding_keys(const offset_t[::1] offsets, const uint8_t[::1] data, const uint32_t[::1] starts,
+                   const uint16_t[::1] weights, uint16_t replacement, bint pad, offset_t[::1] out_offsets,
+                   uint8_t[::1] out_data, bint write):
+    """Low level: the keys of rows ``offsets`` over ``data`` (code point ``cp`` weighs
+    ``weights[starts[cp]:starts[cp + 1]]``, one above U+FFFF ``replacement``). ``write`` False: only
+    ``out_offsets`` (n + 1, modified) are computed, and the size to allocate is returned (the most bytes
+    ever held: a row's trailing spaces are written before ``pad`` drops them); True: the keys are written
+    into ``out_data`` too (modified; at least that size), and the bytes of the keys are returned."""
+    cdef Py_ssize_t i, n = offsets.shape[0] - 1
+    cdef int64_t p, end, q = 0, last_kept, cap = out_data.shape[0], peak = 0
+    cdef uint32_t cp, w, k, first, stop
+    cdef uint8_t c
+    cdef bint overflow = False
+    cdef const uint8_t *src = &data[0] if data.shape[0] else &_EMPTY[0]
+    cdef uint8_t *dst = &out_data[0] if out_data.shape[0] else &_EMPTY[0]
+    if starts.shape[0] != 0x10001:
+        raise ValueError(f"starts has {starts.shape[0]} entries, not 65537")
+    if starts[0x10000] > <uint32_t>weights.shape[0]:
+        raise ValueError("starts point past the weights")
+    for i in range(0x10000):
+        if starts[i] > starts[i + 1]:
+            raise ValueError(f"starts decrease at U+{i:04X}")
+    if out_offsets.shape[0] != n + 1:
+        raise ValueError("out_offsets must have one entry more than the rows")
+    with nogil:
+        out_offsets[0] = 0
+        for i in range(n):
+            p, end = offsets[i], offsets[i + 1]
+            last_kept = q
+            while p < end:
+                c = src[p]
+                if c < 0x80:
+                    cp = c
+                    p += 1
+                elif c >= 0xF0:
+                    cp = 0x10000            # above U+FFFF: the replacement weight
+                    p = p + 4 if p + 3 < end else end
+                elif c >= 0xE0 and p + 2 < end:
+                    cp = ((c & 0x0F) << 12) | ((src[p + 1] & 0x3F) << 6) | (src[p + 2] & 0x3F)
+                    p += 3
+                elif c >= 0xC0 and p + 1 < end:
+                    cp = ((c & 0x1F) << 6) | (src[p + 1] & 0x3F)
+                    p += 2
+                else:                       # a stray byte: kept as it is
+                    if write:
+                        if q + 1 > cap:
+                            overflow = True
+                            break
+                        dst[q] = c
+                    q += 1
+                    last_kept = q
+                    p += 1
+                    continue
+                if cp == 0x10000:
+                    first, stop = 0, 1
+                else:
+                    first, stop = starts[cp], starts[cp + 1]
+                for k in range(first, stop):
+                    w = replacement if cp == 0x10000 else weights[k]
+                    if write:
+                        if q + 3 > cap and q + _width(w) > cap:
+                            overflow = True
+                            break
+                        q = _put(dst, q, w)
+                    else:
+                        q += _width(w)
+                    if w != 0x20:
+                        last_kept = q
+                if overflow:
+                    break
+            if overflow:
+                break
+            if q > peak:
+                peak = q
+            if pad:
+                q = last_kept
+            out_offsets[i + 1] = <offset_t>q
+    if overflow:
+        raise ValueError("out_data is smaller than the keys (run the measuring pass first)")
+    return q if write else peak
+
+
+def expanding_key(arr, starts, weights, int replacement=0xFFFD, bint pad=False):
+    """The collation keys of a string / large_string Array under an expanding table (see the module
+    docstring): ``starts`` uint32[65537], ``weights`` uint16. An Array of ``arr``'s type, nulls kept;
+    ``arr`` is not modified."""
+    if isinstance(arr, pa.ChunkedArray):
+        raise TypeError("pass one Array (combine the chunks first)")
+    if not isinstance(arr, pa.Array):
+        raise TypeError(f"expected a pyarrow Array, got {type(arr).__name__}")
+    offsets, data, large = _parts(arr)
+    rows = len(arr)
+    starts = np.ascontiguousarray(starts, dtype=np.uint32)
+    weights = np.ascontiguousarray(weights, dtype=np.uint16)
+    out_offsets = np.empty(rows + 1, dtype=offsets.dtype)
+    size = expanding_keys(offsets, data, starts, weights, replacement, pad, out_offsets,
+                          np.empty(0, np.uint8), False)
+    if not large and out_offsets[rows] >= (1 << 31):
+        raise OverflowError(f"collation keys of {out_offsets[rows]} bytes do not fit a string array")
+    out_data = np.empty(size, dtype=np.uint8)
+    written = expanding_keys(offsets, data, starts, weights, replacement, pad, out_offsets, out_data, True)
     validity = None
     if arr.null_count:
         validity = pa.array(np.asarray(arr.is_valid())).buffers()[1]

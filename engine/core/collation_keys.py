@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import kernels
 from engine import collation
 from kernels.general_ci_weights import REPLACEMENT, weight_table
+from kernels.uca_ai_ci_weights import REPLACEMENT as UCA_REPLACEMENT, tables as uca_tables
 
 
 @functools.cache
@@ -41,6 +42,10 @@ def collation_keys(d, name: str, pad: bool = True):
         return pa.RunEndEncodedArray.from_arrays(d.run_ends, collation_keys(d.values, name, pad)).slice(d.offset, len(d))
     if not (pa.types.is_string(d.type) or pa.types.is_large_string(d.type)):
         return d        # a NULL-typed column: nothing to key
+    pad = pad and collation.pads(name)          # NO PAD collations keep trailing spaces
+    if collation.weighing(name) == "uca":
+        starts, weights = uca_tables()
+        return kernels.expanding_key(d, starts, weights, UCA_REPLACEMENT, pad)
     ascii, trailing_space = _shape(d)
     if collation.is_binary(name):
         return pc.utf8_rtrim(d, characters=" ") if pad and trailing_space else d

@@ -39,6 +39,7 @@ from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed
 from mysql_mimic.types import Capabilities, ServerStatus
 
+from engine import collation
 from engine.errors import AccessDeniedError, Error, UnsupportedError
 from engine.exec import statement_warnings
 from engine.result import Result
@@ -228,15 +229,16 @@ class WireConnection(Connection):
             capabilities=self.server_capabilities, server_charset=self.server_charset,
             server_version=str(self.session.variables.get("version")), connection_id=self.connection_id,
             auth_data=auth_data, status_flags=self.status_flags, auth_plugin_name=plugin.name))
-        response = packets.parse_handshake_response(capabilities=self.server_capabilities,
-                                                    data=await self.stream.read())
+        data = await self.stream.read()
+        response = packets.parse_handshake_response(capabilities=self.server_capabilities, data=data)
         if isinstance(response, SSLRequest):
             await self._start_tls()
-            response = packets.parse_handshake_response_41(capabilities=self.server_capabilities,
-                                                           data=await self.stream.read())
+            data = await self.stream.read()
+            response = packets.parse_handshake_response_41(capabilities=self.server_capabilities, data=data)
         self.capabilities = response.capabilities
         self.max_packet_size = response.max_packet_size
         self.session.variables.set("character_set_client", response.client_charset.name)
+        self._apply_handshake_collation(data)
         self.session.database = response.database
         self.client_plugin_name = response.client_plugin
         self.client_connect_attrs = response.connect_attrs
@@ -246,6 +248,21 @@ class WireConnection(Connection):
                                 client_plugin_name=response.client_plugin, auth_response=response.auth_response,
                                 connect_attrs=response.connect_attrs)
         self.stream.reset_seq()
+
+    def _apply_handshake_collation(self, response: bytes) -> None:
+        """The collation id of the client's handshake (the byte after capabilities and max packet size
+        in a 4.1 response) becomes the session's character_set_client / _connection / _results and
+        collation_connection, as in MySQL (mysql-connector-python sends utf8mb4_0900_ai_ci's 255); an id
+        Canopy does not have leaves the server's defaults, as MySQL does with one it does not know."""
+        if not self.capabilities & Capabilities.CLIENT_PROTOCOL_41 or len(response) < 9:
+            return
+        name = collation.BY_ID.get(response[8])
+        if name is None:
+            return
+        charset = collation.charset_of(name)
+        for variable in ("character_set_client", "character_set_connection", "character_set_results"):
+            self.session.variables.set(variable, charset)
+        self.session.variables.set("collation_connection", name)
 
     async def _start_tls(self) -> None:
         """asyncio's ``loop.start_tls`` with the bytes already buffered fed to the TLS layer first."""

@@ -5,17 +5,25 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["collation_key"]
+__all__ = ["collation_key", "expanding_key"]
 
 
 def collation_key(arr: pa.Array, table, replacement: int = 0xFFFD, pad: bool = True) -> pa.Array:
+    table = np.asarray(table, dtype=np.uint32)
+    starts = np.arange(0x10001, dtype=np.uint32)        # one weight per code point
+    return expanding_key(arr, starts, table, replacement, pad)
+
+
+def expanding_key(arr: pa.Array, starts, weights, replacement: int = 0xFFFD, pad: bool = False) -> pa.Array:
+    """Code point ``cp`` weighs ``weights[starts[cp]:starts[cp + 1]]`` (none, one or several)."""
     if isinstance(arr, pa.ChunkedArray) or not isinstance(arr, pa.Array):
         raise TypeError(f"expected one pyarrow Array, got {type(arr).__name__}")
     t = arr.type
     large = pa.types.is_large_string(t)
     if not (large or pa.types.is_string(t)):
         raise TypeError(f"expected a string array, got {t}")
-    table = np.asarray(table, dtype=np.uint32)
+    starts = np.asarray(starts, dtype=np.int64)
+    weights = np.concatenate([np.asarray(weights, dtype=np.uint32), [replacement]])
     rows = len(arr)
     plain = arr.cast(pa.large_string()) if not large else arr
     bufs = plain.buffers()
@@ -31,8 +39,14 @@ def collation_key(arr: pa.Array, table, replacement: int = 0xFFFD, pad: bool = T
     width = np.where(c0 < 0x80, 1, np.where(c0 < 0xE0, 2, np.where(c0 < 0xF0, 3, 4)))
     code = np.where(width == 1, c0, np.where(width == 2, ((c0 & 0x1F) << 6) | c1,
                                              ((c0 & 0x0F) << 12) | (c1 << 6) | c2))
-    weight = np.where(width == 4, replacement, table[np.minimum(code, 0xFFFF)])
-    row = np.searchsorted(offsets, lead + start, side="right") - 1
+    # each character's weights: a run of ``count`` entries from ``first`` (above U+FFFF: the
+    # replacement, kept after the table's last weight)
+    code = np.minimum(code, 0xFFFF)
+    first = np.where(width == 4, len(weights) - 1, starts[code])
+    count = np.where(width == 4, 1, starts[code + 1] - starts[code])
+    within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    weight = weights[np.repeat(first, count) + within]
+    row = np.repeat(np.searchsorted(offsets, lead + start, side="right") - 1, count)
     if pad:       # drop each row's trailing weights U+0020
         index = np.arange(len(weight))
         last = np.full(rows, -1, np.int64)

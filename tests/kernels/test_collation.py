@@ -74,3 +74,50 @@ def test_the_table_is_general_ci():
     assert model("aÀáÂãÄå") == "A" * 7
     assert model("ß") == "S" and model("Æ") != model("AE") and model("ø") != model("o")
     assert model("Ǆ") == model("ǆ")
+
+
+# --- expanding keys: a character weighs none, one or several weights ----------------------------------
+def _expanding_table():
+    """A table over the ALPHABET's characters: 'é' weighs 'E', 'ß' 'SS', 'ø' nothing, '€' three
+    weights, '中' a three-byte weight; the rest weigh themselves (upper-cased where ASCII)."""
+    keys = [chr(cp) for cp in range(0x10000)]
+    for cp in range(ord("a"), ord("z") + 1):
+        keys[cp] = chr(cp - 32)
+    special = {"é": "E", "É": "E", "ß": "SS", "ø": "", "€": "EUR", "中": "\u4e2d\u4e2d", " ": " ", "ı": "I"}
+    for ch, text in special.items():
+        keys[ord(ch)] = text
+    starts = np.concatenate([[0], np.cumsum([len(k) for k in keys])]).astype(np.uint32)
+    weights = np.array([ord(c) for k in keys for c in k], dtype=np.uint16)
+    return keys, starts, weights
+
+
+EXPANDING_KEYS, STARTS, WEIGHTS = _expanding_table()
+
+
+def expanding_model(s, pad=False):
+    if s is None:
+        return None
+    key = "".join(chr(REPLACEMENT) if ord(ch) > 0xFFFF else EXPANDING_KEYS[ord(ch)] for ch in s)
+    return key.rstrip(" ") if pad else key
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__.split(".")[-2])
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("pad", [True, False])
+@given(values=st.lists(st.none() | TEXT, max_size=40), cut=st.integers(0, 5))
+@PROPERTY_SETTINGS
+def test_expanding_keys_match_the_model(impl, large, pad, values, cut):
+    arr = pa.array(values, pa.large_string() if large else pa.string())
+    arr = arr.slice(min(cut, len(arr)))
+    keys = impl.expanding_key(arr, STARTS, WEIGHTS, REPLACEMENT, pad)
+    assert keys.type == arr.type
+    keys.validate(full=True)
+    assert keys.to_pylist() == [expanding_model(v, pad) for v in arr.to_pylist()]
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__.split(".")[-2])
+def test_expanding_edges(impl):
+    values = ["", "ø", "øøø", None, "ß€", "a ø", "😀ø"]
+    keys = impl.expanding_key(pa.array(values), STARTS, WEIGHTS, REPLACEMENT, True)
+    assert keys.to_pylist() == ["", "", "", None, "SSEUR", "A", chr(REPLACEMENT)]
+    assert impl.expanding_key(pa.array([], pa.string()), STARTS, WEIGHTS).to_pylist() == []

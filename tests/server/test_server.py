@@ -93,6 +93,20 @@ def test_warnings_reach_the_client(admin):
         assert cur.warning_count == 0
 
 
+def test_mysql_connector_python_connects_with_its_defaults(server):
+    """mysql-connector-python's defaults: the handshake's collation id 255 and its SET NAMES utf8mb4
+    COLLATE utf8mb4_0900_ai_ci; the session then compares its literals under that collation (NO PAD,
+    accent- and case-insensitive)."""
+    connector = pytest.importorskip("mysql.connector")
+    con = connector.connect(host=server.host, port=server.port, user=ADMIN, password=PASSWORD, database="canopy")
+    try:
+        cur = con.cursor()
+        cur.execute("SELECT @@collation_connection, @@character_set_client, 'a ' = 'a', 'É' = 'e', 1 + 1")
+        assert [tuple(r) for r in cur.fetchall()] == [("utf8mb4_0900_ai_ci", "utf8mb4", 0, 1, 2)]
+    finally:
+        con.close()
+
+
 def test_multi_statements_need_the_clients_opt_in(server, admin):
     with pytest.raises(pymysql.err.NotSupportedError):
         _query(admin, "SELECT 1; SELECT 2")

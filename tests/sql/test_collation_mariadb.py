@@ -141,3 +141,48 @@ def test_literals_follow_the_connection_collation(both):
         for expression in CONNECTION_EXPRESSIONS:
             _same(both, f"SELECT {expression}")
         _same(both, "SELECT id FROM people WHERE name = 'ALICE' ORDER BY id")     # the column's collation wins
+
+
+# utf8mb4_0900_ai_ci: MariaDB 10.11 has no 0900 collations; its UCA 14.0 collation without padding,
+# utf8mb4_uca1400_nopad_ai_ci, weighs the same at the primary level (kernels/uca_ai_ci_weights.py)
+UCA = "utf8mb4_uca1400_nopad_ai_ci"
+
+
+def test_uca_tables_are_the_servers(mariadb):  # noqa: F811
+    from kernels import uca_ai_ci_weights
+    connection = mariadb("mysql")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT seq, HEX(WEIGHT_STRING(CONVERT(CHAR(seq USING utf32) USING utf8mb4) "
+                           f"COLLATE {UCA})) FROM seq_0_to_65535 WHERE seq < 55296 OR seq > 57343")
+            server = {code: tuple(int(h[i:i + 4], 16) for i in range(0, len(h), 4)) for code, h in cursor.fetchall()}
+    finally:
+        connection.close()
+    singles, ignorable, expansions = uca_ai_ci_weights.derive(server)
+    starts, weights = uca_ai_ci_weights.tables()
+    key = {code: "".join(chr(w) for w in weights[starts[code]:starts[code + 1]]) for code in server}
+    want = {code: "" if code in ignorable else expansions.get(code, chr(singles.get(code, code))) for code in server}
+    assert [code for code in server if key[code] != want[code]] == []
+
+
+UCA_EXPRESSIONS = [
+    "'a' = 'Á'", "'a ' = 'a'", "'a' = 'a '", "'Straße' = 'STRASSE'", "'ß' = 's'", "'ø' = 'o'", "'Æ' = 'ae'",
+    "'ﬁ' = 'FI'", "'ı' = 'i'", "'e\u0301' = 'é'", "'Ａ' = 'a'", "'й' = 'и'", "'œ' = 'OE'", "'x\u00ADy' = 'xy'",
+    "'😀' = '😀'", "'ÄÖü' LIKE '%o%'", "'Straße' LIKE 'strasze'", "'x' IN ('X', 'y')", "LOCATE('É', 'xéa')",
+]       # (LIKE with an expansion on one side differs: docs/sql-semantics.md)
+
+
+@pytest.mark.parametrize("expression", UCA_EXPRESSIONS)
+def test_0900_ai_ci_expressions_agree_with_uca(both, expression):
+    maria, con = both
+    with maria.cursor() as cursor:
+        cursor.execute(f"SET NAMES utf8mb4 COLLATE {UCA}")
+        cursor.execute(f"SELECT {expression}")
+        want = [tuple(int(v) for v in row) for row in cursor.fetchall()]
+        cursor.execute("SET NAMES utf8mb4 COLLATE utf8mb4_general_ci")
+    con.execute("SET NAMES utf8mb4 COLLATE utf8mb4_0900_ai_ci")
+    try:
+        got = [tuple(int(v) for v in row) for row in con.execute(f"SELECT {expression}").fetchall()]
+    finally:
+        con.execute("SET NAMES utf8mb4 COLLATE utf8mb4_general_ci")
+    assert got == want, expression

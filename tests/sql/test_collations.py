@@ -226,8 +226,11 @@ def test_declared_collations_show_in_the_catalog(tmp_path):
         ("c", "utf8mb4", "utf8mb4_bin")]
     create = rows(con, "SHOW CREATE TABLE t")[0][1]
     assert "`b` varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin" in create and "`a` varchar(10)," in create
-    assert rows(con, "SHOW COLLATION LIKE 'utf8mb4%'") == [("utf8mb4_general_ci", "utf8mb4", "45", "Yes", "Yes", "1"),
-                                                          ("utf8mb4_bin", "utf8mb4", "46", "", "Yes", "1")]
+    assert rows(con, "SHOW COLLATION LIKE 'utf8mb4%'") == [
+        ("utf8mb4_general_ci", "utf8mb4", "45", "Yes", "Yes", "1", "PAD SPACE"),
+        ("utf8mb4_bin", "utf8mb4", "46", "", "Yes", "1", "PAD SPACE"),
+        ("utf8mb4_0900_ai_ci", "utf8mb4", "255", "", "Yes", "1", "NO PAD"),
+        ("utf8mb4_0900_bin", "utf8mb4", "309", "", "Yes", "1", "NO PAD")]
     assert rows(con, "SELECT @@collation_server, @@collation_database, @@collation_connection") == [
         ("utf8mb4_general_ci",) * 3]
     con.close()

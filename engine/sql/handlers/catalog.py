@@ -200,8 +200,9 @@ class CatalogStatements:
         if what == "COLUMNS":
             return self._describe(node.args["target"], bool(node.args.get("full")))
         if what == "COLLATION":
-            return ddl.text_result(["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen"],
-                                   [(c.name, c.charset, str(c.id), "Yes" if c.is_default else "", "Yes", "1")
+            return ddl.text_result(["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen", "Pad_attribute"],
+                                   [(c.name, c.charset, str(c.id), "Yes" if c.is_default else "", "Yes", "1",
+                                     "PAD SPACE" if c.pad_space else "NO PAD")
                                     for c in collation.COLLATIONS.values() if like(c.name)])
         if what in ("INDEX", "INDEXES", "KEYS"):
             return self._show_index(node)
