@@ -223,7 +223,7 @@ def constant_of_type(node: exp.Expression, sql_type: T.SqlType, binder: Binder, 
             and not bounds[0] <= round(bound.value) <= bounds[1]:
         raise BadDataError(f"{what}: Out of range value {bound.value} for {sql_type}")   # before a cast wraps it
     try:
-        value = fold_constant(Call("cast", (bound,), sql_type, ("strict",))) if bound.type != sql_type else bound
+        value = fold_constant(Call("cast", (bound,), sql_type, ("strict",)), keep_warnings=False) if bound.type != sql_type else bound
     except BadDataError as error:
         raise BadDataError(f"{what}: {error}") from None
     if not isinstance(value, Literal):
