@@ -17,7 +17,6 @@ import pyarrow.compute as pc
 import kernels
 from engine import collation
 from kernels.general_ci_weights import REPLACEMENT, weight_table
-from kernels.uca_ai_ci_weights import REPLACEMENT as UCA_REPLACEMENT, tables as uca_tables
 
 
 @functools.cache
@@ -44,8 +43,9 @@ def collation_keys(d, name: str, pad: bool = True):
         return d        # a NULL-typed column: nothing to key
     pad = pad and collation.pads(name)          # NO PAD collations keep trailing spaces
     if collation.weighing(name) == "uca":
-        starts, weights = uca_tables()
-        return kernels.expanding_key(d, starts, weights, UCA_REPLACEMENT, pad)
+        from kernels import uca_ai_ci_weights      # on first use: its tables are not small (start-up)
+        starts, weights = uca_ai_ci_weights.tables()
+        return kernels.expanding_key(d, starts, weights, uca_ai_ci_weights.REPLACEMENT, pad)
     ascii, trailing_space = _shape(d)
     if collation.is_binary(name):
         return pc.utf8_rtrim(d, characters=" ") if pad and trailing_space else d
