@@ -8,8 +8,9 @@ A :class:`Warnings` is the sink of one statement's, or one task's, warnings: how
 batch with the rows that did not convert cleanly counted by Arrow and only the first few values turned
 into messages. Where no sink is set (binding, a constant folded at plan time) nothing is recorded.
 
-How they reach the session: the statement's sink rides on the scheduler's Query (``statement``,
-set by ``engine.sql.query.run_query``); on the embedded runner every task records into it directly;
+How they reach the session: ``engine.sql.query.run_query`` sets the statement's sink in
+``statement_sink``, which the scheduler puts on its Query (``warnings``); on the embedded runner every
+task records into it directly;
 a Ray leaf records into a sink of its own task and ships its ``state()`` with the task's metadata,
 merged on the driver when the query completes. A constant (a Scalar, evaluated once per batch) counts
 once per statement, as MySQL evaluates it once.
