@@ -32,3 +32,11 @@ def test_q19_or_factoring_makes_partkey_a_join_key(tpch_canopy_sf001):
     plan = explain(tpch_canopy_sf001, "q19")
     assert "HashJoin inner ON l_partkey = p_partkey" in plan
     assert "NestedLoop" not in plan
+
+
+def test_q20_sums_only_the_lineitems_of_the_parts_the_semi_join_keeps(tpch_canopy_sf001):
+    plan = explain(tpch_canopy_sf001, "q20")
+    # the correlated SUM(l_quantity) groups lineitems semi-joined first with the 'forest%' partsupps
+    aggregate = _line_index(plan, "keys=[l_partkey, l_suppkey]")
+    semi = _line_index(plan, "HashJoin semi ON l_partkey = ps_partkey AND l_suppkey = ps_suppkey")
+    assert semi > aggregate
