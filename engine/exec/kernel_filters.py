@@ -261,12 +261,16 @@ def take_encoded(batch: pa.RecordBatch, indices: np.ndarray, decode: bool = True
     boolean filter reads the whole mask again per column (a selective scan keeps a few percent of a
     batch): a dictionary column takes its codes, a run-end column (Arrow has no filter or take for
     those) finds each row's run by binary search instead of being decoded whole first. ``decode``:
-    the result plain, but the dictionary columns named in ``keep``; False: dictionary columns stay
-    encoded (a later filter compares codes), run-end ones come back plain."""
+    the result plain, but the columns named in ``keep``: dictionary arrays (a run-end one's over its
+    runs' distinct values); False: dictionary columns stay encoded (a later filter compares codes),
+    run-end ones come back plain."""
     positions = pa.array(indices, type=pa.int64())
     columns = []
     for name, column in zip(batch.schema.names, batch.columns):
-        column = take_column(column, indices, positions)
+        if decode and name in keep and pa.types.is_run_end_encoded(column.type):
+            column = take_run_end(column, indices, coded=True)      # kept for a group-by: codes
+        else:
+            column = take_column(column, indices, positions)
         if decode and not (name in keep and pa.types.is_dictionary(column.type)):
             column = decode_column(column)
         columns.append(column)
@@ -281,12 +285,14 @@ def take_column(column: pa.Array, indices: np.ndarray, positions: Optional[pa.Ar
     return column.take(pa.array(indices, type=pa.int64()) if positions is None else positions)
 
 
-def take_run_end(column: pa.RunEndEncodedArray, indices: np.ndarray) -> pa.Array:
+def take_run_end(column: pa.RunEndEncodedArray, indices: np.ndarray, coded: bool = False) -> pa.Array:
     """The values of a run-end array at ``indices`` (ascending), plain: each row's run found by binary
-    search over the run ends (which count from the unsliced array's start, hence the offset)."""
+    search over the run ends (which count from the unsliced array's start, hence the offset).
+    ``coded``: a dictionary array over the runs' distinct values instead (a group-by key)."""
     ends = column.run_ends.to_numpy(zero_copy_only=False)
     runs = np.searchsorted(ends, indices + column.offset, side="right")
-    return column.values.take(pa.array(runs, type=pa.int64()))
+    values = pc.dictionary_encode(column.values) if coded else column.values
+    return values.take(pa.array(runs, type=pa.int64()))
 
 
 @functools.lru_cache(maxsize=256)

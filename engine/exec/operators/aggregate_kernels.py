@@ -292,8 +292,8 @@ class KernelAggregation:
     def coded_columns(self) -> tuple[str, ...]:
         """For the planner (engine.optimizer.aggregate_paths), which sets ``coded`` from it: ids of
         the string columns of the scan below that only group keys read (``k`` or its
-        collation key ``collation_key(k)``) or ``ANY_VALUE(k)`` beside them: stored
-        dictionary-encoded, they reach the factorizer as dictionary arrays (a key of a dictionary is
+        collation key ``collation_key(k)``) or ``ANY_VALUE(k)`` beside them: stored dictionary-
+        or run-end-encoded, they reach the factorizer as dictionary arrays (a key of a dictionary is
         a dictionary of keys over the same codes, ``engine.core.collation_keys``), so each distinct
         code of a batch is keyed and hashed once and no row is decoded."""
         if not isinstance(self.input, ScanExec) or not self.keys:

@@ -101,9 +101,9 @@ class ScanExec(PhysicalOperator):
 
     def execute_keeping_dictionaries(self, partition: int, ctx: TaskContext,
                                      keep: frozenset) -> Iterator[pa.RecordBatch]:
-        """:meth:`execute`, except that the columns of fields ``keep`` stored dictionary-encoded
-        leave the scan as dictionary arrays of their type (a group-by above factorizes the codes,
-        not the strings; ``HashAggregateExec``). Every other column is plain."""
+        """:meth:`execute`, except that the columns of fields ``keep`` stored dictionary- or
+        run-end-encoded leave the scan as dictionary arrays of their type (a group-by above
+        factorizes the codes, not the strings; ``HashAggregateExec``). Every other column is plain."""
         ids = [f.id for f in self.fields]
         # Simple conjuncts (column <op> constant, IN, LIKE 'abc%') run in the filter kernels.
         predicate = self.kernel_filter()

@@ -256,17 +256,40 @@ def take_rows(array: pa.Array, positions: np.ndarray) -> pa.Array:
 def decode_batch(batch: pa.RecordBatch, schema: Optional[pa.Schema] = None,
                  keep: frozenset = frozenset()) -> pa.RecordBatch:
     """``batch`` with every run-end / dictionary column decoded to a plain array (fields from
-    ``schema`` when given, else named as in ``batch``), but the dictionary columns named in ``keep``."""
+    ``schema`` when given, else named as in ``batch``), but the columns named in ``keep``, as
+    :func:`kept_encoded` leaves them."""
     if schema is None and not any(pa.types.is_run_end_encoded(c.type) or pa.types.is_dictionary(c.type)
                                   for c in batch.columns):
         return batch
-    columns = [c if name in keep and pa.types.is_dictionary(c.type) else decode_column(c)
-               for name, c in zip(batch.schema.names, batch.columns)]
+    columns = [kept_encoded(c) if name in keep else decode_column(c) for name, c in zip(batch.schema.names, batch.columns)]
     if keep and schema is not None:
         schema = None       # a kept dictionary column's field differs from the plain schema's
     if schema is not None:
         return pa.RecordBatch.from_arrays(columns, schema=schema)
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
+def kept_encoded(array: pa.Array) -> pa.Array:
+    """A column kept encoded for a group-by: a dictionary array as it is; a run-end array as a
+    dictionary array over its distinct run values (TPC-H Q1's l_linestatus runs along the sort key:
+    its codes are grouped, not 6M strings keyed and hashed); any other array decoded."""
+    if pa.types.is_dictionary(array.type):
+        return array
+    if not pa.types.is_run_end_encoded(array.type):
+        return decode_column(array)
+    n = len(array)
+    start, count = array.find_physical_offset(), array.find_physical_length()
+    ends = np.minimum(np.asarray(array.run_ends.slice(start, count)).astype(np.int64) - array.offset, n)
+    lengths = np.diff(ends, prepend=0)
+    coded = pc.dictionary_encode(array.values.slice(start, count))
+    codes = coded.indices
+    run_codes = np.asarray(codes.fill_null(0))
+    mask = None
+    if codes.null_count:
+        mask = np.repeat(np.asarray(codes.is_null()), lengths)
+    width = np.int8 if len(coded.dictionary) <= 127 else np.int16 if len(coded.dictionary) <= 32767 else np.int32
+    indices = pa.array(np.repeat(run_codes.astype(width), lengths), mask=mask)
+    return pa.DictionaryArray.from_arrays(indices, coded.dictionary)
 
 
 def _min_max(array: pa.Array) -> tuple[object, object]:
