@@ -5,9 +5,11 @@ renaming projections and the probe side of inner joins: wherever dropping a row 
 changes nothing above) gets a filter id; the join builds a Bloom filter over that key's build-side
 values under the id, and the scan applies the filter with that id to its column before decoding the
 other columns (:class:`engine.exec.operators.scan.RuntimeFilter`). Both show the id in EXPLAIN. With
-several keys one suffices: a row whose value of any one key is not among the build side's cannot
-match (TPC-H Q2 probes 800k partsupp rows on (ps_partkey, ps_supplycost) for a few hundred build rows;
-filtered on ps_partkey, ~3k reach the join).
+several keys each gets a filter: a row whose value of any one key is not among the build side's
+cannot match, and which key drops rows is for the data to say (TPC-H Q2 probes 800k partsupp rows on
+(ps_partkey, ps_supplycost) for a few hundred build rows: filtered on ps_partkey, ~3k reach the join;
+Q9 probes lineitem on (l_suppkey, l_partkey) for the 'green' parts' partsupps: l_suppkey keeps 99%
+of the rows, l_partkey 5%). The scan stops applying one that keeps most rows.
 
 What stays to run time is what only run time knows: a build side above ``BLOOM_MAX_KEYS`` rows makes
 no filter (the scan then finds none under its id), and a scan stops applying a filter that keeps
@@ -50,10 +52,9 @@ class RuntimeFilterPlacer:
             return
         seen.add(id(op))
         if isinstance(op, HashJoinExec):
-            target = _target(op)
-            # a scan already given its filters (in an earlier plan) takes no more
-            if target is not None and id(target[0]) not in self._rewriter.done:
-                scan, column, key = target
+            for scan, column, key in _targets(op):
+                if id(scan) in self._rewriter.done:
+                    continue        # a scan already given its filters (in an earlier plan) takes no more
                 spec = RuntimeFilter(self._next_id, key, scan.table_name, column)
                 self._next_id += 1
                 self._placed.setdefault(id(op), []).append(spec)
@@ -67,19 +68,20 @@ class RuntimeFilterPlacer:
         return dataclasses.replace(op, runtime_filters=tuple(filters)) if filters else op
 
 
-def _target(join: HashJoinExec) -> Optional[tuple[ScanExec, str, int]]:
-    """(scan, its field id, the join key's number) where a Bloom filter on a probe key may drop rows."""
+def _targets(join: HashJoinExec) -> list[tuple[ScanExec, str, int]]:
+    """(scan, its field id, the join key's number) for each probe key a Bloom filter may drop rows on."""
     if join.kind not in ("inner", "semi"):
-        return None
+        return []
+    found = []
     for index, (key, build_key) in enumerate(zip(join.left_keys, join.right_keys)):
         arrow_type = build_key.type.to_arrow()
         if not isinstance(key, ColumnRef) or not kernels.supports_join_key(arrow_type) \
                 or pa.types.is_decimal(arrow_type):
             continue
-        found = _scan_of(join.left, key.id)
-        if found is not None:
-            return found + (index,)
-    return None
+        target = _scan_of(join.left, key.id)
+        if target is not None:
+            found.append(target + (index,))
+    return found
 
 
 def _scan_of(op: PhysicalOperator, column: str) -> Optional[tuple[ScanExec, str]]:

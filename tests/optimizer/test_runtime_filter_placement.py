@@ -56,3 +56,15 @@ def test_ids_are_unique_across_the_plans_of_one_placer():
     # a scan met again keeps the filters it has: a join above it in a later plan adds none it would miss
     again = placer.place(join("inner", FACT))
     assert not again.runtime_filters and scans(again)[0].runtime_filters[0].filter_id == first
+
+
+def test_each_key_reaching_a_scan_gets_its_own_filter():
+    # which key drops rows is for the data to say (TPC-H Q9: l_suppkey keeps 99%, l_partkey 5%); the
+    # scan switches off the ones that keep most rows
+    pk2 = Field("dim.pk2#4", "pk2", T.BIGINT)
+    dim = ScanExec(2, "dim", (PK, pk2), ("pk", "pk2"))
+    keys = (ColumnRef(FK.id, FK.type, "fk"), ColumnRef(QTY.id, QTY.type, "qty"))
+    plan = HashJoinExec(FACT, dim, "inner", keys, (PK.ref(), pk2.ref()), None, FACT.fields + dim.fields)
+    placed = RuntimeFilterPlacer().place(plan)
+    assert [(s.key, s.column) for s in placed.runtime_filters] == [(0, FK.id), (1, QTY.id)]
+    assert scans(placed)[0].runtime_filters == placed.runtime_filters
