@@ -23,8 +23,18 @@ class Expr:
         for child in self.children():
             yield from child.walk()
 
-    def column_ids(self) -> set[str]:
-        return {e.id for e in self.walk() if isinstance(e, ColumnRef)}
+    def column_ids(self) -> frozenset[str]:
+        """The ids of the columns the expression reads; kept on the (immutable) expression, since the
+        planner asks the same ones again and again (not pickled: see ``__getstate__``)."""
+        ids = self.__dict__.get("_column_ids")
+        if ids is None:
+            ids = frozenset(e.id for e in self.walk() if isinstance(e, ColumnRef))
+            self.__dict__["_column_ids"] = ids      # frozen dataclass: not through setattr
+        return ids
+
+    def __getstate__(self):
+        state = self.__dict__
+        return {k: v for k, v in state.items() if k != "_column_ids"} if "_column_ids" in state else state
 
 
 @dataclass(frozen=True)

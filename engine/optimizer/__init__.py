@@ -26,7 +26,15 @@ RULES = (simplify_expressions, factor_or, pushdown_filters, transitive_predicate
 
 
 def optimize_logical(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
+    # One planning may optimize a tree more than once (engine.optimizer.ctes prices the query with
+    # and without a CTE materialized, then plans the one chosen): the second time is the first's
+    # answer. By identity, the tree held so its id stays unique.
+    done = ctx.optimized.get(id(plan))
+    if done is not None and done[0] is plan:
+        return done[1]
+    optimized = plan
     for rule in RULES:
         check_statement_deadline()          # statement_timeout covers planning too
-        plan = rule(plan, ctx)
-    return plan
+        optimized = rule(optimized, ctx)
+    ctx.optimized[id(plan)] = (plan, optimized)
+    return optimized

@@ -35,10 +35,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from engine.catalog import TableDef
 from engine.optimizer.context import OptimizerContext
 from engine.core.expressions import ScalarParam
 from engine.optimizer.rules.existence_joins import as_set
 from engine.plan.logical import Aggregate, CteScan, Filter, Join, LogicalPlan, MultiJoin, Project, Query, Window
+from engine.types import SqlType
 
 
 @dataclass(frozen=True)
@@ -188,14 +190,23 @@ def _computes(plan: LogicalPlan) -> bool:
 
 
 def _holds(obj, kind: type) -> bool:
-    """Whether ``obj`` (a plan or an expression, any nesting of dataclasses and tuples) holds a ``kind``."""
+    """Whether ``obj`` (a plan or an expression, any nesting of dataclasses and tuples) holds a ``kind``.
+    A table's definition and a type hold no expression: not walked (a scan's TableDef is most of a
+    plan's objects)."""
     if isinstance(obj, kind):
         return True
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return any(_holds(getattr(obj, f.name), kind) for f in dataclasses.fields(obj))
+    if isinstance(obj, (TableDef, SqlType)):
+        return False
     if isinstance(obj, (tuple, list)):
         return any(_holds(item, kind) for item in obj)
-    return False
+    names = _FIELD_NAMES.get(type(obj))
+    if names is None:
+        names = _FIELD_NAMES[type(obj)] = tuple(f.name for f in dataclasses.fields(obj)) \
+            if dataclasses.is_dataclass(obj) and not isinstance(obj, type) else ()
+    return any(_holds(getattr(obj, name), kind) for name in names)
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}      # a dataclass -> its fields' names (none: not one)
 
 
 def _replace(plan: LogicalPlan, scans: dict, top: bool = True) -> LogicalPlan:

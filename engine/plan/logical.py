@@ -30,8 +30,13 @@ class LogicalPlan:
             lines.append(child.pretty(indent + 1))
         return "\n".join(lines)
 
-    def field_ids(self) -> set[str]:
-        return {f.id for f in self.fields}
+    def field_ids(self) -> frozenset[str]:
+        """The ids of ``fields``, kept on the (immutable) node: a join's are its inputs', and the
+        optimizer asks for them of every candidate join it weighs."""
+        ids = self.__dict__.get("_field_ids")
+        if ids is None:
+            ids = self.__dict__["_field_ids"] = frozenset(f.id for f in self.fields)
+        return ids
 
 
 @dataclass(frozen=True)
@@ -144,13 +149,18 @@ class Join(LogicalPlan):
 
     @property
     def fields(self) -> tuple[Field, ...]:
-        if self.kind in ("semi", "anti", "anti_null_aware"):
-            return self.left.fields
-        if self.kind == "left":
-            return self.left.fields + _nullable(self.right.fields)
-        if self.kind == "full":
-            return _nullable(self.left.fields) + _nullable(self.right.fields)
-        return self.left.fields + self.right.fields
+        fields = self.__dict__.get("_fields")        # kept: a deep join tree's would be rebuilt per call
+        if fields is None:
+            if self.kind in ("semi", "anti", "anti_null_aware"):
+                fields = self.left.fields
+            elif self.kind == "left":
+                fields = self.left.fields + _nullable(self.right.fields)
+            elif self.kind == "full":
+                fields = _nullable(self.left.fields) + _nullable(self.right.fields)
+            else:
+                fields = self.left.fields + self.right.fields
+            self.__dict__["_fields"] = fields
+        return fields
 
     @property
     def inputs(self):
@@ -179,9 +189,12 @@ class MultiJoin(LogicalPlan):
 
     @property
     def fields(self) -> tuple[Field, ...]:
-        out: tuple[Field, ...] = ()
-        for i in self.inputs_:
-            out += i.fields
+        out = self.__dict__.get("_fields")
+        if out is None:
+            out = ()
+            for i in self.inputs_:
+                out += i.fields
+            self.__dict__["_fields"] = out
         return out
 
     def describe(self) -> str:
@@ -331,13 +344,20 @@ class Window(LogicalPlan):
 
 def map_inputs(plan: LogicalPlan, fn) -> LogicalPlan:
     """``plan`` with ``fn`` applied to each of its direct inputs (a leaf comes back as it is): the
-    walk a bottom-up rewrite rule recurses with."""
-    if isinstance(plan, MultiJoin):
-        return MultiJoin(tuple(fn(i) for i in plan.inputs), plan.conditions)
-    if isinstance(plan, Union):
-        return Union(tuple(fn(i) for i in plan.inputs), plan.fields)
+    walk a bottom-up rewrite rule recurses with. ``plan`` itself when ``fn`` returned every input
+    unchanged (the same object): a rule that changes nothing rebuilds nothing, and what the planner
+    keeps per node (estimates, ordered joins: by identity) stays valid from one rule to the next."""
+    if isinstance(plan, (MultiJoin, Union)):
+        inputs = tuple(fn(i) for i in plan.inputs_)
+        if all(new is old for new, old in zip(inputs, plan.inputs_)):
+            return plan
+        return MultiJoin(inputs, plan.conditions) if isinstance(plan, MultiJoin) else Union(inputs, plan.fields)
     if isinstance(plan, Join):
-        return dataclasses.replace(plan, left=fn(plan.left), right=fn(plan.right))
+        left, right = fn(plan.left), fn(plan.right)
+        if left is plan.left and right is plan.right:
+            return plan
+        return dataclasses.replace(plan, left=left, right=right)
     if isinstance(plan, (Filter, Project, Aggregate, Sort, Limit, Repeat, Window)):
-        return dataclasses.replace(plan, input=fn(plan.input))
+        new = fn(plan.input)
+        return plan if new is plan.input else dataclasses.replace(plan, input=new)
     return plan

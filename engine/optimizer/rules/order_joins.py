@@ -46,10 +46,18 @@ def order_joins(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
 
 
 def _rewrite(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
-    plan = map_inputs(plan, lambda child: _rewrite(child, ctx))
-    if isinstance(plan, MultiJoin):
-        return _order(plan, ctx)
-    return plan
+    # A subtree ordered before is not ordered again: eager aggregation orders the joins it weighs
+    # (engine.optimizer.rules.eager_aggregation._ordered), and the rule's own pass meets the same
+    # nodes (rules rebuild only what they change). Kept by identity for one planning, the node held
+    # so its id stays unique; the answer is a function of the subtree and the statistics alone.
+    done = ctx.ordered.get(id(plan))
+    if done is not None and done[0] is plan:
+        return done[1]
+    ordered = map_inputs(plan, lambda child: _rewrite(child, ctx))
+    if isinstance(ordered, MultiJoin):
+        ordered = _order(ordered, ctx)
+    ctx.ordered[id(plan)] = (plan, ordered)
+    return ordered
 
 
 _FILTERING_JOINS = ("semi", "anti", "anti_null_aware")
