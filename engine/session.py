@@ -503,6 +503,13 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
                 second = None
             entry = make_template(planned, second, values, others) if second is not None else None
             cache.put(key, entry if entry is not None else UNCACHEABLE)
+            if entry is None and text_key is not None:
+                # No template for its shape (a literal folded, or typed by its value): the text seen
+                # again keeps its own plan now, as _plan_text would keep it on the next run (after a
+                # planning more that must come out the same), so its third run is a hit.
+                again = self._plan(bind_placeholders(node.copy(), values))
+                cache.put(text_key, planned if plans_equal(planned, again) else UNCACHEABLE)
+                return self._run_planned(planned)
         else:
             cache.hits += 1
             if self.user is not None:      # a plan another session cached: this user's rights first

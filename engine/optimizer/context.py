@@ -21,3 +21,5 @@ class OptimizerContext:
     ordered: dict = field(default_factory=dict, repr=False)
     # id(tree) -> (tree, its optimized plan): engine.optimizer.optimize_logical
     optimized: dict = field(default_factory=dict, repr=False)
+    # join ordering's inputs and candidate joins, by the identity of what they are made of
+    joins: dict = field(default_factory=dict, repr=False)

@@ -131,6 +131,21 @@ def test_repeated_text_runs_from_its_own_entry(session):
         session_module.parse = real_parse
 
 
+def test_text_without_a_template_is_a_hit_on_its_third_run(session):
+    """A query whose literals make no template (``5 + 10`` is folded into one constant) keeps its own
+    text's plan on its second run, so the third runs it without parsing or planning."""
+    cache = session.plan_cache
+    sql = "SELECT COUNT(*) FROM sbtest1 WHERE big_int_col > 5 + 10"
+    expected = int((session.values > 15).sum())
+    hits = cache.hits
+    for _ in range(2):
+        assert session.execute(sql).table.column(0)[0].as_py() == expected
+    assert cache.hits == hits
+    assert cache.entries.get((sql, "canopy", session.runner.num_partitions, "text")) is not None
+    assert session.execute(sql).table.column(0)[0].as_py() == expected
+    assert cache.hits == hits + 1
+
+
 def test_text_entries_follow_writes_and_session_state(session):
     sql = "SELECT COUNT(*), MAX(id) FROM sbtest1"
     for _ in range(3):

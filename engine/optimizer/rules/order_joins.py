@@ -94,12 +94,31 @@ def _order(node: MultiJoin, ctx: OptimizerContext) -> LogicalPlan:
         ids = child.field_ids()
         local = [c for c, cids in conditions if cids and cids <= ids]
         conditions = [(c, cids) for c, cids in conditions if not (cids and cids <= ids)]
-        trees.append(filter_all(child, local))
-    trees, pending, conditions = _dynamic(trees, pending, conditions, est)
-    return _greedy(trees, pending, conditions, est)
+        trees.append(_kept(ctx.joins, ("filter", child, *local), lambda: filter_all(child, local)))
+    trees, pending, conditions = _dynamic(trees, pending, conditions, est, ctx.joins)
+    return _greedy(trees, pending, conditions, est, ctx.joins)
 
 
-def _dynamic(trees: list[LogicalPlan], pending: list[Join], conditions: list[tuple[Expr, frozenset]], est):
+def _kept(memo: dict, parts: tuple, make):
+    """``make()``, kept in ``memo`` by the identity of ``parts`` (a tag, then plans and expressions) for
+    one planning: join ordering is asked about subsets of the same inputs again (eager aggregation
+    weighs each split of a join, then the rule orders the one chosen), and an input, a candidate
+    join, met again is then the same object, whose estimate the Estimator keeps. ``memo`` holds the
+    parts, so their ids stay unique while it lives."""
+    key = (parts[0],) + tuple(id(p) for p in parts[1:])
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = (parts, make())
+    return hit[1]
+
+
+def _join(a: LogicalPlan, b: LogicalPlan, conds: list[Expr], est, equalities: dict, memo: dict) -> Join:
+    """The candidate join of ``a`` and ``b`` on ``conds`` (less those implied), made once per planning."""
+    return _kept(memo, ("join", a, b, *conds), lambda: _make_join(a, b, _drop_implied(conds, a, b, equalities), est))
+
+
+def _dynamic(trees: list[LogicalPlan], pending: list[Join], conditions: list[tuple[Expr, frozenset]], est,
+             memo: dict):
     """Replace each connected component of ``trees`` (with the pending joins it alone can take) that has
     at most DP_LIMIT elements by its cheapest tree; return the trees, pending joins and conditions left."""
     owner = {fid: i for i, t in enumerate(trees) for fid in t.field_ids()}
@@ -146,7 +165,7 @@ def _dynamic(trees: list[LogicalPlan], pending: list[Join], conditions: list[tup
         conds = [k for k, m in enumerate(cond_masks) if m and m & group_mask == m]
         best = _best_tree([trees[i] for i in members], members, [pending[p] for p in mine],
                           [pending_masks[p] for p in mine], [(conditions[k][0], cond_masks[k]) for k in conds],
-                          equi, est)
+                          equi, est, memo)
         if best is None:      # joined only through expressions over several inputs, or too many pairs
             out_trees.extend(trees[i] for i in members)
             continue
@@ -157,7 +176,7 @@ def _dynamic(trees: list[LogicalPlan], pending: list[Join], conditions: list[tup
             [c for k, c in enumerate(conditions) if k not in used_conditions])
 
 
-def _best_tree(trees, positions, pending, pending_masks, conditions, equi, est) -> LogicalPlan | None:
+def _best_tree(trees, positions, pending, pending_masks, conditions, equi, est, memo) -> LogicalPlan | None:
     """The cheapest tree over all of ``trees`` and ``pending`` (None past DP_BUDGET); masks are over
     ``positions`` (the trees' indexes in the MultiJoin), re-based here onto bits 0..n-1.
 
@@ -201,8 +220,8 @@ def _best_tree(trees, positions, pending, pending_masks, conditions, equi, est) 
                 for p in fits:
                     if not applied >> p & 1:
                         j = pending[p]
-                        offer(rel, applied | 1 << p, cost, (0, p),
-                              Join(below, j.right, j.kind, j.left_keys, j.right_keys, j.residual))
+                        offer(rel, applied | 1 << p, cost, (0, p), _kept(memo, ("pending", below, j), lambda: Join(
+                            below, j.right, j.kind, j.left_keys, j.right_keys, j.residual)))
         return best[rel]
 
     def emit(r1: int, r2: int) -> None:
@@ -213,7 +232,7 @@ def _best_tree(trees, positions, pending, pending_masks, conditions, equi, est) 
                 if not p1 & p2:
                     left, right = (a, b) if r1 | p1 << n < r2 | p2 << n else (b, a)
                     tie = (1, -min(r1 | p1 << n, r2 | p2 << n))
-                    offer(rel, p1 | p2, c1 + c2, tie, _make_join(left, right, _drop_implied(joined, left, right, equalities), est))
+                    offer(rel, p1 | p2, c1 + c2, tie, _join(left, right, joined, est, equalities, memo))
 
     try:
         csg_cmp_pairs(n, edges, emit, DP_BUDGET)
@@ -226,7 +245,7 @@ def _best_tree(trees, positions, pending, pending_masks, conditions, equi, est) 
 
 
 def _greedy(trees: list[LogicalPlan], pending: list[Join], conditions: list[tuple[Expr, frozenset]],
-            est) -> LogicalPlan:
+            est, memo: dict) -> LogicalPlan:
     """GOO: repeatedly join the two trees whose join has the smallest estimated output, pairs joined by
     an equality first, a cross product only when nothing else connects them. A pair's candidate join is
     estimated once, when the second of its trees is made, so n inputs cost O(n^2) estimates."""
@@ -249,7 +268,7 @@ def _greedy(trees: list[LogicalPlan], pending: list[Join], conditions: list[tupl
     def score(a: LogicalPlan, b: LogicalPlan, ks: list[int]) -> tuple:
         conds = [conditions[k][0] for k in ks]
         connected = any(_is_equi(c, a, b) for c in conds)
-        candidate = _make_join(a, b, _drop_implied(conds, a, b, equalities), est)
+        candidate = _join(a, b, conds, est, equalities, memo)
         return (0 if connected else 1, est.rows(candidate), est.rows(a) + est.rows(b)), candidate, ks
 
     def score_partners(t: LogicalPlan, pos: int, in_list: list[LogicalPlan]) -> None:
