@@ -495,6 +495,9 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
                     or (original is not None and not _same_tree(node, values, original)):
                 cache.put(key, UNCACHEABLE)
                 return None
+            # The checks _run makes of a statement: this run plans and runs it without going there.
+            refuse_ignored(node)
+            self.authorize(node)
             planned = self._plan(bind_placeholders(node.copy(), values))
             others = other_values(values)
             try:

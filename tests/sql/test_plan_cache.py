@@ -283,3 +283,22 @@ def test_prepared_statements_bind_into_the_cached_plan(session):
     from engine.errors import Error
     with pytest.raises(Error, match="1 parameters but 2"):
         session.execute_prepared(prepared, [1, 2])
+
+
+def test_a_plan_made_on_a_cache_miss_checks_privileges_first(session):
+    """The run that fills the cache (a statement's first run with parameters, a lifted-literal
+    shape's second) plans outside the ordinary path: it must refuse what that path refuses."""
+    from engine.errors import AccessDeniedError
+
+    for ddl in ["CREATE DATABASE open_db", "CREATE TABLE open_db.t (k INT)", "CREATE USER reader IDENTIFIED BY 'pw'",
+                "GRANT SELECT ON open_db.* TO reader"]:
+        session.execute(ddl)
+    reader = Session(session.runner, "open_db", user="reader")
+    try:
+        for sql, params in [("SELECT COUNT(id) FROM canopy.sbtest1 WHERE big_int_col > %s", (0,))] + \
+                [("SELECT COUNT(id) FROM canopy.sbtest1 WHERE big_int_col > 5", None)] * 4:
+            with pytest.raises(AccessDeniedError):
+                reader.execute(sql, params)
+        assert reader.execute("SELECT COUNT(*) FROM t WHERE k > %s", (0,)).table.column(0)[0].as_py() == 0
+    finally:
+        reader.close()
