@@ -262,16 +262,16 @@ class RayQueries(Executor):
                 time.sleep(0.1)
 
     def cancel(self, query_id: str, submitted: list) -> None:
-        """Stop a query on every leaf: queued tasks are cancelled, running ones stop at their next batch.
-        Waits (briefly) for the running ones, so the next query does not queue behind them."""
+        """Stop a query on every leaf: running tasks stop at their next batch, queued ones at once when
+        they start (the leaf keeps the query's mark). Waits (briefly) for them, so the next query does
+        not queue behind them.
+
+        The tasks are not also ``ray.cancel``-ed: an actor runs its callers' tasks in sequence-number
+        order, and cancelling one still waiting for its inputs on this side leaves a gap the actor waits
+        on ("Timed out waiting for seq_no ..."), after which it cancels everything queued on it, the
+        next query's tasks included (seen as LeafDied after Ctrl-C under load)."""
         for leaf in self.leaves:
             leaf.cancel.remote(query_id)
-        for _, out in submitted:
-            for ref in out:
-                try:
-                    ray.cancel(ref)
-                except (TypeError, ValueError, rex.RayError):
-                    pass        # already finished, or not cancellable (a return ref that is not the first)
         if submitted:
             ray.wait([out[0] for _, out in submitted], num_returns=len(submitted), timeout=10)
             _retrieve_errors(submitted)
