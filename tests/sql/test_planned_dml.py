@@ -231,6 +231,11 @@ def test_a_multi_table_change_needs_the_write_privilege_on_its_target_only(con):
         with pytest.raises(AccessDeniedError):
             session.execute("DELETE t FROM pb.u JOIN pa.t ON t.k = u.k")
         assert session.execute("DELETE u FROM pa.t JOIN pb.u ON t.k = u.k").rowcount == 1
+        for ddl in ["DROP DATABASE IF EXISTS pc", "CREATE DATABASE pc", "CREATE TABLE pc.w (k INT)",
+                    "GRANT DELETE ON pc.* TO changer"]:
+            con.execute(ddl)
+        with pytest.raises(AccessDeniedError):     # the subquery reads w: SELECT on it, which it lacks
+            session.execute("DELETE FROM pc.w WHERE k IN (SELECT k FROM pc.w)")
     finally:
         session.close()
         con.execute("DROP USER changer")

@@ -71,7 +71,9 @@ class AccountStatements:
             if not table.name:
                 continue
             database = table.text("db") or self.database
-            changed = table is target if written is None else written == _name_of(table, self.database)
+            # a mention of the changed table inside a subquery only reads it: SELECT, as MySQL asks
+            changed = table is target if written is None else \
+                written == _name_of(table, self.database) and table.find_ancestor(exp.Select) is None
             privilege = write if changed else "SELECT"
             self._require(account, privilege, database, table.name)
 
