@@ -18,7 +18,8 @@ from engine.exec.operators.spill_partitions import SpillPartitions
 from engine.exec.aggregate_states import (_FEW_STATES, _KEYLESS, _PYTHON_MERGE, _STATES, _group_by, _narrow_sums,
                                           _split_grouped, _state_input, _sum_decimals_as_int64, _sum_lists,
                                           _widen_sums)
-from engine.exec.operators.aggregate_spill import _ArgumentPartitions, _held_or_spilled
+from engine.exec.operators.aggregate_spill import _ArgumentPartitions
+from engine.exec.operators.spill_partitions import hold_or_spill
 from engine.exec.operators.aggregate_kernels import kernel_states
 
 
@@ -37,7 +38,7 @@ class ArrowAggregation:
                 return _ArgumentPartitions(ctx, [call for _, call in self.aggregates])
             return None                 # one group of other aggregates: held whole or fails
 
-        held, spilled = _held_or_spilled(self.input.execute(partition, ctx), memory, spill)
+        held, spilled = hold_or_spill(self.input.execute(partition, ctx), memory, spill)
         if spilled is None:
             yield from self._aggregate_held(held, ctx)
         elif isinstance(spilled, _ArgumentPartitions):

@@ -21,7 +21,8 @@ from engine.exec.operators.scan import ScanExec
 from engine.exec.operators.spill_partitions import SpillPartitions
 
 from engine.exec.aggregate_states import _STATES, _sum_type
-from engine.exec.operators.aggregate_spill import _ArgumentPartitions, _held_or_spilled
+from engine.exec.operators.aggregate_spill import _ArgumentPartitions
+from engine.exec.operators.spill_partitions import hold_or_spill
 
 # Inputs of at least this many rows have their distinct keys estimated (a HyperLogLog pass,
 # ``kernels.estimate_distinct``) and the hash table sized for them before the first insert: growing
@@ -328,7 +329,7 @@ class KernelAggregation:
         def spill_each_argument():
             return _ArgumentPartitions(ctx, [call for _, call in self.aggregates])
 
-        held, spilled = _held_or_spilled(self.input.execute(partition, ctx), memory, spill_each_argument)
+        held, spilled = hold_or_spill(self.input.execute(partition, ctx), memory, spill_each_argument)
         names = [f"{f.id}|count" for f, _ in self.aggregates]
         if spilled is not None:
             return pa.table([pa.array([sum(_distinct_count(call, [table.column(0)], ctx, on_values=True)

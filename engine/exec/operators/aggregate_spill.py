@@ -3,7 +3,6 @@ input's batches held until one does not fit, then hash partitions on disk; for k
 aggregates, each argument's values partitioned by themselves."""
 from __future__ import annotations
 
-from typing import Optional
 
 import pyarrow as pa
 
@@ -14,30 +13,6 @@ from engine.exec.operators.base import TaskContext
 from engine.exec.operators.spill_partitions import SpillPartitions
 
 from engine.exec.aggregate_states import _state_input
-
-
-def _held_or_spilled(batches, memory, spill) -> tuple[list, Optional[object]]:
-    """The input's non-empty batches held, each reserved; when one does not fit, ``spill()`` (None:
-    it cannot: MemoryLimitError) makes partitions on disk that take what was held and the rest.
-    Returns (held batches, None) or ([], the partitions)."""
-    held: list = []
-    spilled = None
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        if spilled is None and not memory.try_grow(batch.nbytes):
-            spilled = spill()
-            if spilled is None:
-                memory.grow(batch.nbytes)           # raises: the operator and the limit
-            for kept in held:
-                spilled.add(kept)
-            held = []
-            memory.free()
-        if spilled is not None:
-            spilled.add(batch)
-        else:
-            held.append(batch)
-    return held, spilled
 
 
 class _ArgumentPartitions:

@@ -26,6 +26,32 @@ from engine.core.expressions import Expr
 PARTITIONS = 61
 
 
+def hold_or_spill(batches, memory, spill, cost=lambda batch: batch.nbytes, hold=lambda batch: batch):
+    """The input's non-empty batches held, each reserved (``cost`` bytes: what holding it takes);
+    when one does not fit, ``spill()`` (None: it cannot, and the reservation raises MemoryLimitError
+    naming the operator and the limit) makes partitions on disk that take what was held and the rest.
+    ``hold``: what is kept of a batch held in memory. Returns (held batches, None) or ([], the
+    partitions)."""
+    held: list = []
+    spilled = None
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        if spilled is None and not memory.try_grow(cost(batch)):
+            spilled = spill()
+            if spilled is None:
+                memory.grow(cost(batch))            # raises: the operator and the limit
+            for kept in held:
+                spilled.add(kept)
+            held = []
+            memory.free()
+        if spilled is not None:
+            spilled.add(batch)
+        else:
+            held.append(hold(batch))
+    return held, spilled
+
+
 def hash_type(a: pa.DataType, b: Optional[pa.DataType] = None) -> Optional[pa.DataType]:
     """The type both sides' keys are hashed as (``b``: the other side's key type, if any); None when
     they differ otherwise (the caller picks the type both cast to, as its comparison does)."""

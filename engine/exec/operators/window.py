@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import decimal
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +30,7 @@ from engine.core.collation_keys import collation_keys
 from engine.exec.evaluate import evaluate_array
 from engine.exec.memory import Reservation
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, table_to_batches
-from engine.exec.operators.spill_partitions import SpillPartitions
+from engine.exec.operators.spill_partitions import SpillPartitions, hold_or_spill
 from engine.core.expressions import Call, ColumnRef
 from engine.core.fields import Field, FrameBound, SortKey, WindowCall, WindowFrame, describe_window
 
@@ -65,24 +65,12 @@ class WindowExec(PhysicalOperator):
 
     def _execute(self, partition: int, ctx: TaskContext, memory: Reservation) -> Iterator[pa.RecordBatch]:
         schema = self.input.schema
-        held: list[pa.RecordBatch] = []
-        spilled: Optional[SpillPartitions] = None
-        for batch in self.input.execute(partition, ctx):
-            if not batch.num_rows:
-                continue
-            # a held row costs itself and its copy in window order
-            if spilled is None and not memory.try_grow(2 * batch.nbytes):
-                if not self.partition_by:       # one window partition: it cannot be split
-                    memory.grow(2 * batch.nbytes)
-                spilled = self._spilled_partitions(ctx)
-                for kept in held:
-                    spilled.add(kept)
-                held = []
-                memory.free()
-            if spilled is not None:
-                spilled.add(batch)
-            else:
-                held.append(conform(batch, schema))
+        # a held row costs itself and its copy in window order; one window partition (no PARTITION
+        # BY) cannot be split: past the limit it fails
+        held, spilled = hold_or_spill(
+            self.input.execute(partition, ctx), memory,
+            lambda: self._spilled_partitions(ctx) if self.partition_by else None,
+            cost=lambda batch: 2 * batch.nbytes, hold=lambda batch: conform(batch, schema))
         if spilled is None:
             table = pa.Table.from_batches(held, schema=schema) if held else schema.empty_table()
             if ctx.profile is not None and table.num_rows:
