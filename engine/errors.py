@@ -116,7 +116,8 @@ class VariableError(CanopyError, ProgrammingError):
 
 class AccessDeniedError(CanopyError, OperationalError):
     """The session's user lacks the privilege a statement needs. ``scope``: ``database`` (no privilege
-    at all on it), ``table`` (a command on a table) or ``global`` (user administration)."""
+    at all on it), ``table`` (a command on a table), ``column`` (SELECT on a column a DELETE / UPDATE
+    reads) or ``global`` (user administration)."""
 
     def __init__(self, message: str, scope: str = "table"):
         super().__init__(message)

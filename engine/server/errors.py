@@ -29,7 +29,8 @@ ERROR_CODES: dict[type, tuple[int, str]] = {
     E.Error: (1105, "HY000"),
 }
 UNKNOWN_NAME_CODES = {"database": (1049, "42000"), "table": (1146, "42S02"), "column": (1054, "42S22")}
-ACCESS_CODES = {"database": (1044, "42000"), "table": (1142, "42000"), "global": (1227, "42000"),
+ACCESS_CODES = {"database": (1044, "42000"), "table": (1142, "42000"), "column": (1143, "42000"),
+                "global": (1227, "42000"),
                 "thread": (1095, "HY000")}
 LOGIN_DENIED = (1045, "28000")                      # ER_ACCESS_DENIED_ERROR (wrong password, no such user)
 NO_DATABASE = (1046, "3D000")                       # ER_NO_DB_ERROR

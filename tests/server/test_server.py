@@ -153,6 +153,11 @@ def test_login_failures_and_privileges(server, admin):
     assert _query(reader, "SELECT COUNT(*) FROM typed WHERE i = 100") == ((1,),)
     assert "SELECT" in _query(reader, "SHOW GRANTS")[0][0]
     _query(admin, "REVOKE INSERT ON canopy.* FROM writer")
+    _query(admin, "REVOKE SELECT ON canopy.* FROM writer")
+    _query(admin, "GRANT UPDATE ON canopy.* TO writer")
+    with pytest.raises(pymysql.err.OperationalError) as column_denied:     # the WHERE reads i: SELECT on it
+        _query(writer, "UPDATE typed SET s = 'x' WHERE i = 100")
+    assert column_denied.value.args == (1143, "SELECT command denied to user 'writer'@'%' for column 'i' in table 'typed'")
     with pytest.raises(pymysql.err.OperationalError):
         _query(writer, "INSERT INTO typed (i) VALUES (101)")
     _query(admin, "DROP USER reader, writer")

@@ -14,6 +14,7 @@ from engine.errors import AccessDeniedError
 from engine.result import Result
 from engine.sql import ddl
 from engine.sql.accounts import AlterUser, CreateUser, DropUser, Grant, ShowGrants
+from engine.sql.column_reads import first_read_column
 
 INFORMATION_SCHEMA = "information_schema"
 # the privilege each statement needs on the databases it names (reads need SELECT on theirs)
@@ -76,6 +77,22 @@ class AccountStatements:
                 written == _name_of(table, self.database) and table.find_ancestor(exp.Select) is None
             privilege = write if changed else "SELECT"
             self._require(account, privilege, database, table.name)
+        if isinstance(node, (exp.Update, exp.Delete, exp.Insert)) and target is not None:
+            self._require_column_reads(account, node, target, written)
+
+    def _require_column_reads(self, account, node, target: exp.Table, written: Optional[tuple]) -> None:
+        """MySQL's SELECT on the columns a DELETE / UPDATE reads of the table it changes (its WHERE,
+        join conditions, new values) and on those of an ON DUPLICATE KEY UPDATE: error 1143."""
+        database, name = written or _name_of(target, self.database)
+        if not database or account.allows("SELECT", database) or database == INFORMATION_SCHEMA:
+            return
+        table = self.catalog.find_table(database, name) if self.catalog.has_database(database) else None
+        if table is None:
+            return                          # the statement's handler reports the unknown table
+        column = first_read_column(self.catalog, self.database, node, table)
+        if column is not None:
+            raise AccessDeniedError(f"SELECT command denied to user '{self.user}'@'%' for column "
+                                    f"'{column}' in table '{table.name}'", scope="column")
 
     def _require(self, account, privilege: str, database: Optional[str], table: Optional[str]) -> None:
         if database is not None and database.lower() == INFORMATION_SCHEMA and privilege == "SELECT":
