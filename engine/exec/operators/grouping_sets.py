@@ -3,8 +3,9 @@
 The input is aggregated once by the finest grouping (every key of every set). ``mode``:
 
 * ``final`` — the input is the partial states of that finest grouping (one partial per leaf, gathered):
-  they are merged once by all the keys, and each set is then rolled up from those merged states (a
-  merge of states by the set's keys), so no set rescans or re-reads the rows;
+  they are merged once by all the keys, and each set is then rolled up from merged states (a merge of
+  states by the set's keys): the fewest already made whose keys include the set's (a ROLLUP's set
+  from the set before it), so no set rescans or re-reads the rows;
 * ``single`` — the input is the rows themselves, for aggregates whose states do not merge
   (COUNT(DISTINCT ...)): each set is aggregated from the rows, held once.
 
@@ -76,28 +77,57 @@ class GroupingSetsExec(PhysicalOperator):
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         held = _Held(self.input.schema, tuple(b for b in self.input.execute(partition, ctx) if b.num_rows))
-        if self.mode == AggregateMode.FINAL:
-            # merge the leaves' partials by the finest grouping once; the sets roll up from its states
-            by_column = tuple((f, ColumnRef(f.id, f.type, f.name)) for f, _ in self.keys)
-            merge = HashAggregateExec(held, AggregateMode.MERGE, by_column, self.aggregates)
-            held = _Held(merge.schema, tuple(b for b in merge.execute(partition, ctx) if b.num_rows))
-            keys, inner_mode = by_column, AggregateMode.FINAL
-        else:
-            keys, inner_mode = self.keys, AggregateMode.SINGLE
+        if self.mode == AggregateMode.SINGLE:
+            for grouping_set in self.sets:
+                aggregate = HashAggregateExec(held, AggregateMode.SINGLE, tuple(self.keys[i] for i in grouping_set),
+                                              self.aggregates)
+                yield from self._output(aggregate.execute(partition, ctx), grouping_set)
+            return
+        # merge the leaves' partials by the finest grouping once; each set then rolls up from the
+        # fewest merged states already made whose keys include its own: a ROLLUP's set reads the
+        # states of the set before it (fewer rows every step), not the finest grouping's again
+        by_column = tuple((f, ColumnRef(f.id, f.type, f.name)) for f, _ in self.keys)
+        merge = HashAggregateExec(held, AggregateMode.MERGE, by_column, self.aggregates)
+        finest = tuple(range(len(self.keys)))
+        merged = {finest: _Held(merge.schema, tuple(b for b in merge.execute(partition, ctx) if b.num_rows))}
+        del held
+        for n, grouping_set in enumerate(self.sets):
+            chosen = tuple(by_column[i] for i in grouping_set)
+            source = self._states_for(merged, grouping_set)
+            rest = self.sets[n + 1:]
+            if not grouping_set or not any(set(s) < set(grouping_set) for s in rest):
+                aggregate = HashAggregateExec(source, AggregateMode.FINAL, chosen, self.aggregates)
+                yield from self._output(aggregate.execute(partition, ctx), grouping_set)
+            else:
+                # a later set rolls up from this one: keep its merged states, and finish them as they are
+                step = HashAggregateExec(source, AggregateMode.MERGE, chosen, self.aggregates)
+                states = _Held(step.schema, tuple(b for b in step.execute(partition, ctx) if b.num_rows))
+                merged[tuple(grouping_set)] = states
+                final = HashAggregateExec(states, AggregateMode.FINAL, chosen, self.aggregates)
+                finished = final._finish(pa.Table.from_batches(states.batches, schema=states.schema))
+                yield from self._output(finished.to_batches(), grouping_set)
+            # states no later set reads are let go
+            for keys in [k for k in merged if k != finest and not any(set(s) <= set(k) for s in rest)]:
+                del merged[keys]
+
+    def _states_for(self, merged: dict, grouping_set) -> _Held:
+        """The fewest merged states whose keys include ``grouping_set``'s, with only its keys (and the
+        states) kept, as a merge by its keys reads them."""
+        keys = min((k for k in merged if set(grouping_set) <= set(k)),
+                   key=lambda k: sum(b.num_rows for b in merged[k].batches))
+        held = merged[keys]
+        dropped = {self.keys[i][0].id for i in keys if i not in grouping_set}
+        names = [name for name in held.schema.names if name not in dropped]
+        return _Held(pa.schema([held.schema.field(name) for name in names]),
+                     tuple(b.select(names) for b in held.batches))
+
+    def _output(self, batches, grouping_set) -> Iterator[pa.RecordBatch]:
+        """A set's result rows in the operator's schema (see _widen)."""
+        rolled_up = sum(1 << i for i in range(len(self.keys)) if i not in grouping_set)
         schema = self.schema
-        for grouping_set in self.sets:
-            chosen = tuple(keys[i] for i in grouping_set)
-            rolled_up = sum(1 << i for i in range(len(self.keys)) if i not in grouping_set)
-            source = held
-            if inner_mode == AggregateMode.FINAL:      # the states and this set's keys only, as a final merge reads them
-                names = [n for i, n in enumerate(held.schema.names)
-                         if i >= len(self.keys) or i in grouping_set]
-                source = _Held(pa.schema([held.schema.field(n) for n in names]),
-                               tuple(b.select(names) for b in held.batches))
-            aggregate = HashAggregateExec(source, inner_mode, chosen, self.aggregates)
-            for batch in aggregate.execute(partition, ctx):
-                if batch.num_rows:
-                    yield self._widen(batch, grouping_set, rolled_up, schema)
+        for batch in batches:
+            if batch.num_rows:
+                yield self._widen(batch, grouping_set, rolled_up, schema)
 
     def _widen(self, batch: pa.RecordBatch, grouping_set, rolled_up: int, schema: pa.Schema) -> pa.RecordBatch:
         """One set's rows in the operator's schema: NULL for the keys outside the set, the grouping id."""

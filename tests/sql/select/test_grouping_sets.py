@@ -42,6 +42,11 @@ CASES = [
     "SELECT c, SUM(v) FROM t WHERE id < 0 GROUP BY ROLLUP(c)",                    # empty: the total row
     "SELECT id, SUM(v) FROM t WHERE id < 3 GROUP BY ROLLUP(id)",                  # one-row groups
     "SELECT COUNT(*), SUM(v) FROM t GROUP BY GROUPING SETS (())",
+    # each set rolled up from the merged states of the finer set before it (three levels, AVG's two
+    # states, MIN / MAX of strings, a set reached through two others)
+    "SELECT c, b, a, SUM(v), AVG(d), COUNT(x), MIN(b), MAX(x) FROM t GROUP BY ROLLUP(c, b, a)",
+    "SELECT a, b, c, SUM(d) FROM t GROUP BY GROUPING SETS ((a, b, c), (a, c), (b, c), (c), (a, b), ())",
+    "SELECT c, a, SUM(v) FROM t WHERE id < 0 GROUP BY ROLLUP(c, a)",             # empty through the chain
 ]
 
 
