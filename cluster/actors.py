@@ -167,7 +167,7 @@ class LeafActor:
         storage = LeafStorage(Path(d.leaf_dir), committer, StoreOptions.from_options(dict(d.options)))
         for table in PersistentCatalog(Path(d.catalog)).all_tables():
             keys = [None] if table.reference else self.leaf.partitions
-            storage.create(table.table_id, table.arrow_schema, keys, table.sort_key, committed)
+            storage.create(table.table_id, table.arrow_schema, keys, table.sort_key, committed, table.indexed_columns)
         self.leaf.storage = storage
         committer.maintain(storage.all_stores())     # what the last session left due, compacted now
 
@@ -224,8 +224,8 @@ class LeafActor:
 
     # -- tables -----------------------------------------------------------------------------------
     def create_table(self, table_id: int, schema: pa.Schema, keys: Sequence[Optional[int]],
-                     sort_key: Sequence[str] = ()) -> None:
-        self.leaf.storage.create(table_id, schema, keys, sort_key)
+                     sort_key: Sequence[str] = (), indexed: Sequence[str] = ()) -> None:
+        self.leaf.storage.create(table_id, schema, keys, sort_key, indexed=indexed)
 
     def drop_table(self, table_id: int) -> None:
         self.versions.forget([key for key in self.versions.keys() if key[0] == table_id])

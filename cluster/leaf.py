@@ -38,9 +38,10 @@ class LeafStorage:
         self.options = options
 
     def create(self, table_id: int, schema: pa.Schema, partitions: Sequence[Optional[int]],
-               sort_key: Sequence[str] = (), committed: frozenset = frozenset()) -> None:
+               sort_key: Sequence[str] = (), committed: frozenset = frozenset(), indexed: Sequence[str] = ()) -> None:
         """Create (or, with a directory that already holds them, reopen and recover) the stores;
-        ``committed``: the csns of the commit log, which recovery keeps."""
+        ``committed``: the csns of the commit log, which recovery keeps; ``indexed``: the columns
+        whose hash index each stored segment gets when written (the first column of each key)."""
         for partition in partitions:
             if self.directory is None:
                 store: PartitionStore = MemoryPartitionStore(schema, sort_key)
@@ -48,7 +49,7 @@ class LeafStorage:
                 from engine.storage.columnstore import ColumnstorePartitionStore
                 part = "part-ref" if partition is None else f"part-{partition}"
                 store = ColumnstorePartitionStore(self.directory / f"table-{table_id}" / part, schema, sort_key,
-                                                  self.options, self.committer, committed)
+                                                  self.options, self.committer, committed, indexed)
             self._stores[(table_id, partition)] = store
         self._by_table[table_id] = [(k[1], s) for k, s in self._stores.items() if k[0] == table_id]
 

@@ -1,9 +1,9 @@
 """A hash index over one stored column: value hash -> row positions, for equality lookups.
 
 A partition's stored pieces are immutable (a columnstore segment file, a memory store's sealed
-batch), so each gets its index once, built from the column on first use and kept beside the piece in
-memory; the index is derived data, so a data_dir has nothing to make durable or recover: a reopened
-partition rebuilds each segment's index on its first lookup.
+batch), so each gets its index once and keeps it in memory: in a data_dir built when the segment is
+written and kept in a file beside it (engine.storage.columnstore.index_files; derived data, rebuilt
+from the column when missing or damaged), in memory built on first use.
 
 Layout: the rows' 64-bit hashes, sorted, with the row positions in that order (a static hash table).
 A lookup hashes the wanted values and binary-searches them (numpy, vectorised): it returns

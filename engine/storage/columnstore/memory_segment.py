@@ -69,6 +69,12 @@ class MemorySegment(Segment):
                              self._indexes)
 
     # -- what Segment reads -----------------------------------------------------------------------
+    def _stored_index(self, name: str):
+        return None             # no file: built on first lookup, kept in memory only
+
+    def _keep_index(self, name: str, index) -> None:
+        pass
+
     def deleted_mask(self) -> Optional[np.ndarray]:
         return self._deleted
 

@@ -277,6 +277,8 @@ def _release_file(path: Path, state: dict) -> None:
         state["source"] = None
     if state["retired"]:
         path.unlink(missing_ok=True)
+        from engine.storage.columnstore.index_files import remove_indexes
+        remove_indexes(path)
 
 
 class Segment:
@@ -428,12 +430,32 @@ class Segment:
             if name in self._indexes:
                 return self._indexes[name]
         from engine.storage.hash_index import HashIndex
-        chunks = [b.column(0) for b in self.batches([name], None, with_deleted=True)]
-        column = pa.chunked_array(chunks, self.schema.field(name).type).combine_chunks()
-        index = HashIndex.build(column)
+        index = self._stored_index(name)
+        if index is None:
+            chunks = [b.column(0) for b in self.batches([name], None, with_deleted=True)]
+            column = pa.chunked_array(chunks, self.schema.field(name).type).combine_chunks()
+            index = HashIndex.build(column)
+            if index is not None:
+                self._keep_index(name, index)
         with self._lock:
             self._indexes[name] = index
         return index
+
+    def _stored_index(self, name: str):
+        """The index file's HashIndex of column ``name`` (engine.storage.columnstore.index_files), or
+        None: none usable, build it."""
+        from engine.storage.columnstore.index_files import read_index
+        return read_index(self.path, name, self.info.rows)
+
+    def _keep_index(self, name: str, index) -> None:
+        """Write a built index beside the segment file (not for a retired one: it is going away)."""
+        if self._file.retired:
+            return
+        from engine.storage.columnstore.index_files import write_index
+        try:
+            write_index(self.path, name, index)
+        except OSError:
+            pass            # derived data: a read-only or full disk only costs a rebuild next time
 
     def rows_at(self, names: Sequence[str], positions: np.ndarray) -> Optional[pa.RecordBatch]:
         """The live rows among ``positions`` (file order, deleted rows counted), columns ``names``,

@@ -32,6 +32,7 @@ import pyarrow as pa
 from engine.storage.columnstore.cache import DEFAULT_COLUMN_CACHE_BYTES, ColumnCache
 from engine.errors import StorageCorruptionError
 from engine.storage.columnstore.files import SyncedAppendFile, fsync_dir
+from engine.storage.columnstore.index_files import column_of, remove_indexes, write_index
 from engine.storage.columnstore.manifest import (MANIFEST, apply_delta, delta_csn, new_manifest, read_delta,
                                                  read_manifest, write_delta, write_manifest)
 from engine.storage.columnstore.segment import Segment, SegmentInfo, sort_rows, write_deletes, write_segment
@@ -69,7 +70,7 @@ class ColumnstorePartitionStore(PartitionStore):
     :mod:`.commit`); ``append``/``replace`` called directly are one-partition transactions."""
 
     def __init__(self, directory: Path, schema: pa.Schema, sort_key: Sequence[str], options: StoreOptions,
-                 committer, committed: frozenset[int] = frozenset()):
+                 committer, committed: frozenset[int] = frozenset(), indexed: Sequence[str] = ()):
         self.directory = Path(directory)
         self.schema = schema
         self.sort_key = tuple(sort_key)
@@ -118,6 +119,9 @@ class ColumnstorePartitionStore(PartitionStore):
                 self._wal_top = max(self._wal_top, csn)
                 self._buffer_add(decode_wal_record(magic, payload))
         self._wal = SyncedAppendFile(wal_path, truncate_to=scan.valid if scan.torn else None)  # drops a torn tail
+        # columns whose hash index segments get when written (the table's key columns, those of the
+        # index files here, and each column a lookup uses): engine.storage.columnstore.index_files
+        self._indexed: set[str] = set(indexed) & set(schema.names)
         self._remove_unnamed_files()
 
     # -- recovery ---------------------------------------------------------------------------------
@@ -135,9 +139,14 @@ class ColumnstorePartitionStore(PartitionStore):
         return manifest
 
     def _remove_unnamed_files(self) -> None:
-        named = {s["file"] for s in self._manifest["segments"]} | {self._manifest["wal"], MANIFEST}
+        segments = {s["file"] for s in self._manifest["segments"]}
+        named = segments | {self._manifest["wal"], MANIFEST}
         named |= {s["deletes"] for s in self._manifest["segments"] if s.get("deletes")}
         for path in self.directory.iterdir():
+            indexed = column_of(path.name)
+            if indexed is not None and indexed[0] in segments:
+                self._indexed.add(indexed[1])   # a lookup column: new segments get its index built
+                continue
             if path.name not in named and not path.name.startswith("delta-"):
                 path.unlink()
 
@@ -161,8 +170,10 @@ class ColumnstorePartitionStore(PartitionStore):
              encoded: bool = False, snapshot=None) -> Iterator[pa.RecordBatch]:
         segments, buffer = snapshot if snapshot is not None else self.snapshot()
         names = list(columns) if columns is not None else self.schema.names
-        return scan_snapshot(segments, buffer, names, batch_rows, bounds, encoded,
-                             index_lookup(self.schema, bounds), self.scan_stats)
+        lookup = index_lookup(self.schema, bounds)
+        if lookup is not None and lookup[0] not in self._indexed:
+            self._indexed.add(lookup[0])
+        return scan_snapshot(segments, buffer, names, batch_rows, bounds, encoded, lookup, self.scan_stats)
 
     def snapshot(self) -> tuple[tuple[Segment, ...], tuple[pa.RecordBatch, ...]]:
         """The segments and write-buffer batches a scan starting now reads (both immutable)."""
@@ -266,12 +277,26 @@ class ColumnstorePartitionStore(PartitionStore):
     def _write_segments(self, table: pa.Table) -> list[SegmentInfo]:
         table = sort_rows(table, self.sort_key)
         step = self.options.segment_rows
-        infos = [write_segment(self.directory / _new_name("seg", ".arrow"), table.slice(start, step),
-                               self.options.chunk_rows)
-                 for start in range(0, table.num_rows, step)]
+        infos = []
+        for start in range(0, table.num_rows, step):
+            rows = table.slice(start, step)
+            infos.append(write_segment(self.directory / _new_name("seg", ".arrow"), rows, self.options.chunk_rows))
+            self._write_indexes(self.directory / infos[-1].file, rows)
         if infos:
             fsync_dir(self.directory)
         return infos
+
+    def _write_indexes(self, path: Path, rows: pa.Table) -> None:
+        """Build the hash index of each column lookups have used on this partition (a key's first
+        column: every INSERT's unique check looks it up) for a segment being written (a flush, a
+        merge, a bulk insert), so no lookup has to read the segment to build it."""
+        if not self._indexed:
+            return
+        from engine.storage.hash_index import HashIndex
+        for name in sorted(self._indexed & set(rows.column_names)):
+            index = HashIndex.build(rows.column(name).combine_chunks())
+            if index is not None:
+                write_index(path, name, index)
 
     def _install(self, delta: dict, buffer: Optional[tuple] = None,
                  wal_file: Optional[SyncedAppendFile] = None) -> None:
@@ -404,6 +429,7 @@ class ColumnstorePartitionStore(PartitionStore):
         if stale:
             for info in infos:
                 (self.directory / info.file).unlink(missing_ok=True)
+                remove_indexes(self.directory / info.file)
             return 0
         return len(small)
 
@@ -482,6 +508,7 @@ class _Prepared:
             return
         for segment in self.delta["segments"]:
             (self.store.directory / segment["file"]).unlink(missing_ok=True)
+            remove_indexes(self.store.directory / segment["file"])
 
 
 
