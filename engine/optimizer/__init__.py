@@ -6,6 +6,7 @@ from engine.optimizer.context import OptimizerContext
 from engine.optimizer.rules.eager_aggregation import eager_aggregation
 from engine.optimizer.rules.existence_joins import existence_joins
 from engine.optimizer.rules.factor_or import factor_or
+from engine.optimizer.rules.merge_scalar_aggregates import merge_scalar_aggregates
 from engine.optimizer.rules.order_joins import order_joins
 from engine.optimizer.rules.prune_columns import prune_columns
 from engine.optimizer.rules.pushdown_filters import pushdown_filters
@@ -15,13 +16,15 @@ from engine.optimizer.rules.top_n import top_n
 from engine.optimizer.rules.transitive_predicates import transitive_predicates
 from engine.plan.logical import LogicalPlan
 
-# Order matters: expressions are simplified first (every later rule reads the simpler form); OR-factoring exposes join keys hidden in ORs (Q19); filters are pushed into MultiJoin inputs before join ordering (so estimates see them),
+# Order matters: expressions are simplified first (every later rule reads the simpler form); one-row
+# aggregates over one tree are merged while their WHERE is still above their joins (and the OR of their
+# filters is then factored and pushed like any other); OR-factoring exposes join keys hidden in ORs (Q19); filters are pushed into MultiJoin inputs before join ordering (so estimates see them),
 # pushed again into the scans of the ordered tree, and columns are pruned last. Inner joins that only
 # prove existence (under a semi join) become semi joins once ordered, so the order saw their true sizes. Transitive predicates
 # read the filters pushdown put on the MultiJoin inputs and add what they imply before joins are ordered.
 # Eager aggregation splits a grouped MultiJoin in two (the part the aggregates read, grouped first, and
 # the inputs that only add group keys) before each part's joins are ordered.
-RULES = (simplify_expressions, factor_or, pushdown_filters, transitive_predicates, eager_aggregation, order_joins,
+RULES = (simplify_expressions, merge_scalar_aggregates, factor_or, pushdown_filters, transitive_predicates, eager_aggregation, order_joins,
          existence_joins, reduce_aggregates, pushdown_filters, top_n, prune_columns)
 
 

@@ -29,6 +29,7 @@ from engine.optimizer.cardinality import Estimator
 from engine.optimizer.context import OptimizerContext
 from engine.optimizer.ctes import materialize_ctes
 from engine.optimizer.physical import PhysicalPlanner
+from engine.optimizer.rules.merge_scalar_aggregates import merge_scalar_subqueries
 from engine.plan.binder import Binder
 from engine.plan.logical import Field, LogicalPlan, Query
 from engine.result import ColumnInfo, Result
@@ -37,13 +38,16 @@ from engine.result import ColumnInfo, Result
 @dataclass(frozen=True)
 class InitPlan:
     """A plan run before the main one: a materialized CTE (``cte`` its name; ``reads``: how many
-    references read it) or, with ``cte`` None, a scalar subquery. CTEs come first, in the order of
-    their CteScan numbers; the scalar subqueries follow in the order of their ``$subqueryN``."""
+    references read it) or, with ``cte`` None, scalar subqueries: its column ``i`` is the value of
+    ``$subquery<values[i]>`` (several where one aggregation over a shared tree computes them all:
+    engine.optimizer.rules.merge_scalar_aggregates). CTEs come first, in the order of their CteScan
+    numbers; the scalar subqueries follow in the order of their first ``$subqueryN``."""
 
     root: PhysicalOperator
     stages: tuple[StageSpec, ...]
     cte: Optional[str] = None
     reads: int = 0
+    values: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,9 +88,9 @@ def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], 
     for cte in ctes:
         root = planner.plan(cte.plan)
         init_plans.append(InitPlan(root, tuple(split_stages(root)), cte.name, cte.reads))
-    for sub in query.subqueries:
-        root = planner.plan(optimize_logical(sub.root, ctx))
-        init_plans.append(InitPlan(root, tuple(split_stages(root))))
+    for plan, values in merge_scalar_subqueries(query.subqueries):
+        root = planner.plan(optimize_logical(plan, ctx))
+        init_plans.append(InitPlan(root, tuple(split_stages(root)), values=values))
     logical = optimize_logical(query.root, ctx)
     root = planner.plan(logical)
     estimates = {op_id: (ctx.estimator.rows(node), ctx.estimator.source(node), planner.cost_text(op_id))
@@ -119,7 +123,8 @@ def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfi
         profiles[-1].seconds = time.perf_counter() - start
         return table
 
-    params: list = []
+    # the scalar subqueries' values by $subquery number, each set by the init plan computing it
+    params: list = [None] * sum(len(init.values) for init in planned.init_plans)
     ctes: list = []                     # results of the materialized CTEs, by CteScan number
     # the materialized CTEs are held (here, and shipped with the stages reading them) until the
     # query ends: together they count against memory_limit; one that does not fit goes to disk
@@ -131,7 +136,8 @@ def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfi
             if init.cte is not None:
                 ctes.append(table if held.try_grow(table.nbytes) else _spilled_cte(pool, init.cte, table))
                 continue
-            params.append(_scalar_value(table, len(params)))
+            for column, index in enumerate(init.values):
+                params[index] = _scalar_value(table, column, index)
         table = run(with_ctes(planned.stages, ctes), params)
     finally:
         if profiles:
@@ -148,12 +154,13 @@ def _spilled_cte(pool: MemoryPool, name: str, table: pa.Table) -> SpilledRows:
     return spilled.spilled_rows()
 
 
-def _scalar_value(table: pa.Table, index: int):
-    """The value of scalar subquery ``$subquery<index>`` from its result (NULL for no row)."""
+def _scalar_value(table: pa.Table, column: int, index: int):
+    """The value of scalar subquery ``$subquery<index>``, column ``column`` of its init plan's result
+    (NULL for no row)."""
     if table.num_rows > 1:
         raise BadDataError(f"Subquery returns more than 1 row (scalar subquery $subquery{index} "
                            f"returned {table.num_rows})")
-    return table.column(0)[0].as_py() if table.num_rows else None
+    return table.column(column)[0].as_py() if table.num_rows else None
 
 
 def scalar_values(subqueries: tuple[Query, ...], statistics, runner) -> list:
@@ -168,7 +175,7 @@ def scalar_values(subqueries: tuple[Query, ...], statistics, runner) -> list:
     values: list = []
     for sub in subqueries:
         root = planner.plan(optimize_logical(sub.root, ctx))
-        values.append(_scalar_value(runner.run(tuple(split_stages(root)), values), len(values)))
+        values.append(_scalar_value(runner.run(tuple(split_stages(root)), values), 0, len(values)))
     return values
 
 
@@ -261,16 +268,17 @@ def explain_parts(planned: PlannedQuery, profiles: Optional[list[QueryProfile]] 
     plans = [init.root for init in planned.init_plans] + [planned.root]
     profiles = profiles if profiles is not None else [None] * len(plans)
     parts = []
-    scalars = 0
     for index, (root, profile) in enumerate(zip(plans, profiles)):
         heading = None
         if index < len(planned.init_plans):
             init = planned.init_plans[index]
             if init.cte is not None:
                 heading = f"Init plan cte{index}: CTE {init.cte} materialized once, read {init.reads}x (runs first):"
-            else:
-                heading = f"Init plan $subquery{scalars} (scalar, runs first):"
-                scalars += 1
+            elif len(init.values) == 1:
+                heading = f"Init plan $subquery{init.values[0]} (scalar, runs first):"
+            else:       # one aggregation over a shared tree computes several
+                names = ", ".join(f"$subquery{i}" for i in init.values)
+                heading = f"Init plan {names} (scalar, one plan computes all {len(init.values)}, runs first):"
         parts.append(ExplainPart(heading, root, estimate, actual_of(root, profile)))
     return parts
 
