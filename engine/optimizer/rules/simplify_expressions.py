@@ -15,8 +15,8 @@ Floating-point columns keep their comparisons as written.
 
 Under an aggregate: ``COUNT(f(x))`` -> ``COUNT(x)`` where ``f`` is NULL exactly when ``x`` is, and never
 fails (UPPER, TRIM, SUBSTRING by constants, CHAR_LENGTH, CONCAT with constants, a widening integer
-CAST...): COUNT only asks whether the value is NULL, so ``f`` need not run (DuckDB counts ``s`` for
-``COUNT(SUBSTR(s, 1, 9))``). Not under DISTINCT, where ``f`` may merge values.
+CAST, a number or a date CAST to text...): COUNT only asks whether the value is NULL, so ``f`` need not
+run (DuckDB counts ``s`` for ``COUNT(SUBSTR(s, 1, 9))``). Not under DISTINCT, where ``f`` may merge values.
 
 >>> from engine import types as T
 >>> from engine.core.expressions import Call, ColumnRef, Literal
@@ -46,6 +46,8 @@ _KEPT = frozenset({"collation_key", "collate"})
 # NULL exactly when their first argument is, given constant non-NULL further arguments; never raise
 _NULL_PRESERVING = frozenset({"upper", "lower", "trim", "ltrim", "rtrim", "reverse", "char_length",
                               "octet_length", "substring", "left", "right", "collation_key", "concat"})
+# a value of these kinds always converts to text (unlike text to a number or a date, which may warn)
+_TEXT_ALWAYS = frozenset({"int", "decimal", "float", "date", "datetime", "bool"})
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 _NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "gt": "le", "le": "gt"}
 
@@ -103,6 +105,9 @@ def _null_source(e: Expr) -> Expr:
         elif e.op == "cast" and e.type.kind == "int" and columns[0].type.kind == "int" and \
                 e.type.bits >= columns[0].type.bits:
             e = columns[0]
+        elif e.op == "cast" and e.type.kind == "string" and e.type.length is None and \
+                columns[0].type.kind in _TEXT_ALWAYS:
+            e = columns[0]          # a number or a date always has a text (CAST(x AS CHAR))
         else:
             return e
     return e
