@@ -7,14 +7,13 @@ the actor starts — also when Ray restarts it after a crash. It receives encode
 payloads, runs one task with ``Leaf``, and returns its output already split per destination as transport
 payloads. No planning, no SQL, no live operators cross the actor boundary.
 
-Writes are the two phases of :mod:`engine.storage.columnstore.commit` split across processes: the driver
-numbers the statement from its commit log, every leaf prepares and syncs its part (``prepare``: rows of
-any number of tables; ``prepare_delete``: a DELETE's or UPDATE's delete bitmaps, evaluated here), the
-driver appends the commit record, every leaf applies (``commit_write``). A leaf opening its partitions
-keeps exactly the statements whose commit record is in the log, which it reads (never writes) on the
-shared filesystem. A durable leaf holds its commit lock exclusively from a transaction's first prepare to
-its apply or abort, so its background thread (flushes and merges, off the statements' path) never swaps
-a WAL or a segment under a prepared statement.
+Writes: the actor hands the driver's calls to its :class:`cluster.leaf_writes.LeafWrites`, the leaf-side
+write component the embedded runner's leaves use too (staged load chunks, prepare, commit, abort),
+driven by the driver's :mod:`cluster.writes`. A leaf opening its partitions keeps exactly the statements
+whose commit record is in the log, which it reads (never writes) on the shared filesystem. A durable
+leaf holds its commit lock exclusively from a transaction's first prepare to its commit or abort, so its
+background thread (flushes and merges, off the statements' path) never swaps a WAL or a segment under a
+prepared statement.
 
 The :class:`AggregatorActor` is the deployment's registry: its shape (leaves, partitions per leaf) and
 the catalog as the last driver left it, so a second driver can reconnect by name. Queries' once-only
@@ -34,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,6 +41,7 @@ import pyarrow.compute as pc
 from cluster import transport
 from cluster.exchange import route_payloads
 from cluster.leaf import Leaf, LeafStorage
+from cluster.leaf_writes import LeafWrites
 from cluster.specs import TaskSpec
 from cluster.versions import VersionHistory
 from engine.errors import CanopyInternalError, ExecutionError
@@ -49,10 +49,9 @@ from engine.core.deadline import Deadline
 from engine.exec.profile import TaskProfile
 from engine.exec.statement_warnings import Warnings
 from engine.exec.stages import decode_stage
-from engine.storage.columnstore.commit import CommitLogContents, Committer, _on_threads
+from engine.storage.columnstore.commit import CommitLogContents, Committer
 
 CANCEL_MEMORY_S = 600.0     # how long a leaf remembers a cancelled query id
-STAGED_IDLE_S = 3600.0      # a load whose chunks stopped arriving this long ago is dropped (its driver died)
 STAGE_CACHE = 128           # decoded stages a leaf keeps
 
 
@@ -75,65 +74,6 @@ class _LeafCommitter(Committer):
         raise CanopyInternalError("a Ray leaf's durable partitions are written through prepare_write/commit_write")
 
 
-@dataclass
-class _LeafTransaction:
-    """A transaction prepared on this leaf, waiting for the driver's commit or abort. ``deletes`` are
-    applied before ``writes`` (a delete installs a partition's new write buffer and WAL, which an
-    UPDATE's re-inserted rows, prepared after it, go into); ``release`` ends the hold on the commit lock."""
-    csn: Optional[int]
-    deletes: list = field(default_factory=list)
-    writes: list = field(default_factory=list)
-    release: Optional[Callable[[], None]] = None
-
-    def parts(self) -> list:
-        return self.deletes + self.writes
-
-
-@dataclass
-class _StagedLoad:
-    """The chunks a streaming load (``cluster.ray_load.RayLoad``) has sent this leaf so far, decoded,
-    by the driver's chunk number: each chunk is [(partition, batch)]. They wait here until the load's
-    commit prepares them (``prepare(..., staged=...)``) or its abort drops them."""
-    table_id: int
-    chunks: "collections.OrderedDict[int, list[tuple[Optional[int], pa.RecordBatch]]]" = \
-        field(default_factory=collections.OrderedDict)
-    rows: int = 0
-    nbytes: int = 0
-    touched_at: float = field(default_factory=time.monotonic)
-
-    def add(self, seq: int, pieces: list) -> None:
-        self.chunks[seq] = pieces
-        self.rows += sum(batch.num_rows for _, batch in pieces)
-        self.nbytes += sum(batch.nbytes for _, batch in pieces)
-        self.touched_at = time.monotonic()
-
-    def rollback(self, mark: int, keep: dict) -> None:
-        """Drop what the load added after its savepoint: chunks numbered from ``mark`` on held the
-        pieces that waited on the driver at the savepoint first, ``keep[partition]`` rows of each; those
-        stay, the rest goes."""
-        left = dict(keep)
-        for seq in [seq for seq in self.chunks if seq >= mark]:
-            kept = []
-            for key, batch in self.chunks.pop(seq):
-                rows = min(left.get(key, 0), batch.num_rows)
-                if rows:
-                    kept.append((key, batch.slice(0, rows)))
-                    left[key] -= rows
-            if kept:
-                self.chunks[seq] = kept
-        self.rows = sum(b.num_rows for pieces in self.chunks.values() for _, b in pieces)
-        self.nbytes = sum(b.nbytes for pieces in self.chunks.values() for _, b in pieces)
-        self.touched_at = time.monotonic()
-
-    def pieces(self) -> list[tuple[Optional[int], list]]:
-        """[(partition, its batches in the order they were loaded)]."""
-        by_key: dict[Optional[int], list] = {}
-        for pieces in self.chunks.values():
-            for key, batch in pieces:
-                by_key.setdefault(key, []).append(batch)
-        return list(by_key.items())
-
-
 class LeafActor:
     def __init__(self, leaf_id: int, partitions: Sequence[int], restarted: bool = False,
                  debug_task_delay_s: float = 0.0, durable: Optional[DurableLeaf] = None):
@@ -142,10 +82,14 @@ class LeafActor:
         self.versions = VersionHistory()            # each store's versions by snapshot epoch (cluster.versions)
         if durable is not None:
             self._open_durable()
+        # the leaf's half of every write; a durable leaf holds its own commit lock from a transaction's
+        # first prepare to its commit or abort, and settles what a dead driver left prepared
+        self.writes = LeafWrites(self.leaf, durable=durable is not None, versions=self.versions,
+                                 hold=self._hold_commit_lock if durable is not None else None,
+                                 committed=self._committed if durable is not None else None,
+                                 maintain=durable is not None, store=self._store)
         self.restarted = restarted
         self.debug_task_delay_s = debug_task_delay_s
-        self._pending: dict[str, _LeafTransaction] = {}     # prepared, not yet committed or aborted
-        self._staged: dict[str, _StagedLoad] = {}           # streaming loads' chunks, by load (its txn)
         self._cancelled: dict[str, float] = {}     # query id -> when its cancel arrived
         self._stages: "collections.OrderedDict[bytes, object]" = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -171,6 +115,14 @@ class LeafActor:
         self.leaf.storage = storage
         committer.maintain(storage.all_stores())     # what the last session left due, compacted now
 
+    def _hold_commit_lock(self):
+        hold = contextlib.ExitStack()
+        hold.enter_context(self.leaf.storage.committer.lock.exclusive())
+        return hold.close
+
+    def _committed(self) -> set:
+        return set(CommitLogContents.read(Path(self.durable.commit_log)).committed)
+
     def recovery_state(self) -> dict:
         """What the driver's commit-log compaction needs: every csn found in this leaf's partition files,
         and the committed ones still only in a WAL (their commit records must stay)."""
@@ -184,14 +136,14 @@ class LeafActor:
         if self.durable is None:
             raise CanopyInternalError("reopen of a leaf without durable storage")
         self.close()
-        self._pending.clear()
+        self.writes.forget_pending()
         self.versions.forget()              # new store objects: queries read them as they are now
         self._open_durable()
 
     def close(self) -> None:
         """Settle what a driver left prepared, stop the background thread, close the files."""
         if self.durable is not None:
-            self._resolve_stale()
+            self.writes.resolve_stale()
             self.leaf.storage.committer.close()
         for store in self.leaf.storage.all_stores():
             if hasattr(store, "close"):
@@ -235,177 +187,44 @@ class LeafActor:
         with self.leaf.storage.committer.lock.exclusive():      # not while the background thread flushes it
             self.leaf.storage.drop(table_id)
 
-    # -- writes: prepare on every leaf, the driver's commit record, apply on every leaf ----------------
+    # -- writes: the leaf's half of the commit protocol (cluster.leaf_writes), driven by cluster.writes
     def prepare_write(self, txn: str, table_id: int, pieces: Sequence[tuple[Optional[int], list]],
-                      replace: bool, csn: Optional[int] = None) -> None:
+                      replace: bool, csn: Optional[int] = None) -> list[str]:
         """``prepare`` of one table's pieces."""
-        self.prepare(txn, [(table_id, pieces, replace)], csn)
+        return self.writes.prepare(txn, [(table_id, pieces, replace)], csn)
 
-    def prepare(self, txn: str, writes: Sequence[tuple[int, Sequence[tuple[Optional[int], list]], bool]],
-                csn: Optional[int] = None, staged_rows: Optional[int] = None) -> list[str]:
-        """Hold ``writes`` — (table id, [(partition (None: the reference copy), batches)], replace) —
-        until ``commit_write``; called again with the same ``txn`` the writes join the same transaction.
-        ``staged_rows``: the transaction is a streaming load whose chunks this leaf already holds
-        (``stage_chunk``, staged under ``txn``): they are prepared first, and must be that many rows (a
-        leaf restarted during the load has lost them). Durable stores (``csn`` given) also write and
-        sync them: WAL records or segments plus a delta, all ignored by recovery unless the commit log
-        gets ``csn``. A failure aborts the whole transaction here. Returns the partitions given a WAL
-        record (``leaf-N/table-ID/part-P``), which the commit record names."""
-        pending = self._begin(txn, csn)
-        added = len(pending.writes)
-        try:
-            if staged_rows is not None:
-                load = self._staged.pop(txn, None)
-                held = load.rows if load is not None else 0
-                if held != staged_rows:
-                    raise ExecutionError(
-                        f"leaf {self.leaf.leaf_id} holds {held} of the {staged_rows} rows the load sent it "
-                        f"(it was restarted during the load, or the load sat idle past {STAGED_IDLE_S:.0f} s); "
-                        f"nothing of the load is visible: run it again")
-                if load is not None:
-                    writes = [(load.table_id, load.pieces(), False), *writes]
-            for table_id, pieces, replace in writes:
-                for key, batches in pieces:
-                    store = self._store(table_id, key)
-                    if self.durable is None:
-                        pending.writes.append(store.prepare_write(batches, replace))
-                    else:
-                        pending.writes.append(store.prepare_replace(csn, batches) if replace
-                                              else store.prepare_append(csn, batches))
-            for p in pending.writes[added:]:
-                if self.durable is not None:
-                    p.sync()
-        except BaseException:
-            self.abort_write(txn)
-            raise
-        return [p.store.participant for p in pending.writes[added:] if getattr(p, "wal_record", False)]
+    def prepare(self, txn: str, writes, csn: Optional[int] = None, staged_rows: Optional[int] = None) -> list[str]:
+        return self.writes.prepare(txn, writes, csn, staged_rows)
 
     def prepare_delete(self, txn: str, table_id: int, keys: Sequence[Optional[int]], matcher,
                        collect: bool, csn: Optional[int] = None) -> tuple[int, list, list[str]]:
-        """Mark the rows ``matcher`` (engine.sql.dml.RowMatcher) selects in this leaf's partitions
-        ``keys`` of the table, on threads (one per partition): durable stores write their delete
-        bitmaps and sync them (``prepare_delete``), memory stores hold their new deletion bitmaps
-        until commit.
-        Returns (rows matched, the matched rows themselves when ``collect``: an UPDATE's driver
-        computes their new versions, the partitions given a WAL record). A failure aborts the whole
-        transaction here."""
-        pending = self._begin(txn, csn)
-        try:
-            stores = [self._store(table_id, key) for key in keys]
-            if self.durable is None:
-                parts, error = _on_threads(lambda store: store.delete_rows(matcher, collect), stores)
-            else:
-                parts, error = _on_threads(lambda store: store.prepare_delete(csn, matcher, collect), stores)
-            pending.deletes.extend(p for p in parts if p is not None)
-            if error is not None:
-                raise error
-        except BaseException:
-            self.abort_write(txn)
-            raise
-        rows = [b for p in parts for b in p.deleted_rows] if collect else []
-        return (sum(p.deleted for p in parts), rows,
-                [p.store.participant for p in parts if getattr(p, "wal_record", False)])
-
-    def _begin(self, txn: str, csn: Optional[int]) -> _LeafTransaction:
-        pending = self._pending.get(txn)
-        if pending is not None:
-            return pending
-        release = None
-        if self.durable is not None:
-            if csn is None:
-                raise CanopyInternalError("a write to durable partitions without a commit sequence number")
-            self._resolve_stale()
-            hold = contextlib.ExitStack()
-            hold.enter_context(self.leaf.storage.committer.lock.exclusive())
-            release = hold.close
-        pending = self._pending[txn] = _LeafTransaction(csn, release=release)
-        return pending
-
-    def _resolve_stale(self) -> None:
-        """Transactions still prepared here when another one starts (one driver writes at a time, and
-        it waits for every apply): their driver died between prepare and apply, or a test prepared by
-        hand. Each is applied if its commit record is in the log, aborted otherwise; either way the
-        commit lock it holds is released."""
-        if not self._pending:
-            return
-        committed = CommitLogContents.read(Path(self.durable.commit_log)).committed
-        for txn, pending in list(self._pending.items()):
-            if pending.csn in committed:
-                self.commit_write(txn)
-            else:
-                self.abort_write(txn)
+        return self.writes.prepare_delete(txn, table_id, keys, matcher, collect, csn)
 
     def commit_write(self, txn: str, epoch: Optional[int] = None, floor: Optional[int] = None) -> None:
-        """Apply a prepared transaction (the driver has made it durable) as the version ``epoch`` of
-        the stores it changes (queries of older epochs still read the versions before it; ``floor``: the
-        oldest epoch the driver's queries may still read, see :mod:`cluster.versions`): deletes first,
-        on threads (each installs a partition's manifest), then the writes. Then release the commit
-        lock and hand the partitions to the background thread, which flushes and merges what crossed
-        its threshold (it cannot run before: the transaction holds the commit lock until here). Ray
-        runs this actor's default-group methods one at a time, so no task runs between the versions'
-        bookkeeping and the apply."""
-        try:
-            pending = self._pending.pop(txn)
-        except KeyError:
-            raise ExecutionError(f"leaf {self.leaf.leaf_id} holds no prepared write {txn} "
-                                 f"(it was restarted after preparing it)") from None
-        self.versions.prune(floor)
-        try:
-            with self.versions.changing(epoch, self.leaf.storage.keys_of(p.store for p in pending.parts())):
-                _, error = _on_threads(lambda p: p.apply(), pending.deletes)
-                if error is not None:
-                    raise error
-                for p in pending.writes:
-                    p.apply()
-        finally:
-            if pending.release is not None:
-                pending.release()
-        if self.durable is not None:
-            self.leaf.storage.committer.maintain([p.store for p in pending.parts()])
+        """Ray runs this actor's default-group methods one at a time, so no task runs between the
+        versions' bookkeeping and the apply."""
+        self.writes.commit(txn, epoch, floor)
 
-    # -- streaming loads: chunks staged here as the driver reads, prepared by the load's commit ----------
+    def abort_write(self, txn: str) -> None:
+        self.writes.abort(txn)
+
     def stage_chunk(self, load: str, table_id: int, seq: int, keys: Sequence[Optional[int]], payload) -> int:
-        """Keep chunk ``seq`` of the streaming load ``load`` (its transaction id): a transport payload
-        whose frames are the rows for partitions ``keys``, in order. Loads idle past STAGED_IDLE_S
-        (their driver died: nothing else ever drops them) are dropped here. Returns the rows staged."""
-        now = time.monotonic()
-        for stale in [name for name, staged in self._staged.items() if now - staged.touched_at > STAGED_IDLE_S]:
-            del self._staged[stale]
+        """Stage chunk ``seq`` of the streaming load ``load``: a transport payload whose frames are the
+        rows for partitions ``keys``, in order. Returns the rows staged."""
         batches = transport.decode(payload)
         if len(batches) != len(keys):
             raise CanopyInternalError(f"a load chunk of {len(batches)} frames for {len(keys)} partitions")
-        staged = self._staged.get(load)
-        if staged is None:
-            staged = self._staged[load] = _StagedLoad(table_id)
-        staged.add(seq, list(zip(keys, batches)))
-        return staged.rows
+        return self.writes.stage(load, table_id, seq, list(zip(keys, batches)))
 
     def rollback_staged(self, load: str, mark: int, keep: dict) -> None:
-        """The load rolled back to a savepoint (see ``_StagedLoad.rollback``)."""
-        staged = self._staged.get(load)
-        if staged is not None:
-            staged.rollback(mark, keep)
+        self.writes.rollback_staged(load, mark, keep)
 
     def drop_staged(self, load: str) -> None:
-        """The load was aborted: its chunks go."""
-        self._staged.pop(load, None)
+        self.writes.drop_staged(load)
 
     def staged_info(self) -> dict:
-        """{load: {"rows", "bytes", "chunks"}} of the loads staged here (tests, diagnostics)."""
-        return {name: {"rows": s.rows, "bytes": s.nbytes, "chunks": len(s.chunks)}
-                for name, s in self._staged.items()}
+        return self.writes.staged_info()
 
-    def abort_write(self, txn: str) -> None:
-        self._staged.pop(txn, None)         # a streaming load's chunks, if the transaction is one
-        pending = self._pending.pop(txn, None)
-        if pending is None:
-            return
-        try:
-            for p in pending.parts():
-                p.abort()
-        finally:
-            if pending.release is not None:
-                pending.release()
 
     def optimize_table(self, table_id: int) -> None:
         """OPTIMIZE TABLE on this leaf: flush write buffers, merge small segments."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import pyarrow as pa
 
@@ -67,15 +67,24 @@ class Placement:
             self._cursor[table.table_id] = (partition + 1) % n
         return [(partition, batch)]
 
-    def by_leaf(self, table: TableDef, data: pa.Table) -> dict[int, dict[Optional[int], list[pa.RecordBatch]]]:
+    def by_leaf(self, table: TableDef, data: "pa.Table | list[pa.RecordBatch]",
+                map_: Callable = map) -> dict[int, dict[Optional[int], list[pa.RecordBatch]]]:
         """``{leaf: {partition (None: the reference copy): [batches]}}`` of ``data``'s non-empty batches
-        (a reference table's batches go to every leaf)."""
+        (a reference table's batches go to every leaf). ``map_``: how the batches are routed (the
+        embedded runner passes its leaf pool's)."""
+        batches = [b for b in (data.to_batches() if isinstance(data, pa.Table) else data) if b.num_rows]
         placed: dict[int, dict[Optional[int], list]] = {}
-        for batch in data.to_batches():
-            if not batch.num_rows:
-                continue
-            for partition, piece in self.route(table, batch):
+        for pieces in map_(lambda batch: self.route(table, batch), batches):
+            for partition, piece in pieces:
                 leaves = range(self.num_leaves) if partition is None else [self.leaf_of(partition)]
                 for leaf in leaves:
                     placed.setdefault(leaf, {}).setdefault(partition, []).append(piece)
+        return placed
+
+    def replacing(self, table: TableDef, placed: dict) -> dict:
+        """``placed`` with every store of ``table`` named (the ones no row goes to with none): a
+        replace empties them."""
+        for leaf in range(self.num_leaves):
+            for key in self.keys(table, leaf):
+                placed.setdefault(leaf, {}).setdefault(key, [])
         return placed

@@ -39,7 +39,6 @@ import dataclasses
 import itertools
 import pickle
 import threading
-import time
 import uuid
 import warnings
 import weakref
@@ -59,7 +58,9 @@ from cluster.placement import Placement
 from cluster.ray_load import LoadStats, RayLoad
 from cluster.ray_queries import RayQueries
 from cluster.ray_start import init_ray
+from cluster.ray_writes import RayLeaves
 from cluster.scheduler import LeafDied, ScheduledRunner
+from cluster.writes import Write, write
 from engine.catalog import Catalog, TableDef
 from engine.errors import ExecutionError
 from engine.core.deadline import Deadline
@@ -140,6 +141,7 @@ class RayRunner(RayQueries, ScheduledRunner):
         self._epoch_lock = threading.Lock()
         # Debug (tests): called once a write is applied on its first leaf, before the others apply it.
         self.debug_after_first_leaf_commit = None
+        self._leaves_writes = RayLeaves(self)     # the leaves as the commit protocol reaches them
 
         self.name = name or f"canopy-{uuid.uuid4().hex[:8]}"
         registry = _find_actor(f"{self.name}-aggregator", namespace)
@@ -290,14 +292,9 @@ class RayRunner(RayQueries, ScheduledRunner):
         self.replace_tables([(table, data)])
 
     def replace_tables(self, changes) -> None:
-        writes = []
-        for table, data in changes:
-            pieces = self._place(table, data) if data is not None else {}
-            for i in range(self.num_leaves):       # every store is replaced, the empty ones with nothing
-                for key in self._keys(table, i):
-                    pieces.setdefault(i, {}).setdefault(key, [])
-            writes.append((table, pieces, True))
-        self._write(writes)
+        # every store is replaced, the empty ones with nothing
+        self._write([(table, self.placement.replacing(table, self._place(table, data) if data is not None else {}),
+                      True) for table, data in changes])
 
     def delete_rows(self, table: TableDef, matcher, rewrite=None) -> int:
         """DELETE / UPDATE in place, one transaction: every leaf marks the rows ``matcher`` selects in
@@ -310,104 +307,17 @@ class RayRunner(RayQueries, ScheduledRunner):
         """{leaf: {partition (None: the reference copy): [batches]}}, routed here on the driver."""
         return self.placement.by_leaf(table, data)
 
-    def _write(self, writes: Sequence[tuple[TableDef, dict, bool]], on_commit=None, delete=None,
-               staged: Optional["RayLoad"] = None) -> int:
-        """One transaction over any number of tables. ``writes``: (table, pieces as ``_place`` makes
-        them, replace); ``delete``: (table, matcher, rewrite or None) of a DELETE / UPDATE (see
-        ``delete_rows``), prepared first; ``staged``: a streaming load whose rows the leaves already
-        hold (its load id is the transaction's id), prepared with the writes; ``on_commit`` runs once
-        every leaf applied, still under the write lock. Returns the rows the delete matched.
-
-        Three steps: every leaf prepares its part (durable: synced to disk), so a leaf that cannot take
-        its rows, a predicate that fails or an UPDATE's bad new value leaves every partition as it was
-        (abort everywhere); the driver appends the commit record, the statement's commit point; every
-        leaf applies. The statement is the next snapshot epoch, published once every leaf has applied
-        it: queries started before read the versions without it on every leaf (cluster.versions)."""
-        txn = staged.load_id if staged is not None else uuid.uuid4().hex
+    def _write(self, writes: Sequence[Write], on_commit=None, delete=None, staged: Optional["RayLoad"] = None) -> int:
+        """One transaction of the commit protocol (:func:`cluster.writes.write`) over the leaf actors
+        (:class:`cluster.ray_writes.RayLeaves`); ``staged``: a streaming load whose rows the leaves
+        already hold (its load id is the transaction's id)."""
         for table, *_ in [*writes, *([delete] if delete is not None else []),
                           *([(staged.table,)] if staged is not None else [])]:
             self._forget(table.table_id)
-        with self._write_lock:
-            csn = self._data.log.next_csn() if self._data is not None else None
-            touched: set[int] = set()          # leaves holding a part of the transaction
-            participants: list[str] = []        # partitions given a WAL record (the commit record names them)
-            deleted = 0
-            try:
-                if delete is not None:
-                    deleted, rewritten = self._prepare_delete(txn, csn, *delete, touched, participants)
-                    if rewritten is not None and rewritten.num_rows:
-                        writes = [*writes, (delete[0], self._place(delete[0], rewritten), False)]
-                if delete is not None and not deleted and not writes:    # matched no row: no commit record
-                    for i in touched:
-                        self.leaves[i].abort_write.remote(txn)
-                    return 0
-                by_leaf: dict[int, list] = {}
-                for table, placed, replace in writes:
-                    for i, pieces in placed.items():
-                        by_leaf.setdefault(i, []).append((table.table_id, list(pieces.items()), replace))
-                staged_rows = staged.staged_rows() if staged is not None else {}
-                for i in staged_rows:
-                    by_leaf.setdefault(i, [])
-                touched.update(by_leaf)
-                refs = [self.leaves[i].prepare.remote(txn, ops, csn, staged_rows.get(i)) for i, ops in by_leaf.items()]
-                prepared = staged.get(refs, "preparing") if staged is not None else self._get(refs)
-                participants.extend(name for names in prepared for name in names or ())
-                if self._data is not None and touched:
-                    self._data.log.commit(csn, participants)      # the commit point
-            except BaseException:
-                for i in touched:
-                    self.leaves[i].abort_write.remote(txn)
-                raise
-            self._apply(txn, csn, sorted(touched))
-            if on_commit is not None:
-                on_commit()
-            return deleted
-
-    def _prepare_delete(self, txn: str, csn: Optional[int], table: TableDef, matcher, rewrite,
-                        touched: set[int], participants: list[str]) -> tuple[int, Optional[pa.Table]]:
-        """Every leaf prepares the delete; (rows matched, their new versions for an UPDATE). A
-        reference table's copies are alike: leaf 0's count and rows are the table's."""
-        counted = range(1) if table.reference else range(self.num_leaves)
-        touched.update(range(self.num_leaves))
-        results = self._get([leaf.prepare_delete.remote(txn, table.table_id, self._keys(table, i), matcher,
-                                                        rewrite is not None and i in counted, csn)
-                             for i, leaf in enumerate(self.leaves)])
-        participants.extend(name for result in results for name in result[2])
-        deleted = sum(results[i][0] for i in counted)
-        if rewrite is None or not deleted:
-            return deleted, None
-        return deleted, rewrite([b for i in counted for b in results[i][1]])
-
-    def _apply(self, txn: str, csn: Optional[int], leaves: list[int]) -> None:
-        """Every leaf makes the transaction visible, as the next snapshot epoch (published once all
-        have). Durable: it is committed already, so a leaf that fails to apply (it died after
-        preparing) reopens its partitions from disk instead."""
-        epoch = self._published + 1
-        try:
-            if self._data is None:
-                self._get([ref for _, ref in self._commit_on_leaves(txn, leaves, epoch)])
-                return
-            failed = []
-            for i, ref in self._commit_on_leaves(txn, leaves, epoch):
-                try:
-                    self._get(ref)
-                except Exception as error:      # noqa: BLE001 - the statement is committed: recover the leaf
-                    failed.append((i, error))
-            for i, error in failed:
-                self._reopen_leaf(i, csn, error)
-        finally:
-            self._publish(epoch)
-
-    def _commit_on_leaves(self, txn: str, leaves: list[int], epoch: int) -> list[tuple[int, object]]:
-        """Send ``commit_write`` of ``txn`` (as snapshot ``epoch``) to ``leaves``; their refs."""
-        floor = self._floor()
-        refs = []
-        for leaf in leaves:
-            refs.append((leaf, self.leaves[leaf].commit_write.remote(txn, epoch, floor)))
-            if len(refs) == 1 and self.debug_after_first_leaf_commit is not None:
-                ray.wait([refs[0][1]])
-                self.debug_after_first_leaf_commit()
-        return refs
+        if staged is None:
+            return write(self._leaves_writes, writes, on_commit, delete)
+        return write(self._leaves_writes, writes, on_commit, delete, staged=staged.staged_rows(),
+                     txn=staged.load_id, get=staged.get)
 
     # -- snapshot epochs (cluster.versions) -------------------------------------------------------
     def _publish(self, epoch: int) -> None:
@@ -431,23 +341,6 @@ class RayRunner(RayQueries, ScheduledRunner):
             self._reading[epoch] -= 1
             if not self._reading[epoch]:
                 del self._reading[epoch]
-
-    def _reopen_leaf(self, leaf: int, csn: int, error: Exception, timeout: float = 60.0) -> None:
-        """A committed statement a leaf did not apply (it died, or failed, after preparing): the leaf
-        reopens its partitions from disk, which now has the commit record. Waits for Ray to restart it."""
-        self._forget()
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self._get(self.leaves[leaf].reopen.remote(), timeout=max(1.0, deadline - time.monotonic()))
-                return
-            except ExecutionError as retry_error:
-                if time.monotonic() >= deadline:
-                    raise ExecutionError(
-                        f"statement {csn} is committed, but leaf {leaf} could not apply it ({error}) nor "
-                        f"reopen its partitions ({retry_error}); it will show the statement when it is "
-                        f"restarted") from None
-                time.sleep(0.2)
 
     def row_count(self, table: TableDef) -> int:
         rows = self._rows.get(table.table_id)

@@ -215,7 +215,7 @@ def test_a_load_whose_driver_went_away_is_dropped_after_a_while(monkeypatch):
     another load stages, and its commit then fails naming what the leaf lost."""
     import time
 
-    from cluster import actors, transport
+    from cluster import actors, leaf_writes, transport
 
     leaf = actors.LeafActor(0, range(2))
     schema = pa.schema([("k", pa.int64())])
@@ -224,7 +224,7 @@ def test_a_load_whose_driver_went_away_is_dropped_after_a_while(monkeypatch):
                                         pa.record_batch([pa.array([3])], schema=schema)], schema, compress=True)[0]
     leaf.stage_chunk("old", 7, 0, [0, 1], payload)
     assert leaf.staged_info() == {"old": {"rows": 3, "bytes": leaf.staged_info()["old"]["bytes"], "chunks": 1}}
-    monkeypatch.setattr(actors, "STAGED_IDLE_S", 0.05)
+    monkeypatch.setattr(leaf_writes, "STAGED_IDLE_S", 0.05)
     time.sleep(0.1)
     leaf.stage_chunk("new", 7, 0, [1, 0], payload)
     assert list(leaf.staged_info()) == ["new"]
