@@ -4,13 +4,14 @@ Queries go through the one scheduler (:mod:`cluster.scheduler`), as on the Ray r
 executor with threads: a stage's tasks run on a thread pool (the Arrow kernels release the GIL, so leaves
 use the machine's cores), or one after the other on the calling thread when the stage is small, and
 their output is routed in memory by :func:`cluster.exchange.route_batches`. Rows are placed on
-partitions by :mod:`cluster.placement`; a statement's writes commit as one transaction over the
-partition stores (:mod:`engine.storage.columnstore.commit`).
+partitions by :mod:`cluster.placement`; a statement's writes are one transaction of the commit protocol
+both runners share (:mod:`cluster.writes`), over each leaf's :class:`cluster.leaf_writes.LeafWrites`
+called in this process (:mod:`cluster.local_writes`).
 """
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -18,19 +19,20 @@ from typing import Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cluster.exchange import concat, route_batches
+from cluster.exchange import route_batches
 from cluster.exchange_buffer import Chain, ExchangeBuffer
 from cluster.leaf import Leaf, LeafStorage
+from cluster.local_writes import LocalLeaves, LocalLoad
 from cluster.placement import Placement
 from cluster.scheduler import Inputs, Output, Query, ScheduledRunner, Where, where
 from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec
+from cluster.writes import write
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
 from engine.core.deadline import Deadline
 from engine.exec.memory import MemoryPool, statement_memory_limit
 from engine.exec.profile import TaskProfile
 from engine.exec.stages import StageSpec, decode_stage, encode_stage, scans_of
-from engine.runner import LoadWriter
 from engine.storage.columnstore import Committer
 
 
@@ -100,6 +102,7 @@ class LocalRunner(ScheduledRunner):
         self._threads = threads or max(2, min(self.num_partitions, os.cpu_count() or 1))
         self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="canopy-leaf")
         self.placement = Placement(leaves, partitions_per_leaf)
+        self._leaves_writes = LocalLeaves(self)     # the leaves' LeafWrites, as the commit protocol reaches them
         self._closed = False
         # The aggregator's catalog; "canopy" is the database a new session starts in.
         self.catalog = Catalog()
@@ -133,76 +136,30 @@ class LocalRunner(ScheduledRunner):
         for leaf in self.leaves:
             leaf.storage.drop(table.table_id)
 
+    # -- writes: the commit protocol (cluster.writes) over the leaves' LeafWrites, in this process ----
     def insert(self, table: TableDef, data: pa.Table) -> int:
         if data.num_rows == 0:
             return 0
-        # Route batch by batch on the pool (small takes stay in cache; the kernels release the GIL),
-        # then append everything under the write lock: a routing failure leaves every partition untouched.
-        batches = [b for b in data.to_batches() if b.num_rows]
-        routed = self._pool.map(lambda batch: self._route(table, batch), batches)
-        placements = [placement for pieces in routed for placement in pieces]
-        self._commit(table, placements)
+        write(self._leaves_writes, [(table, self._leaves_writes.place(table, data), False)])
         return data.num_rows
 
-    def _commit(self, table: TableDef, placements, on_commit=None, related=()) -> None:
-        """One statement's routed pieces as one transaction: every partition gets its rows or none
-        does, also across a crash when the stores are durable (engine.storage.columnstore.commit).
-        ``related``: (table, placements) of other tables committed in the same transaction."""
-        txn = self._committer.begin()
-        for table, placements in [(table, placements), *related]:
-            for partition, piece in placements:
-                for leaf, key in self._targets(table, partition):
-                    txn.append(leaf.storage.store(table.table_id, key), piece)
-        txn.commit(on_commit)
-
-    def begin_load(self, table: TableDef) -> "_RoutedLoad":
-        return _RoutedLoad(self, table)
-
-    def _route(self, table: TableDef, batch: pa.RecordBatch) -> list[tuple[Optional[int], pa.RecordBatch]]:
-        return self.placement.route(table, batch)
-
-    def _targets(self, table: TableDef, partition: Optional[int]):
-        if partition is None:
-            return [(leaf, None) for leaf in self.leaves]
-        return [(self.leaf_of(partition), partition)]
+    def begin_load(self, table: TableDef) -> LocalLoad:
+        return LocalLoad(self, table)
 
     def replace_table(self, table: TableDef, data: Optional[pa.Table]) -> None:
         self.replace_tables([(table, data)])
 
     def replace_tables(self, changes) -> None:
-        txn = self._committer.begin()
-        for table, data in changes:
-            batches = [b for b in data.to_batches() if b.num_rows] if data is not None else []
-            placements = [p for pieces in self._pool.map(lambda b: self._route(table, b), batches) for p in pieces]
-            by_partition: dict[Optional[int], list[pa.RecordBatch]] = \
-                {None: []} if table.reference else {p: [] for p in range(self.num_partitions)}
-            for partition, piece in placements:
-                by_partition[partition].append(piece)
-            for partition, pieces in by_partition.items():
-                for leaf, key in self._targets(table, partition):
-                    txn.replace(leaf.storage.store(table.table_id, key), pieces)
-        txn.commit()
+        # every store is replaced, the empty ones with nothing
+        place = self._leaves_writes.place
+        write(self._leaves_writes, [(table, self.placement.replacing(table, place(table, data) if data is not None else {}),
+                                     True) for table, data in changes])
 
     def delete_rows(self, table: TableDef, matcher, rewrite=None) -> int:
-        """Storage marks the rows (columnstores: delete bitmaps) under the exclusive commit lock; an
-        UPDATE's new rows are routed like an INSERT's and appended in the same transaction."""
-        stores = [(leaf.storage.store(table.table_id, key), leaf is self.leaves[0])
-                  for partition in ([None] if table.reference else range(self.num_partitions))
-                  for leaf, key in self._targets(table, partition)]
-        counted = {id(store) for store, first in stores if first or not table.reference}
-        txn = self._committer.begin()
-        for store, _ in stores:
-            txn.delete(store, matcher)
-        if rewrite is not None:
-            def reinsert(deleted):
-                rows = [b for store, batches in deleted if id(store) in counted for b in batches]
-                return [(leaf.storage.store(table.table_id, key), piece)
-                        for batch in rewrite(rows).to_batches() if batch.num_rows
-                        for partition, piece in self._route(table, batch)
-                        for leaf, key in self._targets(table, partition)]
-            txn.reinsert(reinsert)
-        txn.commit()
-        return sum(n for key, n in txn.deleted.items() if key in counted)
+        """DELETE / UPDATE in place: storage marks the rows (columnstores: delete bitmaps) under the
+        exclusive commit lock; an UPDATE's new rows are routed like an INSERT's and prepared in the same
+        transaction. Returns the rows matched (a reference table's counted once)."""
+        return write(self._leaves_writes, [], delete=(table, matcher, rewrite))
 
     def optimize_table(self, table: TableDef) -> None:
         stores = [s for leaf in self.leaves for _, s in leaf.storage.stores_of(table.table_id)]
@@ -394,68 +351,6 @@ class LocalRunner(ScheduledRunner):
                     for store in leaf.storage.all_stores():
                         store.close()
                 self._data.close()
-
-
-# A load's routed pieces are small (a parsed block of a few thousand rows cut into one piece per
-# partition); a partition's pieces are concatenated into batches of this many rows on the leaf pool as
-# the load goes, overlapping the parse, instead of by the store under the write lock at commit (the
-# memory store coalesces appends under 64k rows: for TPC-H lineitem SF1, 3.4 s of one core there).
-_LOAD_BATCH_ROWS = 64 * 1024
-
-
-class _RoutedLoad(LoadWriter):
-    """A load routed block by block on the leaf pool as it is read; the routed pieces wait here
-    (concatenated per partition into _LOAD_BATCH_ROWS batches on the pool meanwhile) and are appended
-    under the write lock at commit, with ``on_commit`` inside the same critical section. Holding routed
-    pieces instead of parsed blocks lets the reader drop each block once routed."""
-
-    def __init__(self, runner: LocalRunner, table: TableDef):
-        super().__init__(runner, table)
-        self._batches: list[tuple[Optional[int], Future]] = []     # (partition, its concatenation)
-        self._pieces: dict[Optional[int], list[pa.RecordBatch]] = {}   # not yet concatenated
-        self._piece_rows: dict[Optional[int], int] = {}
-
-    def add(self, data: "pa.Table | pa.RecordBatch") -> None:
-        batches = [b for b in (data.to_batches() if isinstance(data, pa.Table) else [data]) if b.num_rows]
-        routed = self.runner._pool.map(lambda batch: self.runner._route(self.table, batch), batches)
-        for partition, piece in (placement for pieces in routed for placement in pieces):
-            self._pieces.setdefault(partition, []).append(piece)
-            rows = self._piece_rows[partition] = self._piece_rows.get(partition, 0) + piece.num_rows
-            if rows >= _LOAD_BATCH_ROWS:
-                self._batches.append((partition, self.runner._pool.submit(concat, self._pieces.pop(partition))))
-                del self._piece_rows[partition]
-        self.rows += data.num_rows
-
-    def savepoint(self):
-        return len(self._batches), {p: list(pieces) for p, pieces in self._pieces.items()}, dict(self._piece_rows), \
-            self.rows
-
-    def rollback_to(self, savepoint) -> None:
-        batches, pieces, piece_rows, self.rows = savepoint
-        del self._batches[batches:]
-        self._pieces, self._piece_rows = {p: list(v) for p, v in pieces.items()}, dict(piece_rows)
-
-    def add_related(self, table: TableDef, data: pa.Table) -> None:
-        placements = [p for b in data.to_batches() if b.num_rows for p in self.runner._route(table, b)]
-        self._related.append((table, placements))
-
-    def commit(self, on_commit=None) -> int:
-        batches, pieces = self._batches, self._pieces
-        self._batches, self._pieces, self._piece_rows = [], {}, {}
-        related, self._related = self._related, []
-        # a partition's last pieces (under _LOAD_BATCH_ROWS) go as they are: concatenating them here
-        # would copy on the commit's critical path, and the memory store coalesces its small appends
-        placements = [(partition, future.result()) for partition, future in batches] + \
-            [(partition, piece) for partition, rest in pieces.items() for piece in rest]
-        self.runner._commit(self.table, placements, on_commit, related)
-        return self.rows
-
-    def abort(self) -> None:
-        for _, future in self._batches:
-            future.cancel()
-        self._batches, self._pieces, self._piece_rows = [], {}, {}
-        self._related = []
-        self.rows = 0
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -154,8 +154,8 @@ def test_errors_in_a_late_block_name_the_line(tmp_path, small_chunks, bad_line, 
 
 @pytest.fixture
 def small_load_batches(monkeypatch):
-    import cluster.local
-    monkeypatch.setattr(cluster.local, "_LOAD_BATCH_ROWS", 50)
+    import cluster.local_writes
+    monkeypatch.setattr(cluster.local_writes, "_LOAD_BATCH_ROWS", 50)
 
 
 def test_routed_pieces_are_concatenated_per_partition(tmp_path, small_chunks, small_load_batches, monkeypatch):
