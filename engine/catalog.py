@@ -80,9 +80,13 @@ class TableDef:
     @property
     def indexed_columns(self) -> tuple[str, ...]:
         """The columns a hash index answers equality lookups on: the first column of each unique key
-        and secondary index (an index on (a, b) finds rows by a)."""
+        and secondary index (an index on (a, b) finds rows by a). Not a string column under a UCA
+        collation (utf8mb4_0900_*_ci / _cs): the index hashes strings by their utf8mb4_general_ci
+        keys, and strings equal under UCA may key apart there ('e' + U+0301 and 'é')."""
+        from engine import collation
         firsts = [k.columns[0] for k in self.unique_keys] + [i.columns[0] for i in self.indexes]
-        return tuple(dict.fromkeys(firsts))
+        return tuple(c for c in dict.fromkeys(firsts) if self.column(c).type.kind != "string"
+                     or collation.weighing(self.column(c).type.collation) in ("general", "binary"))
 
     @property
     def primary_key(self) -> tuple[str, ...]:

@@ -4,8 +4,9 @@ that make every comparison a binary one.
 Canopy has MySQL's / SingleStore's default ``utf8mb4_general_ci`` (case- and accent-insensitive by the
 weights of kernels/general_ci_weights.py) and ``utf8mb4_bin`` (exact), both PAD SPACE (trailing spaces
 do not count, as in MariaDB), and their ``utf8`` (utf8mb3) names; and MySQL 8's ``utf8mb4_0900_ai_ci``
-(accent- and case-insensitive by UCA primary weights, kernels/uca_ai_ci_weights.py) and
-``utf8mb4_0900_bin``, both NO PAD. A string column or expression without
+(accent- and case-insensitive by UCA primary weights, kernels/uca_ai_ci_weights.py),
+``utf8mb4_0900_as_cs`` (accent- and case-sensitive, kernels/uca_as_cs_weights.py) and
+``utf8mb4_0900_bin``, all NO PAD. A string column or expression without
 a declared collation has the server's, ``utf8mb4_general_ci``.
 
 The binder turns every comparison of strings into a comparison of their *collation keys*
@@ -39,7 +40,8 @@ class Collation:
     binary: bool                # exact comparison (PAD SPACE: only trailing spaces ignored)
     is_default: bool            # the character set's default collation
     pad_space: bool = True      # PAD SPACE ('a ' = 'a'); False: NO PAD, as MySQL 8's 0900 collations
-    weighing: str = "general"   # the keys: general_ci's weights, "uca" (kernels/uca_ai_ci_weights.py), "binary"
+    weighing: str = "general"   # the keys: general_ci's weights, "uca" (kernels/uca_ai_ci_weights.py),
+    #                             "uca_cs" (and kernels/uca_as_cs_weights.py), "binary"
 
 
 COLLATIONS = {c.name: c for c in (
@@ -51,6 +53,9 @@ COLLATIONS = {c.name: c for c in (
     # weights, NO PAD; where Canopy's keys differ from MySQL's, see kernels/uca_ai_ci_weights.py
     Collation("utf8mb4_0900_ai_ci", "utf8mb4", 255, False, False, pad_space=False, weighing="uca"),
     Collation("utf8mb4_0900_bin", "utf8mb4", 309, True, False, pad_space=False, weighing="binary"),
+    # accent- and case-sensitive: UCA primary order, then the characters' full weights
+    # (kernels/uca_as_cs_weights.py), NO PAD
+    Collation("utf8mb4_0900_as_cs", "utf8mb4", 278, False, False, pad_space=False, weighing="uca_cs"),
 )}
 BY_ID = {c.id: c.name for c in COLLATIONS.values()}
 _ALIASES = {"utf8mb3_general_ci": "utf8_general_ci", "utf8mb3_bin": "utf8_bin"}

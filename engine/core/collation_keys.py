@@ -41,7 +41,10 @@ def collation_keys(d, name: str, pad: bool = True):
         return pa.RunEndEncodedArray.from_arrays(d.run_ends, collation_keys(d.values, name, pad)).slice(d.offset, len(d))
     if not (pa.types.is_string(d.type) or pa.types.is_large_string(d.type)):
         return d        # a NULL-typed column: nothing to key
+    like = not pad                              # LIKE and LOCATE match keys character by character
     pad = pad and collation.pads(name)          # NO PAD collations keep trailing spaces
+    if collation.weighing(name) == "uca_cs":
+        return _as_cs_keys(d, like)
     if collation.weighing(name) == "uca":
         from kernels import uca_ai_ci_weights      # on first use: its tables are not small (start-up)
         starts, weights = uca_ai_ci_weights.tables()
@@ -52,6 +55,23 @@ def collation_keys(d, name: str, pad: bool = True):
     if ascii and not (pad and trailing_space):
         return pc.ascii_upper(d)        # general_ci weighs an ASCII letter as its capital, the rest as itself
     return kernels.collation_key(d, _general_ci(), REPLACEMENT, pad)
+
+
+def _as_cs_keys(d: pa.Array, like: bool) -> pa.Array:
+    """utf8mb4_0900_as_cs (kernels/uca_as_cs_weights.py): the string in NFC (canonically equivalent
+    spellings alike) with each character replaced by its full-weight class and ignorables dropped:
+    equal exactly when the strings are equal; for comparisons (not ``like``) after the _ai_ci key and
+    a NUL, so keys order by the primary weights first (alphabetically, case and accents breaking ties).
+    A LIKE pattern keyed the same way keeps its wildcards (they are their own class)."""
+    from kernels import uca_ai_ci_weights, uca_as_cs_weights
+    nfc = pc.utf8_normalize(d, "NFC")
+    starts, weights = uca_as_cs_weights.tables()
+    exact = kernels.expanding_key(nfc, starts, weights, uca_ai_ci_weights.REPLACEMENT, False)
+    if like:
+        return exact
+    starts, weights = uca_ai_ci_weights.tables()
+    primary = kernels.expanding_key(nfc, starts, weights, uca_ai_ci_weights.REPLACEMENT, False)
+    return pc.binary_join_element_wise(primary, exact, "\x00").cast(d.type)
 
 
 def _shape(d: pa.Array) -> tuple[bool, bool]:

@@ -186,3 +186,49 @@ def test_0900_ai_ci_expressions_agree_with_uca(both, expression):
     finally:
         con.execute("SET NAMES utf8mb4 COLLATE utf8mb4_general_ci")
     assert got == want, expression
+
+
+# utf8mb4_0900_as_cs: MariaDB's UCA 14.0 accent- and case-sensitive collation without padding
+UCA_AS_CS = "utf8mb4_uca1400_nopad_as_cs"
+
+
+def test_as_cs_tables_are_the_servers(mariadb):  # noqa: F811
+    """Each BMP character keys as the smallest code point of the same full weight string, nothing
+    for one that weighs nothing (kernels/uca_as_cs_weights.py)."""
+    from kernels import uca_ai_ci_weights, uca_as_cs_weights
+    connection = mariadb("mysql")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT seq, HEX(WEIGHT_STRING(CONVERT(CHAR(seq USING utf32) USING utf8mb4) "
+                           f"COLLATE {UCA_AS_CS})) FROM seq_0_to_65535 WHERE seq < 55296 OR seq > 57343")
+            server = {code: (weight,) if weight else () for code, weight in cursor.fetchall()}
+    finally:
+        connection.close()
+    singles, ignorable, _ = uca_ai_ci_weights.derive(server)
+    starts, weights = uca_as_cs_weights.tables()
+    key = {code: "".join(chr(w) for w in weights[starts[code]:starts[code + 1]]) for code in server}
+    want = {code: "" if code in ignorable else chr(singles.get(code, code)) for code in server}
+    assert [code for code in server if key[code] != want[code]] == []
+
+
+AS_CS_EXPRESSIONS = [
+    "'a' = 'A'", "'a' = 'á'", "'a ' = 'a'", "'é' = 'e\u0301'", "'ﬁ' = 'fi'", "'Ａ' = 'A'", "'ß' = 'ss'",
+    "'x\u00ADy' = 'xy'", "'\u0661' = '1'", "'Å' = '\u212B'", "'b' > 'A'", "'a' < 'B'", "'é' < 'f'", "'ﬁ' > 'fi'",
+    "'É' LIKE 'é'", "'é' LIKE '_'", "'Straße' LIKE 'stra_e'", "'x' IN ('X', 'x')", "LOCATE('é', 'xÉé')",
+]       # (equal primary weights order differently: 'A' < 'a' here, docs/sql-semantics.md)
+
+
+@pytest.mark.parametrize("expression", AS_CS_EXPRESSIONS)
+def test_0900_as_cs_expressions_agree_with_uca(both, expression):
+    maria, con = both
+    with maria.cursor() as cursor:
+        cursor.execute(f"SET NAMES utf8mb4 COLLATE {UCA_AS_CS}")
+        cursor.execute(f"SELECT {expression}")
+        want = [tuple(int(v) for v in row) for row in cursor.fetchall()]
+        cursor.execute("SET NAMES utf8mb4 COLLATE utf8mb4_general_ci")
+    con.execute("SET NAMES utf8mb4 COLLATE utf8mb4_0900_as_cs")
+    try:
+        got = [tuple(int(v) for v in row) for row in con.execute(f"SELECT {expression}").fetchall()]
+    finally:
+        con.execute("SET NAMES utf8mb4 COLLATE utf8mb4_general_ci")
+    assert got == want, expression

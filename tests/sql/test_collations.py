@@ -230,7 +230,8 @@ def test_declared_collations_show_in_the_catalog(tmp_path):
         ("utf8mb4_general_ci", "utf8mb4", "45", "Yes", "Yes", "1", "PAD SPACE"),
         ("utf8mb4_bin", "utf8mb4", "46", "", "Yes", "1", "PAD SPACE"),
         ("utf8mb4_0900_ai_ci", "utf8mb4", "255", "", "Yes", "1", "NO PAD"),
-        ("utf8mb4_0900_bin", "utf8mb4", "309", "", "Yes", "1", "NO PAD")]
+        ("utf8mb4_0900_bin", "utf8mb4", "309", "", "Yes", "1", "NO PAD"),
+        ("utf8mb4_0900_as_cs", "utf8mb4", "278", "", "Yes", "1", "NO PAD")]
     assert rows(con, "SELECT @@collation_server, @@collation_database, @@collation_connection") == [
         ("utf8mb4_general_ci",) * 3]
     con.close()
