@@ -1,4 +1,5 @@
-"""MySQL's date functions, vectorised: DATE_FORMAT (and MONTHNAME / DAYNAME), STR_TO_DATE,
+"""MySQL's date functions, vectorised: EXTRACT, date + INTERVAL (days, months), DATEDIFF, CURRENT_DATE, NOW,
+DATE_FORMAT (and MONTHNAME / DAYNAME), STR_TO_DATE,
 TIMESTAMPDIFF, UNIX_TIMESTAMP, FROM_UNIXTIME, LAST_DAY, WEEK (mode 0) and SingleStore's DATE_TRUNC.
 
 DATETIME values are Arrow ``timestamp[us]`` without a zone; the session time zone is UTC (Canopy's
@@ -6,6 +7,7 @@ DATETIME values are Arrow ``timestamp[us]`` without a zone; the session time zon
 """
 from __future__ import annotations
 
+import datetime
 
 import numpy as np
 import pyarrow as pa
@@ -13,7 +15,7 @@ import pyarrow.compute as pc
 
 from engine.date_formats import DIRECTIVES, TOKEN, format_pieces
 from engine.errors import UnsupportedError
-from engine.exec.evaluate import Datum, function
+from engine.exec.evaluate import Datum, _is_scalar, function
 from engine.exec.string_functions import plain
 
 _MONTHS = pa.array(["January", "February", "March", "April", "May", "June", "July", "August", "September",
@@ -184,3 +186,75 @@ def _date_trunc(expr, d):
 def _date_add_micros(expr, d, micros):
     """DATETIME + INTERVAL n HOUR / MINUTE / SECOND / MICROSECOND (the binder made n microseconds)."""
     return pc.add_checked(d.cast(pa.timestamp("us")), micros.cast(pa.int64()).cast(pa.duration("us")))
+
+
+# --- dates ----------------------------------------------------------------------------------------
+@function("extract")
+def _extract(expr, d):
+    unit = expr.options[0]
+    fn = {"YEAR": pc.year, "MONTH": pc.month, "DAY": pc.day, "QUARTER": pc.quarter,
+          "HOUR": pc.hour, "MINUTE": pc.minute, "SECOND": pc.second, "WEEK": pc.week,
+          "DAYOFWEEK": pc.day_of_week, "DAYOFYEAR": pc.day_of_year}.get(unit)
+    if fn is None:
+        raise UnsupportedError(f"EXTRACT({unit} ...)")
+    result = fn(d)
+    if unit == "DAYOFWEEK":   # MySQL: 1 = Sunday
+        result = pc.add(pc.day_of_week(d, count_from_zero=False, week_start=7), 0)
+    return result.cast(pa.int64())
+
+
+@function("date_add_days")
+def _date_add_days(expr, d, days):
+    if pa.types.is_timestamp(d.type):
+        return pc.add(d, pc.multiply(days.cast(pa.int64()), 86_400_000_000).cast(pa.duration("us")))
+    as_int = d.cast(pa.int32())
+    return pc.add_checked(as_int, days.cast(pa.int32())).cast(pa.date32())
+
+
+@function("date_add_months")
+def _date_add_months(expr, d, months):
+    """Calendar month arithmetic; the day is clamped to the target month's last day (MySQL)."""
+    if not _is_scalar(months):
+        raise UnsupportedError("INTERVAL with a non-constant number of months")
+    n = months.as_py()
+    if n is None:
+        return pa.scalar(None, d.type)
+    is_scalar = _is_scalar(d)
+    arr = pa.array([d.as_py()], d.type) if is_scalar else d
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    date_part = arr.cast(pa.date32()) if pa.types.is_timestamp(arr.type) else arr
+    days = date_part.cast(pa.int32()).to_numpy(zero_copy_only=False).astype("datetime64[D]")
+    mask = arr.is_null().to_numpy(zero_copy_only=False)
+    months_since = days.astype("datetime64[M]")
+    day_of_month = (days - months_since).astype(np.int64)
+    target_month = months_since + np.timedelta64(n, "M")
+    month_length = ((target_month + np.timedelta64(1, "M")).astype("datetime64[D]")
+                    - target_month.astype("datetime64[D]")).astype(np.int64)
+    result_days = target_month.astype("datetime64[D]") + np.minimum(day_of_month, month_length - 1)
+    result = pa.array(result_days.astype(np.int64).astype(np.int32), mask=mask).cast(pa.date32())
+    if pa.types.is_timestamp(arr.type):
+        time_of_day = pc.subtract(arr.cast(pa.int64()), date_part.cast(pa.timestamp("us")).cast(pa.int64()))
+        result = pc.add(result.cast(pa.timestamp("us")).cast(pa.int64()), time_of_day).cast(arr.type)
+    return result[0] if is_scalar else result
+
+
+@function("datediff")
+def _datediff(expr, a, b):
+    return pc.subtract(a.cast(pa.date32()).cast(pa.int32()), b.cast(pa.date32()).cast(pa.int32())).cast(pa.int64())
+
+
+@function("current_date")
+def _current_date(expr):
+    return pa.scalar(_utc_now().date(), pa.date32())
+
+
+@function("now")
+def _now(expr):
+    return pa.scalar(_utc_now().replace(microsecond=0), pa.timestamp("us"))
+
+
+def _utc_now() -> datetime.datetime:
+    """The clock in Canopy's session time zone, UTC (``system_time_zone``; SET time_zone accepts only UTC),
+    whatever the host's TZ."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)

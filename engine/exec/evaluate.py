@@ -4,19 +4,20 @@
 constant). The binder has already inserted the casts that make operand types agree, so each function
 here only maps one SQL operation onto pyarrow.compute (or NumPy) with MySQL semantics: three-valued
 logic, NULL on division by zero, exact DECIMAL arithmetic with MySQL's result scales.
+
+This file is the evaluator's core (dispatch, arithmetic, comparison and logic, conditionals, casts,
+collations); the function library registers itself from ``string_functions``, ``math_functions`` and
+``date_functions`` beside it, imported at the end.
 """
 from __future__ import annotations
 
-import datetime
 import decimal
 import threading
 from typing import Callable, Optional, Sequence, Union
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import kernels
 from engine.exec import arrow_errors, decimal128, statement_warnings, unsigned
 from engine.core.collation_keys import collation_keys, list_keys
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
@@ -594,7 +595,7 @@ def _cast_value(expr, a):
     return a.cast(target)
 
 
-# --- strings --------------------------------------------------------------------------------------
+# --- collations ----------------------------------------------------------------------------------
 @function("collation_key")
 def _collation_key(expr, s):
     name, pad = expr.options
@@ -606,310 +607,7 @@ def _collate(expr, s):
     return s            # changes how the binder compares the value, not the value
 
 
-def _string_kernel(s: Datum, fn: Callable[[pa.Array], pa.Array], out_type: pa.DataType) -> Datum:
-    """Apply a string kernel (Array -> Array of ``out_type``) to any string Datum: per chunk, to a
-    scalar as a one-row array, to a dictionary array's values only (then taken by the indices)."""
-    if isinstance(s, pa.Scalar):
-        if not s.is_valid:
-            return pa.scalar(None, out_type)
-        return fn(pa.array([s.as_py()], s.type))[0]
-    if isinstance(s, pa.ChunkedArray):
-        return pa.chunked_array([_string_kernel(c, fn, out_type) for c in s.chunks], out_type)
-    if pa.types.is_dictionary(s.type):
-        return fn(s.dictionary).take(s.indices)
-    if pa.types.is_null(s.type):
-        return pa.nulls(len(s), out_type)
-    return fn(s)
-
-
-def _position(d: Datum, what: str) -> Optional[int]:
-    """A constant SUBSTRING position or length as an int (None for NULL); MySQL rounds a fractional
-    one half away from zero."""
-    if not _is_scalar(d):
-        raise UnsupportedError(f"SUBSTRING with a non-constant {what}")
-    value = d.as_py()
-    if value is None or isinstance(value, int):
-        return value
-    try:
-        return int(decimal.Decimal(str(value)).to_integral_value(rounding=decimal.ROUND_HALF_UP))
-    except (decimal.InvalidOperation, ValueError):
-        raise BadDataError(f"SUBSTRING {what} {value!r} is not a number") from None
-
-
-def _substring_positions(start: Datum, length: Optional[Datum]) -> Optional[tuple[int, Optional[int]]]:
-    """(start, length or None) of a SUBSTRING call, or None when either is NULL (a NULL result)."""
-    begin = _position(start, "position")
-    n = _position(length, "length") if length is not None else None
-    if begin is None or (length is not None and n is None):
-        return None
-    return begin, n
-
-
-@function("substring")
-def _substring(expr, s, start, length=None):
-    """MySQL's SUBSTRING: character positions, 1-based, negative from the end (past the start: ''),
-    0 or a length <= 0 gives '' (kernels/strings.pyx)."""
-    positions = _substring_positions(start, length)
-    out_type = s.type if not pa.types.is_dictionary(s.type) else s.type.value_type
-    if pa.types.is_null(out_type):
-        out_type = pa.string()
-    if positions is None:
-        return pa.scalar(None, out_type)
-    begin, n = positions
-    return _string_kernel(s, lambda a: kernels.substring(a, begin, n), out_type)
-
-
-def _length_of(expr, batch, params, chars: bool):
-    """LENGTH / CHAR_LENGTH; of a SUBSTRING with constant positions, fused: the substrings are
-    never built (``kernels.substring_length``)."""
-    (arg,) = expr.args
-    if isinstance(arg, Call) and arg.op == "substring":
-        s = evaluate(arg.args[0], batch, params)
-        start = evaluate(arg.args[1], batch, params)
-        length = evaluate(arg.args[2], batch, params) if len(arg.args) > 2 else None
-        if _is_scalar(start) and (length is None or _is_scalar(length)):
-            positions = _substring_positions(start, length)
-            if positions is None:
-                return pa.scalar(None, pa.int64())
-            begin, n = positions
-            return _string_kernel(s, lambda a: kernels.substring_length(a, begin, n, chars=chars), pa.int64())
-    s = evaluate(arg, batch, params)
-    if chars:
-        return _string_kernel(s, kernels.char_length, pa.int64())
-    return pc.binary_length(s).cast(pa.int64())
-
-
-@function("char_length")
-def _char_length(expr, batch, params):
-    return _length_of(expr, batch, params, chars=True)
-
-
-@function("octet_length")
-def _octet_length(expr, batch, params):
-    return _length_of(expr, batch, params, chars=False)
-
-
-@function("upper")
-def _upper(expr, s):
-    return pc.utf8_upper(s)
-
-
-@function("lower")
-def _lower(expr, s):
-    return pc.utf8_lower(s)
-
-
-@function("trim")
-def _trim(expr, s):
-    return pc.utf8_trim(s, characters=" ")
-
-
-@function("ltrim")
-def _ltrim(expr, s):
-    return pc.utf8_ltrim(s, characters=" ")
-
-
-@function("rtrim")
-def _rtrim(expr, s):
-    return pc.utf8_rtrim(s, characters=" ")
-
-
-@function("concat")
-def _concat(expr, *args):
-    strings = [a if a.type == pa.string() else a.cast(pa.string()) for a in args]
-    return pc.binary_join_element_wise(*strings, pa.scalar(""))
-
-
-@function("replace")
-def _replace(expr, s, old, new):
-    if not (_is_scalar(old) and _is_scalar(new)):
-        raise UnsupportedError("REPLACE with non-constant arguments")
-    return pc.replace_substring(s, pattern=old.as_py(), replacement=new.as_py())
-
-
-@function("reverse")
-def _reverse(expr, s):
-    return pc.utf8_reverse(s)
-
-
-def _constant_count(n: Datum, what: str) -> Optional[int]:
-    if not _is_scalar(n):
-        raise UnsupportedError(f"{what} with a non-constant length")
-    return n.as_py()
-
-
-@function("left")
-def _left(expr, s, n):
-    count = _constant_count(n, "LEFT")
-    if count is None:
-        return pa.scalar(None, pa.string())
-    return _substring(expr, s, pa.scalar(1), pa.scalar(count))
-
-
-@function("right")
-def _right(expr, s, n):
-    count = _constant_count(n, "RIGHT")
-    if count is None:
-        return pa.scalar(None, pa.string())
-    return pc.utf8_slice_codeunits(s, -count) if count > 0 else pc.utf8_slice_codeunits(s, 0, 0)
-
-
-@function("locate")
-def _locate(expr, needle, haystack, start=None):
-    """LOCATE(needle, haystack [, start]): 1-based position of the first match at or after start, 0 if none."""
-    if not _is_scalar(needle):
-        raise UnsupportedError("LOCATE/INSTR with a non-constant substring")
-    first = 1 if start is None else _constant_count(start, "LOCATE")
-    if needle.as_py() is None or first is None:
-        return pa.scalar(None, pa.int64())
-    if first < 1:
-        return pc.multiply(pc.utf8_length(haystack), 0).cast(pa.int64())    # MySQL: 0, NULL stays NULL
-    rest = pc.utf8_slice_codeunits(haystack, first - 1)
-    if expr.options:        # under a _ci collation: found among the keys (one key character per character)
-        rest, needle = collation_keys(rest, expr.options[0], False), collation_keys(needle, expr.options[0], False)
-    text = needle.as_py()
-    found = pc.find_substring(rest, text)           # a byte offset: counted in characters below
-    if text:
-        found = pc.if_else(pc.less(found, 0), found,
-                           pc.utf8_length(pc.list_element(pc.split_pattern(rest, pattern=text, max_splits=1), 0)))
-    return pc.if_else(pc.less(found, 0), 0, pc.add(found, first)).cast(pa.int64())
-
-
-@function("starts_with")
-def _starts_with(expr, s, prefix):
-    return pc.starts_with(s, prefix.as_py())
-
-
-# --- math -----------------------------------------------------------------------------------------
-@function("abs")
-def _abs(expr, a):
-    return pc.abs_checked(a)
-
-
-@function("round")
-def _round(expr, a, digits=None):
-    nd = digits.as_py() if digits is not None else 0
-    if pa.types.is_decimal(a.type):
-        return decimal128.round_digits(_whole(a), nd, expr.type.to_arrow())
-    # MySQL: exact values round half away from zero, doubles to nearest even (the C library's rint)
-    result = pc.round(a, ndigits=nd, round_mode="half_to_even" if pa.types.is_floating(a.type) else HALF_AWAY)
-    return result.cast(expr.type.to_arrow())
-
-
-@function("floor")
-def _floor(expr, a):
-    if pa.types.is_decimal(a.type):
-        return _to_integer(decimal128.floor_or_ceiling(_whole(a), ceiling=False), expr.type.to_arrow())
-    return pc.floor(a).cast(expr.type.to_arrow())
-
-
-@function("ceil")
-def _ceil(expr, a):
-    if pa.types.is_decimal(a.type):
-        return _to_integer(decimal128.floor_or_ceiling(_whole(a), ceiling=True), expr.type.to_arrow())
-    return pc.ceil(a).cast(expr.type.to_arrow())
-
-
-def _float_fn(name):
-    def fn(expr, *args):
-        return getattr(pc, name)(*[a.cast(pa.float64()) for a in args])
-    return fn
-
-
-for _sql, _pc in (("exp", "exp"), ("power", "power"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan")):
-    function(_sql)(_float_fn(_pc))
-
-
-def _null_outside_domain(name):
-    """MySQL returns NULL (not NaN or -inf) for SQRT of a negative number and LN / LOG of x <= 0."""
-    def fn(expr, a):
-        a = a.cast(pa.float64())
-        outside = pc.less(a, 0) if name == "sqrt" else pc.less_equal(a, 0)
-        return pc.if_else(outside, pa.scalar(None, pa.float64()), getattr(pc, name)(a))
-    return fn
-
-
-for _sql in ("sqrt", "ln", "log10", "log2"):
-    function(_sql)(_null_outside_domain(_sql))
-
-
-@function("sign")
-def _sign(expr, a):
-    return pc.sign(a).cast(pa.int64())
-
-
-# --- dates ----------------------------------------------------------------------------------------
-@function("extract")
-def _extract(expr, d):
-    unit = expr.options[0]
-    fn = {"YEAR": pc.year, "MONTH": pc.month, "DAY": pc.day, "QUARTER": pc.quarter,
-          "HOUR": pc.hour, "MINUTE": pc.minute, "SECOND": pc.second, "WEEK": pc.week,
-          "DAYOFWEEK": pc.day_of_week, "DAYOFYEAR": pc.day_of_year}.get(unit)
-    if fn is None:
-        raise UnsupportedError(f"EXTRACT({unit} ...)")
-    result = fn(d)
-    if unit == "DAYOFWEEK":   # MySQL: 1 = Sunday
-        result = pc.add(pc.day_of_week(d, count_from_zero=False, week_start=7), 0)
-    return result.cast(pa.int64())
-
-
-@function("date_add_days")
-def _date_add_days(expr, d, days):
-    if pa.types.is_timestamp(d.type):
-        return pc.add(d, pc.multiply(days.cast(pa.int64()), 86_400_000_000).cast(pa.duration("us")))
-    as_int = d.cast(pa.int32())
-    return pc.add_checked(as_int, days.cast(pa.int32())).cast(pa.date32())
-
-
-@function("date_add_months")
-def _date_add_months(expr, d, months):
-    """Calendar month arithmetic; the day is clamped to the target month's last day (MySQL)."""
-    if not _is_scalar(months):
-        raise UnsupportedError("INTERVAL with a non-constant number of months")
-    n = months.as_py()
-    if n is None:
-        return pa.scalar(None, d.type)
-    is_scalar = _is_scalar(d)
-    arr = pa.array([d.as_py()], d.type) if is_scalar else d
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    date_part = arr.cast(pa.date32()) if pa.types.is_timestamp(arr.type) else arr
-    days = date_part.cast(pa.int32()).to_numpy(zero_copy_only=False).astype("datetime64[D]")
-    mask = arr.is_null().to_numpy(zero_copy_only=False)
-    months_since = days.astype("datetime64[M]")
-    day_of_month = (days - months_since).astype(np.int64)
-    target_month = months_since + np.timedelta64(n, "M")
-    month_length = ((target_month + np.timedelta64(1, "M")).astype("datetime64[D]")
-                    - target_month.astype("datetime64[D]")).astype(np.int64)
-    result_days = target_month.astype("datetime64[D]") + np.minimum(day_of_month, month_length - 1)
-    result = pa.array(result_days.astype(np.int64).astype(np.int32), mask=mask).cast(pa.date32())
-    if pa.types.is_timestamp(arr.type):
-        time_of_day = pc.subtract(arr.cast(pa.int64()), date_part.cast(pa.timestamp("us")).cast(pa.int64()))
-        result = pc.add(result.cast(pa.timestamp("us")).cast(pa.int64()), time_of_day).cast(arr.type)
-    return result[0] if is_scalar else result
-
-
-@function("datediff")
-def _datediff(expr, a, b):
-    return pc.subtract(a.cast(pa.date32()).cast(pa.int32()), b.cast(pa.date32()).cast(pa.int32())).cast(pa.int64())
-
-
-@function("current_date")
-def _current_date(expr):
-    return pa.scalar(_utc_now().date(), pa.date32())
-
-
-@function("now")
-def _now(expr):
-    return pa.scalar(_utc_now().replace(microsecond=0), pa.timestamp("us"))
-
-
-def _utc_now() -> datetime.datetime:
-    """The clock in Canopy's session time zone, UTC (``system_time_zone``; SET time_zone accepts only UTC),
-    whatever the host's TZ."""
-    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-
-
-# MySQL's string and date function library lives in its own modules; importing them registers it.
+# The function library lives in its own modules (strings, math, dates); importing them registers it.
+from engine.exec import math_functions  # noqa: E402,F401
 from engine.exec import string_functions  # noqa: E402,F401
 from engine.exec import date_functions  # noqa: E402,F401

@@ -1,5 +1,7 @@
-"""MySQL's everyday string functions, vectorised: CONCAT_WS, LPAD / RPAD, REPEAT, MD5 / SHA1 / SHA2,
-HEX, REGEXP / RLIKE, REGEXP_REPLACE and REGEXP_SUBSTR.
+"""MySQL's string functions, vectorised: SUBSTRING (and LEFT / RIGHT), CHAR_LENGTH / LENGTH (fused with a
+SUBSTRING: the substrings are never built), UPPER / LOWER, TRIM, CONCAT, REPLACE, REVERSE, LOCATE /
+INSTR, STARTS_WITH, CONCAT_WS, LPAD / RPAD, REPEAT, MD5 / SHA1 / SHA2, HEX, REGEXP / RLIKE,
+REGEXP_REPLACE and REGEXP_SUBSTR. :mod:`engine.exec.evaluate` registers them by importing this module.
 
 Everything runs over whole arrays with pyarrow.compute. The digests (which pyarrow lacks) and the
 padding prefixes are computed once per DISTINCT value -- over a dictionary encoding -- and spread back
@@ -7,15 +9,19 @@ to the rows with ``take``, never once per row.
 """
 from __future__ import annotations
 
+import decimal
 import hashlib
 import re
-from typing import Callable
+from typing import Callable, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.errors import UnsupportedError
-from engine.exec.evaluate import Datum, function
+import kernels
+from engine.core.collation_keys import collation_keys
+from engine.core.expressions import Call
+from engine.errors import BadDataError, UnsupportedError
+from engine.exec.evaluate import Datum, evaluate, function
 
 
 def _is_scalar(d: Datum) -> bool:
@@ -178,3 +184,178 @@ def _regexp_substr(expr, s, pattern):
     if _is_scalar(matches):
         return pa.scalar(matches["match"].as_py() if matches.is_valid else None, pa.string())
     return pc.if_else(pc.is_valid(matches), pc.struct_field(matches, [0]), pa.scalar(None, pa.string()))
+
+
+# --- the core string functions (SUBSTRING, LENGTH, LOCATE, ...) ----------------------------------
+def _string_kernel(s: Datum, fn: Callable[[pa.Array], pa.Array], out_type: pa.DataType) -> Datum:
+    """Apply a string kernel (Array -> Array of ``out_type``) to any string Datum: per chunk, to a
+    scalar as a one-row array, to a dictionary array's values only (then taken by the indices)."""
+    if isinstance(s, pa.Scalar):
+        if not s.is_valid:
+            return pa.scalar(None, out_type)
+        return fn(pa.array([s.as_py()], s.type))[0]
+    if isinstance(s, pa.ChunkedArray):
+        return pa.chunked_array([_string_kernel(c, fn, out_type) for c in s.chunks], out_type)
+    if pa.types.is_dictionary(s.type):
+        return fn(s.dictionary).take(s.indices)
+    if pa.types.is_null(s.type):
+        return pa.nulls(len(s), out_type)
+    return fn(s)
+
+
+def _position(d: Datum, what: str) -> Optional[int]:
+    """A constant SUBSTRING position or length as an int (None for NULL); MySQL rounds a fractional
+    one half away from zero."""
+    if not _is_scalar(d):
+        raise UnsupportedError(f"SUBSTRING with a non-constant {what}")
+    value = d.as_py()
+    if value is None or isinstance(value, int):
+        return value
+    try:
+        return int(decimal.Decimal(str(value)).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+    except (decimal.InvalidOperation, ValueError):
+        raise BadDataError(f"SUBSTRING {what} {value!r} is not a number") from None
+
+
+def _substring_positions(start: Datum, length: Optional[Datum]) -> Optional[tuple[int, Optional[int]]]:
+    """(start, length or None) of a SUBSTRING call, or None when either is NULL (a NULL result)."""
+    begin = _position(start, "position")
+    n = _position(length, "length") if length is not None else None
+    if begin is None or (length is not None and n is None):
+        return None
+    return begin, n
+
+
+@function("substring")
+def _substring(expr, s, start, length=None):
+    """MySQL's SUBSTRING: character positions, 1-based, negative from the end (past the start: ''),
+    0 or a length <= 0 gives '' (kernels/strings.pyx)."""
+    positions = _substring_positions(start, length)
+    out_type = s.type if not pa.types.is_dictionary(s.type) else s.type.value_type
+    if pa.types.is_null(out_type):
+        out_type = pa.string()
+    if positions is None:
+        return pa.scalar(None, out_type)
+    begin, n = positions
+    return _string_kernel(s, lambda a: kernels.substring(a, begin, n), out_type)
+
+
+def _length_of(expr, batch, params, chars: bool):
+    """LENGTH / CHAR_LENGTH; of a SUBSTRING with constant positions, fused: the substrings are
+    never built (``kernels.substring_length``)."""
+    (arg,) = expr.args
+    if isinstance(arg, Call) and arg.op == "substring":
+        s = evaluate(arg.args[0], batch, params)
+        start = evaluate(arg.args[1], batch, params)
+        length = evaluate(arg.args[2], batch, params) if len(arg.args) > 2 else None
+        if _is_scalar(start) and (length is None or _is_scalar(length)):
+            positions = _substring_positions(start, length)
+            if positions is None:
+                return pa.scalar(None, pa.int64())
+            begin, n = positions
+            return _string_kernel(s, lambda a: kernels.substring_length(a, begin, n, chars=chars), pa.int64())
+    s = evaluate(arg, batch, params)
+    if chars:
+        return _string_kernel(s, kernels.char_length, pa.int64())
+    return pc.binary_length(s).cast(pa.int64())
+
+
+@function("char_length")
+def _char_length(expr, batch, params):
+    return _length_of(expr, batch, params, chars=True)
+
+
+@function("octet_length")
+def _octet_length(expr, batch, params):
+    return _length_of(expr, batch, params, chars=False)
+
+
+@function("upper")
+def _upper(expr, s):
+    return pc.utf8_upper(s)
+
+
+@function("lower")
+def _lower(expr, s):
+    return pc.utf8_lower(s)
+
+
+@function("trim")
+def _trim(expr, s):
+    return pc.utf8_trim(s, characters=" ")
+
+
+@function("ltrim")
+def _ltrim(expr, s):
+    return pc.utf8_ltrim(s, characters=" ")
+
+
+@function("rtrim")
+def _rtrim(expr, s):
+    return pc.utf8_rtrim(s, characters=" ")
+
+
+@function("concat")
+def _concat(expr, *args):
+    strings = [a if a.type == pa.string() else a.cast(pa.string()) for a in args]
+    return pc.binary_join_element_wise(*strings, pa.scalar(""))
+
+
+@function("replace")
+def _replace(expr, s, old, new):
+    if not (_is_scalar(old) and _is_scalar(new)):
+        raise UnsupportedError("REPLACE with non-constant arguments")
+    return pc.replace_substring(s, pattern=old.as_py(), replacement=new.as_py())
+
+
+@function("reverse")
+def _reverse(expr, s):
+    return pc.utf8_reverse(s)
+
+
+def _constant_count(n: Datum, what: str) -> Optional[int]:
+    if not _is_scalar(n):
+        raise UnsupportedError(f"{what} with a non-constant length")
+    return n.as_py()
+
+
+@function("left")
+def _left(expr, s, n):
+    count = _constant_count(n, "LEFT")
+    if count is None:
+        return pa.scalar(None, pa.string())
+    return _substring(expr, s, pa.scalar(1), pa.scalar(count))
+
+
+@function("right")
+def _right(expr, s, n):
+    count = _constant_count(n, "RIGHT")
+    if count is None:
+        return pa.scalar(None, pa.string())
+    return pc.utf8_slice_codeunits(s, -count) if count > 0 else pc.utf8_slice_codeunits(s, 0, 0)
+
+
+@function("locate")
+def _locate(expr, needle, haystack, start=None):
+    """LOCATE(needle, haystack [, start]): 1-based position of the first match at or after start, 0 if none."""
+    if not _is_scalar(needle):
+        raise UnsupportedError("LOCATE/INSTR with a non-constant substring")
+    first = 1 if start is None else _constant_count(start, "LOCATE")
+    if needle.as_py() is None or first is None:
+        return pa.scalar(None, pa.int64())
+    if first < 1:
+        return pc.multiply(pc.utf8_length(haystack), 0).cast(pa.int64())    # MySQL: 0, NULL stays NULL
+    rest = pc.utf8_slice_codeunits(haystack, first - 1)
+    if expr.options:        # under a _ci collation: found among the keys (one key character per character)
+        rest, needle = collation_keys(rest, expr.options[0], False), collation_keys(needle, expr.options[0], False)
+    text = needle.as_py()
+    found = pc.find_substring(rest, text)           # a byte offset: counted in characters below
+    if text:
+        found = pc.if_else(pc.less(found, 0), found,
+                           pc.utf8_length(pc.list_element(pc.split_pattern(rest, pattern=text, max_splits=1), 0)))
+    return pc.if_else(pc.less(found, 0), 0, pc.add(found, first)).cast(pa.int64())
+
+
+@function("starts_with")
+def _starts_with(expr, s, prefix):
+    return pc.starts_with(s, prefix.as_py())

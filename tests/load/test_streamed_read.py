@@ -207,3 +207,23 @@ def test_skip_parser_errors_skips_a_short_row_holding_escapes(tmp_path):
             ("Warning", "1261", f"LOAD DATA {path}: line 3: expected 4 fields, got 3")]
         assert con.execute("SELECT * FROM t ORDER BY id").fetchall() == [
             (1, "a", 1.0, None), (2, "b\\c", 2.0, "x"), (4, "dN", 4.0, "\\")]
+
+
+def test_the_leaves_keep_no_staged_chunks_after_a_load(tmp_path, small_chunks, small_load_batches):
+    """The embedded runner stages a load's concatenated pieces on its leaves (cluster.leaf_writes) as it
+    reads: the commit takes every staged chunk, and a load failing late drops what the leaves held."""
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text(rows_text(1500))
+    bad.write_text(rows_text(1500, 2000) + "3500,a,not-a-number,x\n" + rows_text(20, 3501))
+    with engine.connect(progress=False, load_dir=str(tmp_path)) as con:
+        runner = con.session.runner
+        if not hasattr(runner, "_leaves_writes"):
+            pytest.skip("the embedded runner's leaves")
+        staged = lambda: [w.staged_info() for w in runner._leaves_writes.writes]   # noqa: E731
+        con.execute("CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR(12), x DOUBLE, note TEXT, SHARD KEY (id))")
+        assert con.execute(f"LOAD DATA INFILE '{good}' INTO TABLE t {CSV}").rowcount == 1500
+        assert staged() == [{}] * runner.num_leaves
+        with pytest.raises(BadDataError, match="line 1501"):
+            con.execute(f"LOAD DATA INFILE '{bad}' INTO TABLE t {CSV}")
+        assert staged() == [{}] * runner.num_leaves
+        assert con.execute("SELECT COUNT(*), SUM(id) FROM t").fetchone() == (1500, sum(range(1500)))
