@@ -50,9 +50,12 @@ class _BatchKeys(threading.local):
     """The collation keys of columns computed during this thread's outermost ``evaluate`` call, for
     its batch: a predicate such as TPC-H Q19's ``(brand = .. AND container IN ..) OR (brand = .. AND
     ...) OR ...`` keys each column once per batch, not once per mention. Dropped when that call
-    returns, so nothing outlives it."""
+    returns, so nothing outlives it. Under :func:`evaluate_arrays` the scope is its list of
+    expressions, and ``slots`` / ``values`` hold their repeated subexpressions' values too."""
     batch = None
     keys: Optional[dict] = None
+    slots: Optional[dict] = None         # id(subexpression) -> slot (shared_subexpressions)
+    values: Optional[dict] = None        # slot -> its value over ``batch``
 
 
 _BATCH_KEYS = _BatchKeys()
@@ -97,13 +100,55 @@ def _evaluate(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> Datum
             return fn(expr, batch, params)
         if expr.op == "collation_key" and isinstance(expr.args[0], ColumnRef):
             return _column_key(expr, batch)
+        memo = _BATCH_KEYS
+        slot = memo.slots.get(id(expr)) if memo.slots is not None and memo.batch is batch else None
+        if slot is not None and slot in memo.values:
+            return memo.values[slot]
         args = [evaluate(a, batch, params) for a in expr.args]
         try:
-            return fn(expr, *args)
+            value = fn(expr, *args)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError,
                 decimal128.DecimalOverflow) as error:
             raise _data_error(expr, error) from None
+        if slot is not None:
+            memo.values[slot] = value
+        return value
     raise CanopyInternalError(f"cannot evaluate {type(expr).__name__}")
+
+
+def shared_subexpressions(exprs: Sequence[Expr]) -> dict[int, int]:
+    """For :func:`evaluate_arrays`: ``{id(call): slot}`` of the calls (function applications) that
+    occur more than once among ``exprs`` (equal calls share a slot), e.g. TPC-H Q1's
+    ``l_extendedprice * (1 - l_discount)`` inside two of its sums. Empty when none repeats. Keyed
+    by identity so that evaluation looks a call up without hashing it; the caller keeps ``exprs``
+    (and so the ids) alive while it uses the answer."""
+    occurrences: dict[Expr, list] = {}
+    for root in exprs:
+        for e in root.walk():
+            if isinstance(e, Call) and e.op not in _LAZY:
+                occurrences.setdefault(e, []).append(e)
+    slots: dict[int, int] = {}
+    for slot, same in enumerate(same for same in occurrences.values() if len(same) > 1):
+        for e in same:
+            slots[id(e)] = slot
+    return slots
+
+
+def evaluate_arrays(exprs: Sequence[Expr], batch: pa.RecordBatch, params: Sequence = (),
+                    slots: Optional[dict] = None) -> list:
+    """``[evaluate_array(e, batch, params) for e in exprs]``, each repeated subexpression computed
+    once over the batch (``slots``: ``shared_subexpressions(exprs)``, which a caller running the
+    same expressions over many batches computes once)."""
+    memo = _BATCH_KEYS
+    if slots is None:
+        slots = shared_subexpressions(exprs)
+    if not slots or memo.batch is not None:      # nothing shared, or inside another evaluation
+        return [evaluate_array(e, batch, params) for e in exprs]
+    memo.batch, memo.keys, memo.slots, memo.values = batch, {}, slots, {}
+    try:
+        return [evaluate_array(e, batch, params) for e in exprs]
+    finally:
+        memo.batch = memo.keys = memo.slots = memo.values = None
 
 
 def evaluate_array(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> pa.Array:

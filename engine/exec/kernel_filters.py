@@ -215,25 +215,102 @@ class KernelFilter:
         from engine.exec.evaluate import evaluate_predicate
 
         if self.kernel and batch.num_rows:
-            mask = None
-            for p in self.kernel:
-                column = batch.column(p.column)
-                try:
-                    result = kernels.selection(p.evaluate(column))
-                except TypeError:
-                    # A constant or column layout the kernels do not take: the evaluator's answer.
-                    result = evaluate_predicate(p.source, decode_batch(batch), params)
-                mask = result if mask is None else kernels.and_kleene(mask, result)
-            kept = kernels.count_true(mask)
-            keep = keep if self.residual is None else frozenset()
-            if kept == 0:
-                batch = decode_batch(batch.slice(0, 0), keep=keep)
-            elif kept != batch.num_rows:
-                batch = _filter_encoded(batch, mask, keep, kept)
+            batch = self._kernel_rows(batch, params, keep if self.residual is None else frozenset())
         batch = decode_batch(batch, keep=keep if self.residual is None else frozenset())
         if self.residual is not None and batch.num_rows:
             batch = batch.filter(evaluate_predicate(self.residual, batch, params))
         return batch
+
+    def narrowed(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` (encoded, as stored) sliced to the span of the rows its conjuncts on run-end
+        columns keep (none: no row), compared per run; every conjunct is still to be applied. A
+        scan with runtime join filters narrows first, so that a range on the sort key spares the
+        hashing of the rows outside it."""
+        lo, hi = 0, batch.num_rows
+        for p in self.kernel:
+            column = batch.column(p.column)
+            if not pa.types.is_run_end_encoded(column.type) or hi == lo:
+                continue
+            if hi - lo != batch.num_rows:
+                column = column.slice(lo, hi - lo)
+            try:
+                result = kernels.selection(p.evaluate(column))
+            except TypeError:
+                continue
+            if kernels.count_true(result) == 0:
+                return batch.slice(0, 0)
+            first, stop = true_span(result)
+            lo, hi = lo + first, lo + stop
+        return batch if hi - lo == batch.num_rows else batch.slice(lo, hi - lo)
+
+    def _kernel_rows(self, batch: pa.RecordBatch, params: Sequence, keep: frozenset) -> pa.RecordBatch:
+        """The rows of ``batch`` the kernel conjuncts keep: decoded but for ``keep`` when some were
+        dropped, else ``batch`` itself (still encoded).
+
+        The conjuncts on run-end columns go first (compared per run: cheap), and the rows looked at
+        narrow to the span from the first to the last row kept so far: a range on the sort key (a
+        segment is sorted by it, so its rows are one span of the segment) leaves the other conjuncts
+        that span to compare and, when it keeps every row of it, a slice of the batch instead of a
+        take. A conjunct that keeps no row ends the batch."""
+        from engine.exec.evaluate import evaluate_predicate
+
+        lo, hi = 0, batch.num_rows
+        mask = None             # over rows [lo, hi): None while every row of the span is kept
+        kept = hi
+        preds = sorted(self.kernel, key=lambda p: not pa.types.is_run_end_encoded(batch.column(p.column).type)) \
+            if len(self.kernel) > 1 else self.kernel
+        for p in preds:
+            column = batch.column(p.column)
+            if hi - lo != batch.num_rows:
+                column = column.slice(lo, hi - lo)
+            try:
+                result = kernels.selection(p.evaluate(column))
+            except TypeError:
+                # A constant or column layout the kernels do not take: the evaluator's answer.
+                result = evaluate_predicate(p.source, decode_batch(batch.slice(lo, hi - lo)), params)
+            mask = result if mask is None else kernels.and_kleene(mask, result)
+            kept = kernels.count_true(mask)
+            if kept == 0:
+                return decode_batch(batch.slice(0, 0), keep=keep)
+            if kept == hi - lo:
+                mask = None
+                continue
+            first, stop = true_span(mask)
+            if stop - first < hi - lo:
+                mask = mask.slice(first, stop - first)
+                lo, hi = lo + first, lo + stop
+                if kept == hi - lo:
+                    mask = None
+        if hi - lo == batch.num_rows and mask is None:
+            return batch
+        batch = batch.slice(lo, hi - lo) if hi - lo != batch.num_rows else batch
+        return decode_batch(batch, keep=keep) if mask is None else _filter_encoded(batch, mask, keep, kept)
+
+
+def true_span(mask: pa.BooleanArray) -> tuple[int, int]:
+    """(first, last + 1): the positions of the first and the last TRUE of a mask without nulls that
+    holds at least one, found over the non-zero bytes of its bitmap (no per-row pass)."""
+    start, stop = mask.offset, mask.offset + len(mask)
+    data = np.frombuffer(mask.buffers()[1], dtype=np.uint8, count=(stop + 7) // 8 - start // 8,
+                         offset=start // 8)
+    last = len(data) - 1
+
+    def bits(i: int) -> int:        # byte i of the span, without the bits outside the array
+        value = int(data[i])
+        if i == 0:
+            value &= (0xFF << (start % 8)) & 0xFF
+        if i == last and stop % 8:
+            value &= (1 << (stop % 8)) - 1
+        return value
+
+    # only the first and the last byte have bits outside the array: two candidates at each end
+    nonzero = np.flatnonzero(data)
+    low_byte = next(i for i in nonzero[:2].tolist() if bits(i))
+    low = bits(low_byte)
+    high_byte = next(i for i in nonzero[-2:][::-1].tolist() if bits(i))
+    base = (start // 8) * 8 - start
+    return (base + low_byte * 8 + (low & -low).bit_length() - 1,
+            base + high_byte * 8 + bits(high_byte).bit_length())
 
 
 def _filter_encoded(batch: pa.RecordBatch, mask: pa.BooleanArray, keep: frozenset = frozenset(),

@@ -333,3 +333,76 @@ def _same(a, b) -> bool:
         return a.is_null().equals(b.is_null()) and np.array_equal(
             a.fill_null(0).to_numpy(zero_copy_only=False), b.fill_null(0).to_numpy(zero_copy_only=False), equal_nan=True)
     return a.equals(b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 200), st.integers(0, 2**32), st.sampled_from([0.0, 0.02, 0.5, 0.98, 1.0]),
+       st.integers(0, 20), st.booleans())
+def test_true_span_finds_the_first_and_last_true(n, seed, fraction, pad, inverted):
+    """true_span reads only the bitmap's bytes: bits outside a sliced array (before its offset, past
+    its end, set by a NOT over the padding) never count."""
+    from engine.exec.kernel_filters import true_span
+    rng = np.random.default_rng(seed)
+    values = rng.random(n + 2 * pad) < fraction
+    values[pad + rng.integers(0, n)] = True
+    mask = kernels.selection(kernels.not_kleene(pa.array(~values))) if inverted else pa.array(values)
+    rows = np.flatnonzero(values[pad:pad + n])
+    assert true_span(mask.slice(pad, n)) == (rows[0], rows[-1] + 1)
+
+
+@st.composite
+def sorted_batches(draw):
+    """An encoded batch as a segment holds it: ``k`` sorted (run-end encoded, as a sort key is
+    stored), ``d`` dictionary-encoded, ``x`` plain, each maybe with nulls, maybe sliced."""
+    n = draw(st.integers(1, 3000))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32)))
+    nulls = draw(st.booleans())
+    k = np.sort(rng.integers(0, draw(st.sampled_from([3, 50, 1000])), n))
+    k_valid = np.arange(n) >= (rng.integers(0, n // 10 + 1) if nulls else 0)    # NULLs sort first
+    d = rng.integers(-3, 4, n)
+    x = rng.integers(-50, 50, n)
+    plain = [pa.array(k, pa.int64(), mask=~k_valid), pa.array(d, pa.int32(), mask=(rng.random(n) < 0.1) if nulls else None),
+             pa.array(x, pa.int64())]
+    columns = [pc.run_end_encode(plain[0]), plain[1].dictionary_encode(), plain[2]]
+    pad = draw(st.integers(0, min(9, (n - 1) // 2)))
+    length = n - 2 * pad
+    return (pa.RecordBatch.from_arrays([c.slice(pad, length) for c in columns], names=["k", "d", "x"]),
+            pa.RecordBatch.from_arrays([c.slice(pad, length) for c in plain], names=["k", "d", "x"]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sorted_batches(), st.integers(-5, 1005), st.integers(-5, 1005), st.sampled_from(["ge", "lt", "between", "eq"]),
+       st.sampled_from([None, ("d", "le", 1), ("d", "ne", 0), ("x", "gt", 0), ("x", "lt", -60)]),
+       st.booleans())
+def test_kernel_filter_on_an_encoded_batch_matches_arrow(batches, a, b, op, other, keep):
+    """KernelFilter.apply over an encoded batch (its conjuncts on run-end columns first, the rows
+    narrowed to the span of the rows kept so far, a slice where the span is all kept) keeps exactly
+    the rows Arrow's filter of the decoded batch keeps, in order."""
+    from engine.core.expressions import Call, ColumnRef, Literal
+    from engine.types import BIGINT, BOOLEAN, INT
+
+    encoded, plain = batches
+    types = {"k": BIGINT, "d": INT, "x": BIGINT}
+    ref = {name: ColumnRef(name, types[name], name) for name in types}
+    low, high = min(a, b), max(a, b)
+    conjuncts = ([Call("ge", (ref["k"], Literal(low, BIGINT)), BOOLEAN), Call("le", (ref["k"], Literal(high, BIGINT)), BOOLEAN)]
+                 if op == "between" else [Call(op, (ref["k"], Literal(a, BIGINT)), BOOLEAN)])
+    expected = {"between": lambda k: pc.and_kleene(pc.greater_equal(k, low), pc.less_equal(k, high)),
+                "ge": lambda k: pc.greater_equal(k, a), "lt": lambda k: pc.less(k, a),
+                "eq": lambda k: pc.equal(k, a)}[op](plain.column("k"))
+    if other is not None:
+        name, other_op, value = other
+        conjuncts.insert(0, Call(other_op, (ref[name], Literal(value, types[name])), BOOLEAN))
+        arrow_op = {"le": pc.less_equal, "ne": pc.not_equal, "gt": pc.greater, "lt": pc.less}[other_op]
+        expected = pc.and_kleene(expected, arrow_op(plain.column(name), value))
+    predicate = conjuncts[0]
+    for c in conjuncts[1:]:
+        predicate = Call("and", (predicate, c), BOOLEAN)
+    got = KernelFilter.of(predicate).apply(encoded, keep=frozenset(["d"]) if keep else frozenset())
+    want = plain.filter(expected.fill_null(False))
+    assert got.num_rows == want.num_rows
+    for name in ("k", "d", "x"):
+        column = got.column(name)
+        if pa.types.is_dictionary(column.type) or pa.types.is_run_end_encoded(column.type):
+            column = reference._decode(column)
+        assert column.equals(want.column(name)), name

@@ -15,7 +15,7 @@ import kernels
 from engine.core.collation_keys import collation_keys
 from engine.core.expressions import Call, ColumnRef, Expr
 from engine.exec.aggregate_mode import AggregateMode
-from engine.exec.evaluate import evaluate, evaluate_array
+from engine.exec.evaluate import evaluate, evaluate_array, evaluate_arrays, shared_subexpressions
 from engine.exec.operators.base import TaskContext, table_to_batches
 from engine.exec.operators.scan import ScanExec
 from engine.exec.operators.spill_partitions import SpillPartitions
@@ -178,10 +178,16 @@ class KernelAggregation:
             return [_evaluate_coded(e, batch, ctx.params) if direct else evaluate_array(e, batch, ctx.params)
                     for direct, (_, e) in zip(coded_keys, self.keys)]
 
+        # the arguments evaluated together: a subexpression two of them share is computed once
+        plain_args = [(i, call.arg) for i, (_, call) in enumerate(self.aggregates)
+                      if call.arg is not None and not coded_args[i]]
+        slots = shared_subexpressions([arg for _, arg in plain_args])
+
         def state_columns(batch):
-            args = {i: _evaluate_coded(call.arg, batch, ctx.params) if coded_args[i]
-                    else evaluate_array(call.arg, batch, ctx.params)
-                    for i, (_, call) in enumerate(self.aggregates) if call.arg is not None}
+            args = dict(zip([i for i, _ in plain_args],
+                            evaluate_arrays([arg for _, arg in plain_args], batch, ctx.params, slots)))
+            args.update((i, _evaluate_coded(call.arg, batch, ctx.params))
+                        for i, (_, call) in enumerate(self.aggregates) if coded_args[i])
             return [args.get(i) for i, *_ in states]
 
         spilled: list[SpillPartitions] = []
@@ -194,8 +200,12 @@ class KernelAggregation:
 
         batches = self._input_keeping_dictionaries(partition, ctx, coded) if coded else \
             self.input.execute(partition, ctx)
+        # a state equal to an earlier one (the SUM of AVG(x) beside SUM(x)) is accumulated once
+        first_of: dict = {}
+        same_as = [first_of.setdefault((func, str(arg_type), self.aggregates[i][1].arg), k)
+                   for k, (i, func, arg_type, _) in enumerate(states)]
         result = self._aggregate_with_kernels(batches, key_columns, state_columns, states, memory,
-                                              spill if self.keys else None)
+                                              spill if self.keys else None, same_as)
         results = [result]
         if spilled:                   # partitioned hash aggregation: merge each partition's states
             spill(result)
@@ -240,46 +250,60 @@ class KernelAggregation:
         yield from table_to_batches(self._finish_or_states(result))
 
     def _aggregate_with_kernels(self, batches, key_columns, state_columns, states, memory=None,
-                                spill=None) -> pa.Table:
+                                spill=None, same_as=None) -> pa.Table:
         """Stream ``batches`` through a Factorizer and one GroupedAggregate per state: no
         concatenation of the input; memory grows with the groups, not the rows. ``memory``: reserves
         the groups' estimated bytes after each batch; when they do not fit, ``spill(table)`` takes
         the states so far (keys and states, as this method returns them) and the aggregation starts
-        afresh (without ``spill``: MemoryLimitError)."""
-        aggs = [_FirstValues() if func == "first" else kernels.GroupedAggregate(func, arg_type)
-                for _, func, arg_type, _ in states]
+        afresh (without ``spill``: MemoryLimitError). ``same_as[k]``: the first state computing
+        the same as state k (k itself for most): only that one is accumulated, its result copied."""
+        if same_as is None:
+            same_as = list(range(len(states)))
+        # the states accumulated: (position among the states, state, its aggregate)
+        own = [k for k in range(len(states)) if same_as[k] == k]
+
+        def new_aggregates():
+            return {k: _FirstValues() if states[k][1] == "first" else kernels.GroupedAggregate(states[k][1], states[k][2])
+                    for k in own}
+
+        def results(groups):
+            done = {k: agg.result(groups) for k, agg in aggs.items()}
+            return [done[same_as[k]] for k in range(len(states))]
+
+        aggs = new_aggregates()
         if not self.keys:
             # One group, present even without rows (COUNT 0, SUM NULL): opened by an empty update.
-            for agg, (_, func, arg_type, _) in zip(aggs, states):
+            for k, agg in aggs.items():
+                _, func, arg_type, _ = states[k]
                 agg.update(None, 1, None if func == "count_all" else pa.array([], arg_type), rows=0)
             for batch in batches:
-                for agg, (_, func, arg_type, _), values in zip(aggs, states, state_columns(batch)):
-                    agg.update(None, 1, _as_state_type(values, arg_type), rows=batch.num_rows)
-            return pa.table([agg.result(1) for agg in aggs], names=[name for *_, name in states])
+                columns = state_columns(batch)
+                for k, agg in aggs.items():
+                    agg.update(None, 1, _as_state_type(columns[k], states[k][2]), rows=batch.num_rows)
+            return pa.table(results(1), names=[name for *_, name in states])
         factorizer = kernels.Factorizer([f.type.to_arrow() for f, _ in self.keys])
         keyed = ((batch, key_columns(batch)) for batch in batches if batch.num_rows)
         if self.presize:
             # The exchange's rows are all here already: estimate the keys, size the table once.
             keyed = list(keyed)
-            _reserve_for([factorizer] + aggs, [keys[0] for _, keys in keyed], sum(b.num_rows for b, _ in keyed))
+            _reserve_for([factorizer] + list(aggs.values()), [keys[0] for _, keys in keyed], sum(b.num_rows for b, _ in keyed))
         names = [f.id for f, _ in self.keys] + [name for *_, name in states]
         group_bytes = self._group_bytes(len(states))
         for batch, keys in keyed:
             ids = factorizer.factorize(keys)
             groups = factorizer.num_groups
-            for agg, (i, func, arg_type, name), values in zip(aggs, states, state_columns(batch)):
-                agg.update(ids, groups, _as_state_type(values, arg_type))
+            columns = state_columns(batch)
+            for k, agg in aggs.items():
+                agg.update(ids, groups, _as_state_type(columns[k], states[k][2]))
             if memory is not None and not memory.resize(groups * group_bytes):
                 if spill is None:
                     memory.grow(groups * group_bytes - memory.size, spilled=True)     # raises
-                spill(pa.table(factorizer.uniques() + [agg.result(groups) for agg in aggs], names=names))
+                spill(pa.table(factorizer.uniques() + results(groups), names=names))
                 memory.free()
                 factorizer = kernels.Factorizer([f.type.to_arrow() for f, _ in self.keys])
-                aggs = [_FirstValues() if func == "first" else kernels.GroupedAggregate(func, arg_type)
-                        for _, func, arg_type, _ in states]
+                aggs = new_aggregates()
         groups = factorizer.num_groups
-        columns = factorizer.uniques() + [agg.result(groups) for agg in aggs]
-        return pa.table(columns, names=names)
+        return pa.table(factorizer.uniques() + results(groups), names=names)
 
     def _group_bytes(self, states: int) -> int:
         """A group's estimated bytes in the Factorizer and the aggregates (memory_limit's accounting):

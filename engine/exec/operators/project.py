@@ -6,7 +6,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from engine.exec.distribution import projected
-from engine.exec.evaluate import evaluate_array
+from engine.exec.evaluate import evaluate_array, evaluate_arrays, shared_subexpressions
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.core.expressions import ColumnRef, Expr
 from engine.core.fields import Field
@@ -34,6 +34,10 @@ class ProjectExec(PhysicalOperator):
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         schema = self.schema
+        exprs = [e for _, e in self.exprs]
+        # a subexpression two of the expressions share is computed once per batch
+        slots = self.derived("shared_subexpressions", (self.exprs,), lambda: shared_subexpressions(exprs))
         for batch in self.input.execute(partition, ctx):
-            columns = [evaluate_array(e, batch, ctx.params) for _, e in self.exprs]
+            columns = evaluate_arrays(exprs, batch, ctx.params, slots) if slots else \
+                [evaluate_array(e, batch, ctx.params) for e in exprs]
             yield pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -123,6 +123,8 @@ class ScanExec(PhysicalOperator):
                               bounds, encoded=True, only=holding):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
             if runtime:
+                if predicate is not None:
+                    batch = predicate.narrowed(batch)       # a sort key range first: fewer rows to hash
                 batch = _apply_runtime_filters(runtime, batch)
                 if not batch.num_rows:
                     continue
