@@ -125,13 +125,20 @@ def shared_subexpressions(exprs: Sequence[Expr]) -> dict[int, int]:
     occurrences: dict[Expr, list] = {}
     for root in exprs:
         for e in root.walk():
-            if isinstance(e, Call) and e.op not in _LAZY:
+            if isinstance(e, Call) and e.op not in _LAZY and not _may_warn(e):
                 occurrences.setdefault(e, []).append(e)
     slots: dict[int, int] = {}
     for slot, same in enumerate(same for same in occurrences.values() if len(same) > 1):
         for e in same:
             slots[id(e)] = slot
     return slots
+
+
+def _may_warn(e: Expr) -> bool:
+    """Whether evaluating ``e`` may record a statement warning per row (a text read as a number):
+    MySQL counts one per mention, so such a call is not shared."""
+    return any(isinstance(x, Call) and x.op == "cast" and x.args and x.args[0].type.kind == "string"
+               for x in e.walk())
 
 
 def evaluate_arrays(exprs: Sequence[Expr], batch: pa.RecordBatch, params: Sequence = (),
