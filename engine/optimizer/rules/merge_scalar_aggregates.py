@@ -18,7 +18,8 @@ a boolean column below the aggregation, whatever number of aggregates read it.
 
 Merged only where it cannot cost more than it saves: every conjunct an aggregate adds reads one input of
 the tree (one table of its joins), so the OR of them is a filter of that input and the joins see no more
-rows than the least selective aggregate's would. Not merged: GROUP BY, HAVING, correlated aggregates,
+rows than the least selective aggregate's would; and none reads the leading column of a table's SORT
+KEY (there each narrow filter alone skips most segments by their zone maps, their OR would skip none). Not merged: GROUP BY, HAVING, correlated aggregates,
 volatile functions (NOW()), ANY_VALUE (which keeps a NULL), scalar subqueries reading another's value.
 
 >>> from engine import types as T
@@ -202,6 +203,8 @@ def _merge(group: list[_Member]) -> Optional[LogicalPlan]:
     read = frozenset().union(*(c.column_ids() for cs in own for c in cs))
     if read and not any(read <= r for r in relations):
         return None
+    if read & _leading_sort_columns(first.tree):
+        return None
     wheres = [and_all(cs) for cs in own]
     where = common + ([_or_all(_unique(wheres))] if all(w is not None for w in wheres) else [])
     tree = MultiJoin(first.tree.inputs_, tuple(where)) if isinstance(first.tree, MultiJoin) \
@@ -228,6 +231,18 @@ def _relations(tree: LogicalPlan) -> list[LogicalPlan]:
     if isinstance(tree, Join):
         return _relations(tree.left) + _relations(tree.right)
     return [tree]
+
+
+def _leading_sort_columns(tree: LogicalPlan) -> frozenset[str]:
+    """The columns of the tree's scans that lead their table's SORT KEY. A filter on one skips the
+    segments whose zone maps rule it out; an OR of such filters skips none (storage checks conjuncts),
+    so several narrow ranges merged could read the whole table where each alone read a few segments."""
+    out = set()
+    for node in _nodes(tree):
+        if isinstance(node, Scan) and node.table.sort_key:
+            lead = node.table.sort_key[0].lower()
+            out |= {f.id for f, c in zip(node.fields, node.column_names) if c.lower() == lead}
+    return frozenset(out)
 
 
 def _conditional(agg: AggCall, flag: Optional[ColumnRef]) -> AggCall:
