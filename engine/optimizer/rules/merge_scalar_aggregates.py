@@ -206,7 +206,9 @@ def _merge(group: list[_Member]) -> Optional[LogicalPlan]:
     if read & _leading_sort_columns(first.tree):
         return None
     wheres = [and_all(cs) for cs in own]
-    where = common + ([_or_all(_unique(wheres))] if all(w is not None for w in wheres) else [])
+    where = common
+    if all(w is not None for w in wheres):
+        where = common + _hull(own) + [_or_all(_unique(wheres))]
     tree = MultiJoin(first.tree.inputs_, tuple(where)) if isinstance(first.tree, MultiJoin) \
         else filter_all(first.tree, where)
     flags: dict = {}        # each distinct own filter -> its boolean column
@@ -222,6 +224,46 @@ def _merge(group: list[_Member]) -> Optional[LogicalPlan]:
         aggregates += [(f, _conditional(substitute(a, mapping), flag)) for f, a in m.aggregate.aggregates]
         outputs += _composed(m)
     return Project(Aggregate(tree, (), tuple(aggregates)), tuple(outputs))
+
+
+_LOWER = {"ge": "ge", "gt": "ge", "eq": "ge"}
+_UPPER = {"le": "le", "lt": "le", "eq": "le"}
+_FLIPPED = {"ge": "le", "gt": "lt", "le": "ge", "lt": "gt", "eq": "eq"}
+
+
+def _hull(own: list[list[Expr]]) -> list[Expr]:
+    """Bounds the OR of the own filters implies: where each bounds column ``c`` from below (above) by
+    a constant, ``c >= `` the least of them (``c <=`` the greatest). A conjunct the scan checks by its
+    kernels and zone maps before the OR (which it evaluates row by row): TPC-DS q28's six quantity
+    ranges 0-5 ... 26-30 give ``ss_quantity BETWEEN 0 AND 30``."""
+    per_filter = []
+    for conds in own:
+        bounds: dict = {}
+        for c in conds:
+            if not (isinstance(c, Call) and c.op in _FLIPPED and len(c.args) == 2):
+                continue
+            column, value = c.args
+            op = c.op
+            if isinstance(column, Literal):
+                column, value, op = value, column, _FLIPPED[op]
+            if not (isinstance(column, ColumnRef) and isinstance(value, Literal) and value.value is not None):
+                continue
+            for side, sides in (("lower", _LOWER), ("upper", _UPPER)):
+                if op in sides:
+                    bounds.setdefault((column, side), []).append(value)
+        per_filter.append(bounds)
+    out = []
+    for column, side in per_filter[0]:
+        values = [v for bounds in per_filter for v in bounds.get((column, side), [None])]
+        if any(v is None for v in values):
+            continue
+        try:
+            # the loosest bound of all: each filter's own tightest is not needed, any of its bounds holds
+            pick = min(values, key=lambda v: v.value) if side == "lower" else max(values, key=lambda v: v.value)
+        except TypeError:
+            continue
+        out.append(Call("ge" if side == "lower" else "le", (column, pick), T.BOOLEAN))
+    return out
 
 
 def _relations(tree: LogicalPlan) -> list[LogicalPlan]:
