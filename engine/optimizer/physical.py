@@ -75,6 +75,7 @@ class PhysicalPlanner:
         self._own: dict[int, float] = {}          # id(operator) -> its own cost, where the planner priced it
         self._out_rows: dict[int, float] = {}     # id(operator) -> rows out, where not its node's estimate
         self._keep: list[PhysicalOperator] = []   # operators priced but replaced: their ids stay unique
+        self._upper: dict[int, tuple] = {}         # id(node) -> (node, its most rows): _upper_rows
         # id(operator) -> the choices made for it by cost: (what was chosen, {alternative: seconds}),
         # each alternative priced the same way (for EXPLAIN: "hash 3 ms vs nested loop 40 ms")
         self.choices: dict[int, list[tuple[str, dict[str, float]]]] = {}
@@ -232,7 +233,7 @@ class PhysicalPlanner:
             return op if inner is op.input else self._retag(op, replace(op, input=inner))
         if not isinstance(op, ScanExec) or op.batch_rows is not None:
             return op
-        table_rows = self.est.stats.table_rows(self.logical_of[id(op)].table)
+        table_rows = self.est.table_rows(self.logical_of[id(op)].table)
         selectivity = min(1.0, self.est.rows(node) / table_rows) if table_rows else 1.0
         rows = wanted / selectivity if selectivity > 0 else _MAX_LIMIT_BATCH
         return self._retag(op, replace(op, batch_rows=int(min(_MAX_LIMIT_BATCH, max(_MIN_LIMIT_BATCH, 2 * rows)))))
@@ -512,8 +513,8 @@ class PhysicalPlanner:
         if kind in ("inner", "left", "full", "semi", "anti") and max(per_left, per_right) <= _NESTED_LOOP_MAX_ROWS:
             share_left = per_left / max(left_rows, 1e-9)
             share_right = per_right / max(right_rows, 1e-9)
-            worst = cost.nested_loop(_upper_rows(node.left, self.est) * share_left,
-                                     _upper_rows(node.right, self.est) * share_right, tasks)
+            worst = cost.nested_loop(_upper_rows(node.left, self.est, self._upper) * share_left,
+                                     _upper_rows(node.right, self.est, self._upper) * share_right, tasks)
             if worst <= options["hash"]:
                 options["nested loop"] = cost.nested_loop(per_left, per_right, tasks)
         bka = None
@@ -609,31 +610,42 @@ _BOOLEAN = T.BOOLEAN
 _NESTED_LOOP_MAX_ROWS = 1000
 
 
-def _upper_rows(plan: LogicalPlan, est) -> float:
+def _upper_rows(plan: LogicalPlan, est, cache: dict | None = None) -> float:
     """Rows ``plan`` can produce at most, whatever the estimates say: a scan its table's rows, a filter,
     projection, sort or aggregate its input's, a limit its count, an inner or outer join the product
-    of its inputs', a semi or anti join its left input's; infinite where unknown."""
+    of its inputs', a semi or anti join its left input's; infinite where unknown. ``cache``
+    (id(plan) -> (plan, rows)) keeps a subtree's: every join of a deep tree asks about its inputs."""
+    hit = cache.get(id(plan)) if cache is not None else None
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    rows = _upper(plan, est, cache)
+    if cache is not None:
+        cache[id(plan)] = (plan, rows)
+    return rows
+
+
+def _upper(plan: LogicalPlan, est, cache) -> float:
     if isinstance(plan, Scan):
-        return float(est.stats.table_rows(plan.table))
+        return float(est.table_rows(plan.table))
     if isinstance(plan, Values):
         return float(len(plan.rows))
     if isinstance(plan, CteScan):
-        return _upper_rows(plan.definition, est)
+        return _upper_rows(plan.definition, est, cache)
     if isinstance(plan, (Filter, Project, Sort, Window)):
-        return _upper_rows(plan.input, est)
+        return _upper_rows(plan.input, est, cache)
     if isinstance(plan, Aggregate):
-        return _upper_rows(plan.input, est) if plan.keys else 1.0
+        return _upper_rows(plan.input, est, cache) if plan.keys else 1.0
     if isinstance(plan, Limit):
-        below = _upper_rows(plan.input, est)
+        below = _upper_rows(plan.input, est, cache)
         return below if plan.count is None else min(below, float(plan.count))
     if isinstance(plan, Join):
-        left = _upper_rows(plan.left, est)
+        left = _upper_rows(plan.left, est, cache)
         if plan.kind in ("semi", "anti", "anti_null_aware"):
             return left
-        right = _upper_rows(plan.right, est)
+        right = _upper_rows(plan.right, est, cache)
         return max(left * right, left if plan.kind == "left" else left + right if plan.kind == "full" else 0.0)
     if isinstance(plan, Union):
-        return sum(_upper_rows(i, est) for i in plan.inputs)
+        return sum(_upper_rows(i, est, cache) for i in plan.inputs)
     return math.inf
 
 

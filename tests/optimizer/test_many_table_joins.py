@@ -59,3 +59,35 @@ def test_many_table_join_matches_duckdb(engines, kind):
     assert con.execute(sql).fetchall() == duck.execute(sql).fetchall()
     plan = "\n".join(str(r[0]) for r in con.execute("EXPLAIN " + sql).fetchall())
     assert "cross" not in plan.lower() and "NestedLoop" not in plan
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["chain", "cycle", "star", "snowflake", "shared key"])
+def test_sixty_table_join_is_planned_in_milliseconds(kind):
+    """Issue 17: a 60-table join is planned (parse to physical plan, EXPLAIN) in milliseconds: on the
+    2-core development box 41 ms (chain) to 89 ms (star) and 210 ms (shared key: 1,770 conditions after
+    the transitive closure). The bound is generous: a planner that re-estimates every candidate pair
+    on every step, or every subtree per candidate, takes seconds here. The answer is still DuckDB's."""
+    import time
+
+    import engine
+    duckdb = pytest.importorskip("duckdb")
+    con, duck = engine.connect(), duckdb.connect()
+    for name, data in _tables(60).items():
+        con.execute(f"CREATE TABLE {name} ({', '.join(f'{c} BIGINT' for c in data.column_names)})")
+        con.load_table(name, data)
+        duck.register(name, data)
+    sql = _query(kind, 60)
+    cur = con.cursor()
+    cur.execute("EXPLAIN " + sql)        # the statistics every estimate asks for, collected once
+    cur.fetchall()
+    best = float("inf")
+    for _ in range(3):
+        started = time.thread_time()
+        cur.execute("EXPLAIN " + sql)
+        cur.fetchall()
+        best = min(best, time.thread_time() - started)
+    assert best < 2.0, f"{kind}: {best * 1000:.0f} ms"
+    assert con.execute(sql).fetchall() == duck.execute(sql).fetchall()
+    con.close()
+    duck.close()

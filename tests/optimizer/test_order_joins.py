@@ -31,6 +31,13 @@ class HandEstimates:
         self.asked.append(key)
         return self.sizes.get(key, self.default)
 
+    def join_rows(self, left, right, left_keys, right_keys, residual) -> float:
+        """The rows of a join of ``left`` and ``right`` not made (the greedy ordering weighs those)."""
+        key = "".join(sorted(left.field_ids() | right.field_ids())) + \
+            "'" * (_filtering_joins(left) + _filtering_joins(right))
+        self.asked.append(key)
+        return self.sizes.get(key, self.default)
+
 
 def _filtering_joins(plan) -> int:
     own = isinstance(plan, Join) and plan.kind in ("semi", "anti")
