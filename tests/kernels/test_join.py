@@ -177,6 +177,7 @@ def test_bloom_has_no_false_negatives(seed, nkeys, kind, encoding):
     keys = _column(kind, nkeys, rng, 10**6, 0.0)
     rows = pa.concat_arrays([keys, _column(kind, 3000, rng, 10**6, 0.1)]) if nkeys else \
         _column(kind, 3000, rng, 10**6, 0.1)
+    plain = rows
     if encoding == "dictionary":
         rows = rows.dictionary_encode()
     elif encoding == "ree":
@@ -187,7 +188,10 @@ def test_bloom_has_no_false_negatives(seed, nkeys, kind, encoding):
     ours, exact = ours.fill_null(False).to_numpy(zero_copy_only=False), exact.fill_null(False).to_numpy(zero_copy_only=False)
     assert not (exact & ~ours).any()                      # every key passes
     if kind != "string" and nkeys <= 1000:
-        assert (ours & ~exact).sum() <= 0.05 * len(ours) + 5   # few false positives
+        # few false positives, counted per distinct value: the rows repeat the type's MIN and MAX
+        # (5% each), so one unlucky value alone is 5% of the rows
+        wrong = pc.unique(pc.filter(plain, pa.array(ours & ~exact)))
+        assert len(wrong) <= 0.05 * len(pc.unique(plain)) + 5
 
 
 @needs_compiled
