@@ -161,6 +161,14 @@ class MemoryPool:
                 self.peak = self.reserved
             return True
 
+    def share(self) -> Optional[int]:
+        """What one spillable reservation may hold now (its fair share; None: no limit)."""
+        if self.limit is None:
+            return None
+        with self._lock:
+            unspillable = self.reserved - self._spilling_reserved
+            return (self.limit - unspillable) // max(1, self._spillable)
+
     def _shrink(self, size: int, reservation: Optional["Reservation"] = None) -> None:
         with self._lock:
             self.reserved -= size
@@ -279,6 +287,7 @@ class SpillFile:
         self.path = path
         self.schema = schema
         self.rows = 0
+        self.batch_bytes = 0                # the largest batch written (what reading one back holds)
         self._sink = pa.OSFile(path, "wb")
         self._writer = pa.ipc.new_stream(self._sink, schema, options=_IPC_OPTIONS)
 
@@ -287,6 +296,7 @@ class SpillFile:
             self.pool.wrote(self.operator or "an operator", batch.nbytes)
             self._writer.write_batch(batch)
             self.rows += batch.num_rows
+            self.batch_bytes = max(self.batch_bytes, batch.nbytes)
 
     def finish(self) -> "SpillFile":
         if self._writer is not None:

@@ -11,7 +11,7 @@ import pytest
 
 import engine
 from engine.errors import MemoryLimitError, OperationalError, ProgrammingError
-from engine.exec.memory import SpillFile, physical_memory
+from engine.exec.memory import MemoryPool, SpillFile, physical_memory
 from tests.oracle import assert_same_rows, canopy_and_duckdb
 
 ROWS = 60_000
@@ -100,10 +100,11 @@ def test_memory_limit_is_a_session_variable_with_a_default_below_physical_memory
 
 # Each leaf's sort holds its whole input (MiBs); what it returns, and so the final sort's input and
 # the answer (which is held whole), fit in the limit.
-# a window without PARTITION BY is one partition: it cannot be split, so past the limit it fails
-# (1.4 MB of rows reach it: a Ray task's output, which counts while the task runs, fits; the window's
-# rows and their ordered copy do not)
-WINDOW = "SELECT COUNT(*), SUM(r * a) FROM (SELECT a, ROW_NUMBER() OVER (ORDER BY x, id) AS r FROM t) q"
+# a window without PARTITION BY whose frame is a RANGE distance needs its one partition whole: past
+# the limit it fails (1.4 MB of rows reach it: a Ray task's output, which counts while the task
+# runs, fits; the window's rows and their ordered copy do not)
+WINDOW = ("SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (ORDER BY x RANGE BETWEEN 0.01 "
+          "PRECEDING AND 0.01 FOLLOWING) AS m FROM t) q")
 ORDERED = [
     "SELECT id, a, s, x FROM t ORDER BY a, x DESC LIMIT 3000",
     "SELECT s, a, id FROM t ORDER BY s DESC, a, id LIMIT 9000",
@@ -179,6 +180,50 @@ def test_window_partitions_spill_past_the_limit_with_the_unlimited_answer(both, 
     assert_same_rows(unlimited, duck.execute(sql).fetchall())
 
 
+# Windows without PARTITION BY: one window partition, sorted on disk (runs merged) and computed a
+# chunk at a time with what the chunk needs carried over (window_stream.py): positions and peer
+# groups, a halo of rows for LAG / LEAD and bounded frames, running aggregates, whole-partition totals
+UNPARTITIONED = [
+    "SELECT COUNT(*), SUM(r * a), SUM(lg), SUM(ld), SUM(m), SUM(c) FROM (SELECT a, ROW_NUMBER() OVER (ORDER BY x, id) AS r, "
+    "LAG(id, 3, -1) OVER (ORDER BY x, id) AS lg, LEAD(a, 2) OVER (ORDER BY x, id) AS ld, MAX(a) OVER (ORDER BY x, id "
+    "ROWS BETWEEN 5 PRECEDING AND 4 FOLLOWING) AS m, COUNT(s) OVER (ORDER BY x, id ROWS BETWEEN 2 PRECEDING AND "
+    "CURRENT ROW) AS c FROM t) q",
+    # ties: 5,000 values of a over 60,000 rows (peer groups; NTILE's bucket sizes are deterministic)
+    "SELECT COUNT(*), SUM(rk * LENGTH(s)), SUM(dr), SUM(pr), SUM(cd), SUM(nt), SUM(rs), SUM(p) FROM (SELECT s, RANK() OVER w AS rk, "
+    "DENSE_RANK() OVER w AS dr, PERCENT_RANK() OVER w AS pr, CUME_DIST() OVER w AS cd, NTILE(7) OVER w AS nt, "
+    "SUM(id) OVER w AS rs, COUNT(*) OVER (ORDER BY a RANGE BETWEEN CURRENT ROW AND CURRENT ROW) AS p "
+    "FROM t WINDOW w AS (ORDER BY a)) q",
+    "SELECT COUNT(*), SUM(rs), SUM(rc), MIN(rmin), SUM(rmax), SUM(ra), SUM(fv), SUM(lv), SUM(ts), SUM(tc), MAX(tm), "
+    "SUM(tf) FROM (SELECT SUM(a) OVER (ORDER BY x, id) AS rs, COUNT(x) OVER (ORDER BY x, id) AS rc, MIN(x) OVER "
+    "(ORDER BY x DESC, id) AS rmin, MAX(a) OVER (ORDER BY x, id ROWS BETWEEN UNBOUNDED PRECEDING AND 3 FOLLOWING) AS rmax, "
+    "AVG(x) OVER (ORDER BY x, id) AS ra, FIRST_VALUE(id) OVER (ORDER BY x, id) AS fv, LAST_VALUE(id) OVER (ORDER BY x, id "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND 2 FOLLOWING) AS lv, SUM(a) OVER () AS ts, COUNT(*) OVER () AS tc, "
+    "MAX(x) OVER () AS tm, FIRST_VALUE(id) OVER (ORDER BY x, id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
+    "FOLLOWING) AS tf FROM t) q",
+]
+
+
+@pytest.mark.parametrize("sql", UNPARTITIONED)
+def test_a_window_without_partition_by_sorts_on_disk_past_the_limit(both, sql, monkeypatch):
+    con, duck = both
+    unlimited = _run(con, sql)
+    peaks = _pool_peaks(monkeypatch)
+    limited, spilled = _spilled(con, sql, TINY)
+    assert spilled.get("Window", 0) > 256 << 10, spilled
+    assert_same_rows(limited, unlimited)
+    assert_same_rows(unlimited, duck.execute(sql).fetchall())
+    assert RAY or peaks and max(peaks) <= 2 << 20, peaks      # what the operators held stayed in the limit
+
+
+def _pool_peaks(monkeypatch) -> list:
+    """The most each of this process' query pools held at once, recorded as they close (the embedded
+    runner's tasks; a Ray task's pool lives in its worker)."""
+    peaks: list = []
+    close = MemoryPool.close
+    monkeypatch.setattr(MemoryPool, "close", lambda self: peaks.append(self.peak) or close(self))
+    return peaks
+
+
 # DISTINCT aggregates hold their input whole (Arrow's group_by, the kernels' distinct sets): with
 # GROUP BY it spills to hash partitions of the keys; without, each argument's values go to hash
 # partitions of themselves (a value's partition holds all of its copies) and the counts and sums of
@@ -239,7 +284,7 @@ def test_exchange_buffers_spill_past_the_limit(both):
 
 def test_a_query_that_cannot_fit_fails_clearly_and_the_session_goes_on(both):
     con, duck = both
-    # a window without PARTITION BY holds its one partition whole: it cannot be split, so past the
+    # a window without PARTITION BY over a RANGE distance holds its one partition whole: past the
     # limit the query fails with an error naming the operator that asked and the limit
     with pytest.raises(MemoryLimitError, match=r"needs more memory than memory_limit = 2\.0 MiB") as info:
         _run(con, WINDOW, "2MiB")

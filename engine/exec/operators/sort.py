@@ -12,8 +12,10 @@ from engine.exec.memory import Reservation, SpillFile
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, table_to_batches
 from engine.core.fields import SortKey
 
-# Rows per batch of a spilled run: the merge holds one such batch of every run at once.
+# Rows per batch of a spilled run, at most (and about _RUN_BATCH_BYTES): the merge holds one such
+# batch of every run it merges at once.
 _RUN_BATCH_ROWS = 1 << 10
+_RUN_BATCH_BYTES = 64 << 10
 _LAST = "__last_of_run"          # the merge's marker column: the last loaded row of a run
 _RUN = "__run"                   # and which run a loaded row came from
 
@@ -24,7 +26,7 @@ class SortExec(PhysicalOperator):
 
     Within ``memory_limit`` the input is held and sorted at once. Past it, an external merge sort:
     what is held is sorted into a *run* spilled to disk (Arrow IPC, LZ4) with its sort keys as extra
-    columns, and once the input has ended the runs are merged (:meth:`_merge`), holding one batch of
+    columns, and once the input has ended the runs are merged (:meth:`merge_runs`), holding one batch of
     each run at a time. With ``limit`` each run keeps only its first ``limit`` rows."""
 
     input: PhysicalOperator
@@ -58,7 +60,7 @@ class SortExec(PhysicalOperator):
             # a held batch costs itself and, while sorting, its share of the sorted copy
             if not memory.try_grow(2 * batch.nbytes):
                 if held:
-                    runs.append(self._spill_run(pa.Table.from_batches(held, schema=schema), ctx))
+                    runs.append(self.spill_run(pa.Table.from_batches(held, schema=schema), ctx))
                     held = []
                     memory.free()
                 memory.grow(2 * batch.nbytes, spilled=True)
@@ -74,10 +76,10 @@ class SortExec(PhysicalOperator):
                 yield from table_to_batches(result)
             return
         if table.num_rows:
-            runs.append(self._spill_run(table, ctx))
+            runs.append(self.spill_run(table, ctx))
         del table, held
         memory.free()
-        yield from self._merge(runs, memory)
+        yield from self.merge_runs(runs, memory)
 
     def _sort_keys(self) -> list[tuple[str, str, str]]:
         return [(f"__sk{i}", "ascending" if key.ascending else "descending",
@@ -100,27 +102,43 @@ class SortExec(PhysicalOperator):
     def _sorted(self, table: pa.Table, ctx: TaskContext) -> pa.Table:
         return table.take(self._order(self._key_table(table, ctx), table.num_rows))
 
-    def _spill_run(self, table: pa.Table, ctx: TaskContext) -> SpillFile:
-        """``table`` sorted, with its key columns, written to a run file."""
+    def spill_run(self, table: pa.Table, ctx: TaskContext, operator: str = "Sort") -> SpillFile:
+        """``table`` sorted, with its key columns, written to a run file (counted as ``operator``'s)."""
         keys = self._key_table(table, ctx)
         order = self._order(keys, table.num_rows)
         for name, column in zip(keys.column_names, keys.columns):
             table = table.append_column(name, column)
-        table = table.take(order)
-        run = ctx.memory.spill_file(table.schema, "Sort")
-        for batch in table.to_batches(max_chunksize=_RUN_BATCH_ROWS):
-            run.write(batch)
+        run = ctx.memory.spill_file(table.schema, operator)
+        _write_run(run, table.take(order))
         return run.finish()
 
-    def _merge(self, runs: list[SpillFile], memory: Reservation) -> Iterator[pa.RecordBatch]:
+    def merge_runs(self, runs: list[SpillFile], memory: Reservation, operator: str = "Sort") -> Iterator[pa.RecordBatch]:
+        """The runs' rows in order. When one batch of every run does not fit the reservation's share of
+        the limit, groups of as many runs as fit are first merged into longer runs on disk (a
+        multi-pass merge: the fan-in is bounded by memory, not by the number of runs)."""
+        runs = list(runs)
+        while len(runs) > 2:
+            share = memory.pool.share()
+            widest = max(max(run.batch_bytes for run in runs), 1)
+            fan_in = len(runs) if share is None else max(2, share // (4 * widest))
+            if len(runs) <= fan_in:
+                break
+            group, runs = runs[:fan_in], runs[fan_in:]
+            merged = memory.pool.spill_file(group[0].schema, operator)
+            for batch in self._merge(group, memory, keep_keys=True):
+                _write_run(merged, pa.Table.from_batches([batch]))
+            runs.append(merged.finish())
+        yield from self._merge(runs, memory)
+
+    def _merge(self, runs: list[SpillFile], memory: Reservation, keep_keys: bool = False) -> Iterator[pa.RecordBatch]:
         """Merge sorted runs, vectorised: the loaded rows (``pool``) are sorted together; every row up
         to the first one marked as the last loaded row of its run is ≤ everything not yet loaded
         (a run's unloaded rows are ≥ its last loaded one), so that prefix is emitted, and the run
         whose marked row it ended on loads its next batch. Each step emits at least that run's whole
         batch (the sort is stable and a run's rows enter the pool in order), so the merge ends after
         as many steps as the runs have batches. Ties between runs come out in any order, as SQL allows."""
-        out_names = self.schema.names
         sort_keys = self._sort_keys()
+        out_names = self.schema.names + ([k[0] for k in sort_keys] if keep_keys else [])
         readers = [iter(run.read()) for run in runs]
         pool: Optional[pa.Table] = None
         pending = list(range(len(runs)))           # runs to load a batch from
@@ -159,3 +177,10 @@ class SortExec(PhysicalOperator):
                 return
             if pool.num_rows == 0:
                 pool = None
+
+
+def _write_run(run: SpillFile, table: pa.Table) -> None:
+    """``table`` (in order) into a run, in batches of about _RUN_BATCH_BYTES (16 to _RUN_BATCH_ROWS rows)."""
+    rows = max(16, min(_RUN_BATCH_ROWS, _RUN_BATCH_BYTES * table.num_rows // max(table.nbytes, 1)))
+    for batch in table.to_batches(max_chunksize=rows):
+        run.write(batch)

@@ -41,10 +41,10 @@ def hold_or_spill(batches, memory, spill, cost=lambda batch: batch.nbytes, hold=
             spilled = spill()
             if spilled is None:
                 memory.grow(cost(batch))            # raises: the operator and the limit
+            memory.free()                       # what was held moves to the spill (which accounts its own)
             for kept in held:
                 spilled.add(kept)
             held = []
-            memory.free()
         if spilled is not None:
             spilled.add(batch)
         else:

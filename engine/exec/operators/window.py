@@ -12,10 +12,13 @@ Rows come out in that sorted order, each with the calls' columns appended.
 Past ``memory_limit`` (docs/memory.md) a window with PARTITION BY spills: its input goes to hash
 partitions of the PARTITION BY values on disk, each holding whole window partitions, computed one
 after the other (rows then come out in window order within each hash partition). Without PARTITION
-BY the one partition cannot be split: MemoryLimitError naming Window.
+BY the one partition cannot be split: it is sorted externally and computed a chunk at a time
+(``window_stream.py``); the few calls that cannot be (``window_stream.streams``) fail with
+MemoryLimitError naming Window.
 """
 from __future__ import annotations
 
+import contextlib
 import decimal
 from dataclasses import dataclass
 from typing import Iterator
@@ -31,6 +34,7 @@ from engine.exec.evaluate import evaluate_array
 from engine.exec.memory import Reservation
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, table_to_batches
 from engine.exec.operators.spill_partitions import SpillPartitions, hold_or_spill
+from engine.exec.operators.window_stream import SortedWindow, streams
 from engine.core.expressions import Call, ColumnRef
 from engine.core.fields import Field, FrameBound, SortKey, WindowCall, WindowFrame, describe_window
 
@@ -59,18 +63,28 @@ class WindowExec(PhysicalOperator):
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         # what it collects counts against the query's memory_limit until it has produced its output;
-        # with PARTITION BY it spills past its share (whole window partitions go to disk together)
-        with ctx.memory.reservation("Window", spillable=bool(self.partition_by)) as memory:
-            yield from self._execute(partition, ctx, memory)
+        # with PARTITION BY it spills past its share (whole window partitions go to disk together),
+        # without it is sorted on disk and streamed (when its calls allow it)
+        spills = bool(self.partition_by) or streams(self.calls, bool(self.order_by))
+        with ctx.memory.reservation("Window", spillable=spills) as memory, contextlib.ExitStack() as stack:
+            yield from self._execute(partition, ctx, memory, stack if spills else None)
 
-    def _execute(self, partition: int, ctx: TaskContext, memory: Reservation) -> Iterator[pa.RecordBatch]:
+    def _execute(self, partition: int, ctx: TaskContext, memory: Reservation, stack) -> Iterator[pa.RecordBatch]:
         schema = self.input.schema
-        # a held row costs itself and its copy in window order; one window partition (no PARTITION
-        # BY) cannot be split: past the limit it fails
-        held, spilled = hold_or_spill(
-            self.input.execute(partition, ctx), memory,
-            lambda: self._spilled_partitions(ctx) if self.partition_by else None,
-            cost=lambda batch: 2 * batch.nbytes, hold=lambda batch: conform(batch, schema))
+
+        def spill():
+            if stack is None:           # calls that need the whole partition at once: it fails
+                return None
+            if self.partition_by:
+                return self._spilled_partitions(ctx)
+            return SortedWindow(self, ctx, stack.enter_context(ctx.memory.reservation("Window", spillable=True)))
+
+        # a held row costs itself and its copy in window order
+        held, spilled = hold_or_spill(self.input.execute(partition, ctx), memory, spill,
+                                      cost=lambda batch: 2 * batch.nbytes, hold=lambda batch: conform(batch, schema))
+        if isinstance(spilled, SortedWindow):
+            yield from spilled.windowed(memory)
+            return
         if spilled is None:
             table = pa.Table.from_batches(held, schema=schema) if held else schema.empty_table()
             if ctx.profile is not None and table.num_rows:
