@@ -287,6 +287,7 @@ class SpillFile:
         self.path = path
         self.schema = schema
         self.rows = 0
+        self.bytes = 0                      # uncompressed: what reading it all back holds
         self.batch_bytes = 0                # the largest batch written (what reading one back holds)
         self._sink = pa.OSFile(path, "wb")
         self._writer = pa.ipc.new_stream(self._sink, schema, options=_IPC_OPTIONS)
@@ -296,6 +297,7 @@ class SpillFile:
             self.pool.wrote(self.operator or "an operator", batch.nbytes)
             self._writer.write_batch(batch)
             self.rows += batch.num_rows
+            self.bytes += batch.nbytes
             self.batch_bytes = max(self.batch_bytes, batch.nbytes)
 
     def finish(self) -> "SpillFile":

@@ -12,6 +12,7 @@ import pytest
 import engine
 from engine.errors import MemoryLimitError, OperationalError, ProgrammingError
 from engine.exec.memory import MemoryPool, SpillFile, physical_memory
+from engine.exec.operators import spill_partitions
 from tests.oracle import assert_same_rows, canopy_and_duckdb
 
 ROWS = 60_000
@@ -334,3 +335,44 @@ def test_spill_files_are_removed_after_the_query(both, tmp_path, monkeypatch):
     with pytest.raises(MemoryLimitError):
         _run(con, WINDOW, "2MiB")
     assert list(tmp_path.iterdir()) == []
+
+
+# Partitions that are still over the limit when read are split again (the next prime of partitions,
+# recursively). 61 partitions of these MiBs fit 2 MiB, so the test makes the first level 2 partitions
+# (and the next ones 3, 5, 7): each then holds too much and is split on (embedded runner: the Ray
+# leaves' processes keep the real primes)
+RESPLIT = [JOINS[0], JOINS[2], AGGREGATES[0][0], WINDOWS[0]]
+
+
+@pytest.mark.skipif(RAY, reason="the partition counts are patched in this process")
+@pytest.mark.parametrize("sql", RESPLIT)
+def test_a_spilled_partition_over_the_limit_is_split_again(both, sql, monkeypatch):
+    con, duck = both
+    unlimited = _run(con, sql)
+    monkeypatch.setattr(spill_partitions, "PRIMES", (2, 3, 5, 7))
+    splits = []
+    split = spill_partitions.SpillPartitions.split
+    monkeypatch.setattr(spill_partitions.SpillPartitions, "split",
+                        lambda self, index: splits.append(self.level) or split(self, index))
+    peaks = _pool_peaks(monkeypatch)
+    limited, spilled = _spilled(con, sql, TINY)
+    assert splits, splits                               # a partition was split again
+    assert spilled and peaks and max(peaks) <= 2 << 20, (spilled, peaks)
+    assert_same_rows(limited, unlimited)
+    assert_same_rows(unlimited, duck.execute(sql).fetchall())
+
+
+def test_a_partition_of_one_key_is_not_split_forever(both, monkeypatch):
+    con, _ = both
+    # one PARTITION BY value: every row in one spilled partition, which no split spreads; after one
+    # split that left every row in one partition it fails past the limit instead of splitting on
+    splits = []
+    split = spill_partitions.SpillPartitions.split
+    monkeypatch.setattr(spill_partitions.SpillPartitions, "split",
+                        lambda self, index: splits.append(self.level) or split(self, index))
+    sql = "SELECT COUNT(*), SUM(r * LENGTH(s)) FROM (SELECT s, ROW_NUMBER() OVER (PARTITION BY a >= 0 ORDER BY x, id) AS r FROM t) q"
+    with pytest.raises(MemoryLimitError, match=r"^Window needs more memory than memory_limit = 2\.0 MiB"):
+        _run(con, sql, TINY)
+    assert RAY or splits == [0], splits
+
+

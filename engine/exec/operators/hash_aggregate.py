@@ -190,12 +190,10 @@ class HashAggregateExec(KernelAggregation, ArrowAggregation, PhysicalOperator):
 
     def _merged_partitions(self, parts: SpillPartitions, memory) -> Iterator[pa.Table]:
         """Each spilled partition's states merged (one row a group; no group in two partitions)."""
-        for index in range(len(parts.files)):
-            states = parts.read(index)
-            if states.num_rows:
-                memory.free()
-                memory.grow(states.nbytes, spilled=True)
-                yield self._merge_states(states.to_batches(), memory)
+        states = kernel_states(self.keys, self.aggregates, final=True)
+        per_group = self._group_bytes(len(states)) if states is not None else 0    # the merge's hash table
+        for table in parts.each(memory, cost=lambda rows, size: max(size, rows * per_group)):
+            yield self._merge_states(table.to_batches(), memory)
 
     def _by_group_ids(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
         """Any mode, when an aggregate of ``engine.exec.extended_aggregates`` is among them: the input

@@ -120,13 +120,26 @@ class HashJoinExec(PhysicalOperator):
                 parts.add(batch)
             memory.free()               # what was held is on disk now
             sides.append(parts)
-        right_parts, left_parts = sides
+        yield from self._join_partitions(*sides, ctx, memory)
+
+    def _join_partitions(self, right_parts: SpillPartitions, left_parts: SpillPartitions, ctx: TaskContext,
+                         memory: Reservation) -> Iterator[pa.RecordBatch]:
+        """Join the spilled partitions pair by pair; a pair that does not fit is split again, both
+        sides alike (``SpillPartitions.split``), and joined recursively, until a split no longer
+        spreads either side (one key's rows: then it fails past the limit)."""
         try:
             for index in range(len(right_parts.files)):
-                right = right_parts.read(index)
-                if right.num_rows == 0 and self.kind in ("inner", "semi"):
+                if right_parts.rows(index) == 0 and self.kind in ("inner", "semi"):
                     left_parts.read(index)
                     continue
+                need = right_parts.bytes(index) + left_parts.bytes(index) + \
+                    _TABLE_BYTES_PER_ROW * right_parts.rows(index) + _PROBE_BYTES_PER_ROW * left_parts.rows(index)
+                memory.free()
+                if (right_parts.splittable(index) or left_parts.splittable(index)) and not memory.try_grow(need):
+                    right_split, left_split = right_parts.split(index), left_parts.split(index)
+                    yield from self._join_partitions(right_split, left_split, ctx, memory)
+                    continue
+                right = right_parts.read(index)
                 left = left_parts.read(index)
                 memory.free()
                 memory.grow(right.nbytes + left.nbytes + _TABLE_BYTES_PER_ROW * right.num_rows

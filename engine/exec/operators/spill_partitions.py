@@ -9,6 +9,13 @@ against BIGINT, a dictionary against plain text) put equal keys in the same part
 
 The partition count is prime: the rows a task holds came through a repartition by the same hash
 modulo the cluster's partition count (a power of two), which a prime count spreads evenly again.
+
+A partition still too large for the limit when its turn comes (far more data than 61 times the
+limit, or keys that hash alike) is split again, recursively, by the same hash modulo the next prime
+(``PRIMES``): its rows all have one residue modulo the previous primes, which says nothing of their
+residue modulo a new one, so they spread evenly again (the Chinese remainder theorem). A split that
+leaves every row in one partition (one key's rows: skew that hashing cannot spread) stops the
+recursion, and reading the partition fails with MemoryLimitError as before.
 """
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ from engine.exec.operators.base import conform
 from engine.core.expressions import Expr
 
 PARTITIONS = 61
+PRIMES = (PARTITIONS, 67, 71, 73)       # the partition counts of the splits, level by level
 
 
 def hold_or_spill(batches, memory, spill, cost=lambda batch: batch.nbytes, hold=lambda batch: batch):
@@ -70,14 +78,16 @@ class SpillPartitions:
     expressions over the batches (evaluated with ``params``), cast to ``hash_types`` for hashing."""
 
     def __init__(self, pool: MemoryPool, schema: pa.Schema, keys: Sequence[Expr], hash_types: Sequence[pa.DataType],
-                 params: Sequence, partitions: int = PARTITIONS, operator: str = ""):
+                 params: Sequence, partitions: Optional[int] = None, operator: str = "", level: int = 0):
         self.pool = pool
         self.operator = operator
+        self.level = level              # how many splits made these partitions (PRIMES[level] of them)
+        self.stuck = False              # the split that made them left every row in one: none helps
         self.schema = schema
         self.keys = tuple(keys)
         self.hash_types = tuple(hash_types)
         self.params = params
-        self.files: list[Optional[SpillFile]] = [None] * partitions
+        self.files: list[Optional[SpillFile]] = [None] * (partitions or PRIMES[level])
 
     def add(self, batch: pa.RecordBatch) -> None:
         if not batch.num_rows:
@@ -111,11 +121,19 @@ class SpillPartitions:
         types = [t.value_type if pa.types.is_dictionary(t) else t for t in types]
         return cls(pool, schema, keys, [hash_type(t) or t for t in types], params, operator=operator)
 
-    def each(self, memory) -> Iterator[pa.Table]:
+    def each(self, memory, cost=lambda rows, size: size) -> Iterator[pa.Table]:
         """Every non-empty partition in turn, ``memory`` (the operator's reservation) holding it
-        alone; the files are deleted as read (all of them, also when the consumer stops early)."""
+        alone; one whose ``cost(rows, bytes)`` (what working on it holds) does not fit is split
+        again first (``split``). The files are deleted as read (all of them, also when the consumer
+        stops early)."""
         try:
             for index in range(len(self.files)):
+                if self.files[index] is None:
+                    continue
+                memory.free()
+                if self.splittable(index) and not memory.try_grow(cost(self.rows(index), self.bytes(index))):
+                    yield from self.split(index).each(memory, cost)
+                    continue
                 table = self.read(index)
                 if table.num_rows:
                     memory.free()
@@ -123,6 +141,44 @@ class SpillPartitions:
                     yield table
         finally:
             self.discard()
+
+    def rows(self, index: int) -> int:
+        spilled = self.files[index]
+        return spilled.rows if spilled is not None else 0
+
+    def bytes(self, index: int) -> int:
+        """What partition ``index`` holds once read (uncompressed)."""
+        spilled = self.files[index]
+        return spilled.bytes if spilled is not None else 0
+
+    def splittable(self, index: int) -> bool:
+        return self.level + 1 < len(PRIMES) and self.rows(index) > 1 and not self.stuck
+
+    def split(self, index: int) -> "SpillPartitions":
+        """Partition ``index`` split into ``PRIMES[level + 1]`` partitions of its own, read a batch at a
+        time (its file is deleted). When every row lands in one of them (one key's rows), the result
+        cannot be split again (``stuck``). An empty partition splits into empty ones."""
+        spilled = self.files[index]
+        self.files[index] = None
+        child = SpillPartitions(self.pool, self.schema, self.keys, self.hash_types, self.params,
+                                PRIMES[self.level + 1], self.operator, self.level + 1)
+        if spilled is None:
+            return child
+        try:
+            for batch in spilled.read():
+                child.add(batch)
+        except BaseException:
+            child.discard()
+            raise
+        finally:
+            spilled.delete()
+        child.stuck = not child.progressed
+        return child
+
+    @property
+    def progressed(self) -> bool:
+        """More than one partition holds rows."""
+        return sum(f is not None for f in self.files) > 1
 
     def read(self, index: int) -> pa.Table:
         """Partition ``index`` whole (its file is deleted once read)."""

@@ -137,6 +137,9 @@ class _Twice:
     def grow(self, size: int, spilled: bool = False) -> None:
         self.memory.grow(2 * size, spilled)
 
+    def try_grow(self, size: int) -> bool:
+        return self.memory.try_grow(2 * size)
+
 
 def _plain(arr) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
