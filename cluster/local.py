@@ -32,6 +32,7 @@ from engine.errors import CanopyInternalError
 from engine.core.deadline import Deadline
 from engine.exec.memory import MemoryPool, statement_memory_limit
 from engine.exec.profile import TaskProfile
+from engine.exec.statement_warnings import Warnings
 from engine.exec.stages import StageSpec, decode_stage, encode_stage, scans_of
 from engine.storage.columnstore import Committer
 
@@ -257,6 +258,9 @@ class LocalRunner(ScheduledRunner):
         profile, deadline, progress = query.profile, query.deadline, query.progress
         snapshots = query.state.snapshots
         task_profiles = {t.task: TaskProfile(stage.stage_id, stage.root) for t in tasks} if profile is not None else {}
+        # each task's warnings apart, merged in task order once they have all ended (SHOW WARNINGS
+        # lists them alike whichever thread ran first)
+        task_warnings = {t.task: Warnings() for t in tasks} if query.warnings is not None else {}
         placed = where(stage)
 
         def task(spec: TaskSpec) -> list[pa.RecordBatch]:
@@ -267,7 +271,7 @@ class LocalRunner(ScheduledRunner):
             exchange_inputs = {sid: Chain(ref.data for ref in refs) for sid, refs in inputs[t]}
             batches = leaf.task_batches(stage, spec, exchange_inputs, task_profiles.get(t), deadline,
                                         (snapshots or {}).get(leaf.leaf_id), hold_output=not buffered,
-                                        warnings=query.warnings)
+                                        warnings=task_warnings.get(t))
             out = ExchangeBuffer(query.state.buffers).extend(batches) if buffered \
                 else list(batches)
             if progress is not None:
@@ -280,6 +284,8 @@ class LocalRunner(ScheduledRunner):
             outputs = self._run_parallel(task, tasks, query.state.interrupted, progress)
         for task_profile in task_profiles.values():     # the tasks have ended: no writer is left
             profile.add_task(task_profile)
+        for t in sorted(task_warnings):
+            query.warnings.merge(task_warnings[t].state())
         return outputs
 
     def _stage_input_rows(self, stage: StageSpec, inputs: dict) -> int:

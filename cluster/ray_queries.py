@@ -37,6 +37,7 @@ from engine.errors import CanopyInternalError
 from engine.core.deadline import Deadline
 from engine.exec.operators.base import conform
 from engine.exec.profile import TaskProfile
+from engine.exec.statement_warnings import Warnings
 from engine.exec.stages import StageSpec, encode_stage
 
 INLINE_STAGE_BYTES = 64 * 1024     # an encoded stage up to this size travels inside each task's arguments
@@ -73,10 +74,13 @@ class RayQueries(Executor):
             self._get(state.meta_refs, deadline=query.deadline)
         if query.profile is not None:
             self._collect_profile(query.profile, self.last_profile)
-        if query.warnings is not None:      # the leaves' tasks' warnings (SHOW WARNINGS)
-            for meta in self.last_profile:
-                if "warnings" in meta:
-                    query.warnings.merge(meta["warnings"])
+        if query.warnings is not None:      # the tasks' warnings (SHOW WARNINGS), in (stage, task) order
+            # one state per (stage, task): a task of a failed attempt reused by the retry counts once
+            tasks = {(meta["stage"], meta["task"]): meta["warnings"] for meta in self.last_profile
+                     if "warnings" in meta}
+            tasks.update(state.warnings)
+            for key in sorted(tasks):
+                query.warnings.merge(tasks[key])
 
     def cancel_query(self, query: Query) -> None:
         self.cancel(query.query_id, query.state.submitted)
@@ -132,12 +136,14 @@ class RayQueries(Executor):
             for payload in itertools.islice(payloads, count):
                 decoded.setdefault(stage_id, []).extend(transport.decode(payload))
         task_profile = TaskProfile(stage.stage_id, stage.root) if query.profile is not None else None
-        batches = self.aggregator.task_batches(stage, task, decoded,
-                                               task_profile, query.deadline, warnings=query.warnings)
+        warnings = Warnings() if query.warnings is not None else None
+        batches = self.aggregator.task_batches(stage, task, decoded, task_profile, query.deadline, warnings=warnings)
         if kind is None:
             table = _table(list(batches), stage.root.schema)
         else:
             sent, links = route_payloads(batches, stage.root.schema, task.exchange, task.transport)
+        if warnings is not None and (warnings.total or warnings.constants):
+            query.state.warnings[(stage.stage_id, task.task)] = warnings.state()     # merged at complete
         if query.progress is not None:
             query.progress.task_done(stage.stage_id, table.num_rows if kind is None
                                      else sum(link["rows"] for link in links))
@@ -309,6 +315,7 @@ class _Query:
     tasks: dict = dataclasses.field(default_factory=dict)          # (stage id, task) -> output refs
     rerun: set = dataclasses.field(default_factory=set)            # refs made by this attempt
     reported: set = dataclasses.field(default_factory=set)         # meta refs told to the progress bar
+    warnings: dict = dataclasses.field(default_factory=dict)       # (stage id, task) -> a driver task's warnings
 
 
 def _table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:

@@ -178,6 +178,7 @@ class Scheduler:
         if query.progress is not None:
             query.progress.start(sum(executor.num_leaves if s.parallel else 1 for s in stages), len(stages))
         executor.open(query, stages)
+        mark = query.warnings.mark() if query.warnings is not None else None
         try:
             for attempt in range(2):
                 query.query_id, query.attempt = f"{_QUERY_PREFIX}-{next(_QUERY_NUMBERS)}", attempt
@@ -185,6 +186,8 @@ class Scheduler:
                     profile.operators.clear()
                     profile.exchanges.clear()
                     profile.spilled.clear()
+                if mark is not None:                # and warns again (SHOW WARNINGS counts it once)
+                    query.warnings.rollback(mark)
                 executor.start_attempt(query)
                 try:
                     table = self._walk(query, stages)

@@ -554,6 +554,11 @@ def _collated_extreme(beats, name: str, args: list):
 
 
 # --- casts ----------------------------------------------------------------------------------------
+# A cast's option: text compared with integers, which MariaDB's warnings name a DECIMAL value (the
+# binder's coerce_compared); it is read as any text read as a number is
+TEXT_AS_DECIMAL = "text_as_decimal"
+
+
 @function("cast")
 def _cast(expr, a):
     """CAST, and the binder's implicit conversions. Text to a number reads MySQL's way outside writes:
@@ -566,7 +571,8 @@ def _cast(expr, a):
     # (which reads the leading integer itself); where Arrow's cast took every text whole, only a
     # trailing space can be left to note (one pass over the strings)
     integer = expr.type.kind == "int" or expr.type.unsigned
-    name = "INTEGER" if integer else "DOUBLE" if expr.type.kind == "float" else "DECIMAL"
+    name = "INTEGER" if integer else "DOUBLE" if expr.type.kind == "float" and TEXT_AS_DECIMAL not in expr.options \
+        else "DECIMAL"
     number = statement_warnings.FULL_INTEGER if integer else statement_warnings.FULL_NUMBER
     if expr.type.unsigned:
         statement_warnings.truncated(a, number, name)
@@ -634,6 +640,10 @@ def _cast_value(expr, a):
         return pc.round(a, round_mode="half_to_even").cast(target)
     if pa.types.is_string(target) and pa.types.is_decimal(source):
         return a.cast(target)
+    if pa.types.is_floating(target) and pa.types.is_integer(source):
+        # to the nearest DOUBLE (MySQL); Arrow's safe cast refuses integers past 2**53 it cannot hold
+        # exactly (a BIGINT compared with text, or CAST(x AS DOUBLE), failed as out of range)
+        return pc.cast(a, target, safe=False)
     if pa.types.is_date(target) and pa.types.is_string(source):
         # Arrow's string -> date32 cast rejects impossible dates ('2024-02-30'); strptime rolls them over.
         trimmed = pc.utf8_trim_whitespace(a)

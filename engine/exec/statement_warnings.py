@@ -9,10 +9,12 @@ batch with the rows that did not convert cleanly counted by Arrow and only the f
 into messages. Where no sink is set (binding, a constant folded at plan time) nothing is recorded.
 
 How they reach the session: ``engine.sql.query.run_query`` sets the statement's sink in
-``statement_sink``, which the scheduler puts on its Query (``warnings``); on the embedded runner every
-task records into it directly;
-a Ray leaf records into a sink of its own task and ships its ``state()`` with the task's metadata,
-merged on the driver when the query completes. A constant (a Scalar, evaluated once per batch) counts
+``statement_sink``, which the scheduler puts on its Query (``warnings``). Every task records into a
+sink of its own (a Ray leaf ships its ``state()`` with the task's metadata), and the tasks' sinks are
+merged into the statement's in (stage, task) order once they have ended, so SHOW WARNINGS lists them
+in the same order every time (MySQL lists them as the rows come; Canopy's tasks run at once). A
+retried query's attempt rolls the statement's sink back to where the query started (``mark``), so a
+task that ran in both attempts counts once. A constant (a Scalar, evaluated once per batch) counts
 once per statement, as MySQL evaluates it once.
 
 >>> sink = Warnings()
@@ -72,6 +74,20 @@ class Warnings:
             self.rows.extend(tuple(r) for r in rows[:max(MAX_WARNINGS - len(self.rows), 0)])
             for key, level in constants:
                 self.constants.setdefault(tuple(key), level)
+
+    def mark(self) -> tuple:
+        """Where the sink stands now, for :meth:`rollback` (a retried query's attempt starts there)."""
+        with self._lock:
+            return self.total, len(self.rows), dict(self.constants)
+
+    def rollback(self, mark: tuple) -> None:
+        """Forget what was recorded since ``mark`` (a failed attempt's warnings: its retry records them
+        again)."""
+        total, rows, constants = mark
+        with self._lock:
+            self.total = total
+            del self.rows[rows:]
+            self.constants = dict(constants)
 
     def result(self) -> "WarningRows":
         with self._lock:

@@ -9,7 +9,7 @@ from sqlglot import exp
 from engine import collation
 from engine import types as T
 from engine.errors import BadDataError, BindError, TypeMismatchError, UnsupportedError
-from engine.exec.evaluate import ConstantWarns, fold_constant
+from engine.exec.evaluate import TEXT_AS_DECIMAL, ConstantWarns, fold_constant
 from engine.core.deadline import check_statement_deadline
 from engine.plan.bind_collation import common_collation, is_string, keyed
 from engine.plan.bind_aggregates import EXTENDED, bind_extended
@@ -82,7 +82,18 @@ class ExpressionBinding:
         common = T.common_type(a.type, b.type, f"comparison {a} {op} {b}")
         if common.kind == "null":
             common = T.BOOLEAN       # NULL = NULL: any concrete type will do, the kernels need one
-        return self._compared(op, a, b, self.coerce(a, common), self.coerce(b, common))
+        return self._compared(op, a, b, self.coerce_compared(a, common, b.type),
+                              self.coerce_compared(b, common, a.type))
+
+    def coerce_compared(self, e: Expr, target: T.SqlType, *others: T.SqlType) -> Expr:
+        """``e`` coerced to ``target`` to be compared with values of types ``others``: text compared
+        with integers is read as a number like any text, but MariaDB names it a DECIMAL in its warning
+        ('Truncated incorrect DECIMAL value: 'abc'', where text beside a DOUBLE or DECIMAL, or in
+        arithmetic, is a DOUBLE value): the cast carries ``TEXT_AS_DECIMAL`` for the evaluator."""
+        if e.type.kind == "string" and target.kind == "float" and not strict_text_numbers.get() and others \
+                and all(t.kind == "int" or (t.unsigned and t.kind == "decimal") for t in others):
+            return self._fold(Call("cast", (e,), target, (TEXT_AS_DECIMAL,)))
+        return self.coerce(e, target)
 
     def _collated_pair(self, a: Expr, b: Expr, common: T.SqlType) -> tuple[Expr, Expr]:
         """``a`` and ``b`` as compared as ``common`` (IN / ANY subqueries): strings by their keys."""

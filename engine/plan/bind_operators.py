@@ -155,7 +155,7 @@ class OperatorBinding:
                 if v.type.kind != "null":
                     common = T.common_type(common, v.type if not (v.type.kind == "string" and x.type.is_temporal)
                                            else x.type, "IN list")
-            x2 = self.coerce(x, common)
+            x2 = self.coerce_compared(x, common, *[v.type for v in values if v.type.kind != "null"])
             coerced = tuple(self._constant(self.coerce(v, common)) if v.type.kind != "null" else None
                             for v in values)
             if is_string(x2):
