@@ -217,6 +217,8 @@ def _as_type(d: Datum, sql_type: SqlType) -> Datum:
     target = sql_type.to_arrow()
     if d.type == target:
         return d
+    if pa.types.is_floating(target) and pa.types.is_integer(d.type):
+        return pc.cast(d, target, safe=False)       # the nearest DOUBLE past 2**53 (Arrow's safe cast refuses)
     return d.cast(target)
 
 

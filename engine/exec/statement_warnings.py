@@ -36,6 +36,8 @@ import pyarrow.compute as pc
 
 MAX_WARNINGS = 64          # MySQL's max_error_count: SHOW WARNINGS lists at most this many
 TRUNCATED = 1292           # ER_TRUNCATED_WRONG_VALUE: "Truncated incorrect %s value: '%s'"
+UNKNOWN = 1105             # ER_UNKNOWN_ERROR: MariaDB's note on CAST(-1 AS UNSIGNED)
+OVERFLOW = 1916            # ER_DATA_OVERFLOW: "Got overflow when converting '%s' to %s. Value truncated"
 
 # Text that reads as a number in full (MySQL reads the leading number of any other text, and warns);
 # leading whitespace is skipped, trailing whitespace gets a Note (level Note, the same 1292, as MariaDB).
@@ -171,6 +173,25 @@ def truncated(values: Union[pa.Array, pa.ChunkedArray, pa.Scalar], number: str, 
             first = values.filter(rows).slice(0, MAX_WARNINGS).to_pylist()
             sink.add(level, TRUNCATED, [f"Truncated incorrect {type_name} value: '{v}'" for v in first], found,
                      constant)
+
+
+def flagged(values: Union[pa.Array, pa.ChunkedArray, pa.Scalar], rows, level: str, code: int, message) -> None:
+    """A ``level`` warning ``code`` for each of ``values`` where ``rows`` (booleans alike, NULL: no) is
+    true, its message ``message(value)`` (a Python value; only the first few are formatted); a
+    constant's counts once per statement."""
+    sink = _CURRENT.sink
+    if sink is None:
+        return
+    constant = isinstance(values, pa.Scalar)
+    if constant:
+        if not (rows.is_valid and rows.as_py()):
+            return
+        sink.add(level, code, [message(values.as_py())], 1, constant=True)
+        return
+    found = pc.sum(rows).as_py() or 0
+    if found:
+        first = values.filter(rows).slice(0, MAX_WARNINGS).to_pylist()
+        sink.add(level, code, [message(v) for v in first], found)
 
 
 def trailing_space(values: Union[pa.Array, pa.ChunkedArray, pa.Scalar]) -> bool:

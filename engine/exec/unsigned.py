@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import BadDataError
+from engine.exec import statement_warnings
 
 Datum = Union[pa.Array, pa.ChunkedArray, pa.Scalar]
 
@@ -44,21 +45,54 @@ def to_unsigned(a: Datum) -> Datum:
     if pa.types.is_null(t) or pa.types.is_boolean(t):
         return a.cast(pa.int8()).cast(UNSIGNED) if pa.types.is_boolean(t) else a.cast(UNSIGNED)
     if pa.types.is_integer(t):
-        return _wrap(a.cast(pa.int64()).cast(_WIDE))
+        wide = a.cast(pa.int64()).cast(_WIDE)
+        _note_negative(wide)
+        return _wrap(wide)
     if pa.types.is_decimal(t):
         from engine.exec import decimal128
+        original = a
         if t.scale:
             a = decimal128.rescale(_whole(a), pa.decimal128(min(38, t.precision), 0))   # half away
-        return _clip(a.cast(_EXACT))
+        exact = a.cast(_EXACT)
+        # MariaDB: Warning 1916 "Got overflow when converting '-5.500' to UNSIGNED INT. Value truncated"
+        outside = pc.or_(pc.less(exact, pa.scalar(decimal.Decimal(0), _EXACT)),
+                         pc.greater(exact, pa.scalar(decimal.Decimal(_MAX), _EXACT)))
+        statement_warnings.flagged(original, outside, "Warning", statement_warnings.OVERFLOW,
+                                   lambda v: f"Got overflow when converting '{v}' to UNSIGNED INT. Value truncated")
+        return _clip(exact)
     if pa.types.is_floating(t):
         rounded = pc.round(a.cast(pa.float64()), round_mode="half_to_even")
+        # MariaDB: Note 1916 "Got overflow when converting '1e30' to UNSIGNED BIGINT. Value truncated"
+        outside = pc.or_(pc.less(rounded, 0.0), pc.greater_equal(rounded, float(2**64)))
+        statement_warnings.flagged(a, outside, "Note", statement_warnings.OVERFLOW,
+                                   lambda v: f"Got overflow when converting '{_double_text(v)}' to UNSIGNED BIGINT. "
+                                             f"Value truncated")
         clipped = pc.max_element_wise(pc.min_element_wise(rounded, float(2**64), skip_nulls=False), 0.0,
                                       skip_nulls=False)
         wide = pc.if_else(pc.greater_equal(clipped, float(2**64)), _MAX_SCALAR, clipped.cast(_WIDE))
         return wide.cast(UNSIGNED)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return _wrap(_clip_negative(_leading_integer(a)))
+        read = _leading_integer(a)
+        # MariaDB: Warning 1292 "Truncated incorrect INTEGER value: '99999999999999999999'" past the range
+        outside = pc.or_(pc.greater(read, _MAX_SCALAR), pc.less(read, pa.scalar(decimal.Decimal(-2**63), _WIDE)))
+        statement_warnings.flagged(a, outside, "Warning", statement_warnings.TRUNCATED,
+                                   lambda v: f"Truncated incorrect INTEGER value: '{v}'")
+        wide = _clip_negative(read)
+        _note_negative(wide, pc.invert(outside))        # (not after a truncation)
+        return _wrap(wide)
     return _wrap(a.cast(pa.int64()).cast(_WIDE))
+
+
+def _note_negative(wide: Datum, where=None) -> None:
+    """MariaDB's Note 1105 for each negative integer an unsigned cast wraps (among ``where``)."""
+    negative = pc.less(wide, _ZERO) if where is None else pc.and_(pc.less(wide, _ZERO), where)
+    statement_warnings.flagged(wide, negative, "Note", statement_warnings.UNKNOWN,
+                               lambda v: "Cast to unsigned converted negative integer to it's positive complement")
+
+
+def _double_text(value: float) -> str:
+    """A DOUBLE as MariaDB's messages print it: the shortest repr, exponent without '+' (1.5e30)."""
+    return repr(value).replace("e+", "e")
 
 
 def to_signed(a: Datum) -> Datum:

@@ -91,6 +91,12 @@ def test_unknown_column_errors_agree(both, sql):
     "SELECT id, s = 0, s < 2, s IN (1, 2), s = b, s > a, CAST(b AS DOUBLE) FROM u ORDER BY id",
     "SELECT id, s = 1.5, s IN (2.5, 3.5), s = 1e0, s + 1 FROM u ORDER BY id",
     "SELECT 'abc' = 1, 'x' IN (1, 2), 'y' = 1.5",
+    # an unsigned cast that wraps or clips notes it (1105, 1916) or warns (1916 of a DECIMAL, 1292 of text)
+    "SELECT id, CAST(b AS UNSIGNED), CAST(b - 0.5 AS UNSIGNED), CAST(b * 1e20 AS UNSIGNED), CAST(s AS UNSIGNED) "
+    "FROM u ORDER BY id",
+    # (constants: one of each message, as Canopy counts a constant's once per statement)
+    "SELECT CAST(-1 AS UNSIGNED), CAST(1e30 AS UNSIGNED), CAST(-5.5 AS UNSIGNED), "
+    "CAST('99999999999999999999' AS UNSIGNED), CAST('-99999999999999999999' AS UNSIGNED)",
 ])
 def test_truncation_warnings_agree(both, sql):
     """The same values and the same SHOW WARNINGS (MySQL's 1292 'Truncated incorrect ... value'),
