@@ -234,6 +234,10 @@ DISTINCTS = [
      "COUNT(DISTINCT id) AS m FROM t GROUP BY a % 2000) q", TINY),
     ("SELECT COUNT(DISTINCT s), COUNT(DISTINCT id), COUNT(DISTINCT x) FROM t", TINY),
     ("SELECT SUM(DISTINCT id), AVG(DISTINCT id), COUNT(DISTINCT s), SUM(DISTINCT a) FROM t", TINY),
+    # DISTINCT beside plain aggregates: the plain ones' states kept batch by batch while the DISTINCT
+    # arguments go to partitions
+    ("SELECT COUNT(DISTINCT s), COUNT(*), SUM(x), AVG(x), MIN(id), MAX(x), COUNT(a), SUM(DISTINCT a), "
+     "AVG(DISTINCT id) FROM t", TINY),
     # integers: the kernels' distinct sets (kernels.DistinctCount), spilled per argument
     ("SELECT COUNT(DISTINCT id + 1), COUNT(DISTINCT a), COUNT(DISTINCT LENGTH(s) * 10000 + a) FROM t", TINY),
 ]

@@ -18,7 +18,7 @@ from engine.exec.operators.spill_partitions import SpillPartitions
 from engine.exec.aggregate_states import (_FEW_STATES, _KEYLESS, _PYTHON_MERGE, _STATES, _group_by, _narrow_sums,
                                           _split_grouped, _state_input, _sum_decimals_as_int64, _sum_lists,
                                           _widen_sums)
-from engine.exec.operators.aggregate_spill import _ArgumentPartitions
+from engine.exec.operators.aggregate_spill import _ArgumentPartitions, spills_by_argument
 from engine.exec.operators.spill_partitions import hold_or_spill
 from engine.exec.operators.aggregate_kernels import kernel_states
 
@@ -34,7 +34,7 @@ class ArrowAggregation:
             if self.keys:
                 return SpillPartitions.over(ctx.memory, self.input.schema, [e for _, e in self.keys], ctx.params,
                                             "HashAggregate")
-            if all(call.distinct and call.func in ("count", "sum", "avg") for _, call in self.aggregates):
+            if spills_by_argument([call for _, call in self.aggregates]):
                 return _ArgumentPartitions(ctx, [call for _, call in self.aggregates])
             return None                 # one group of other aggregates: held whole or fails
 
@@ -49,17 +49,31 @@ class ArrowAggregation:
 
     def _distinct_states(self, spilled: "_ArgumentPartitions", memory) -> pa.Table:
         """Keyless COUNT / SUM / AVG (DISTINCT x) states from each argument's spilled partitions: a
-        value is in one partition only, so the distinct values' count and sum add up over them."""
+        value is in one partition only, so the distinct values' count and sum add up over them; the
+        other aggregates' states were kept as the batches came (``spilled.running``)."""
         columns, names = [], []
-        for (f, call), parts in zip(self.aggregates, spilled.parts):
-            value_type = parts.schema.field(0).type
-            count, total = 0, None
-            for table in parts.each(memory):
-                distinct = pc.unique(pc.drop_null(table.column(0).combine_chunks()))
-                count += len(distinct)
-                if call.func != "count" and len(distinct):
-                    part = pc.sum(decimal128.widen_for_sum(distinct)).as_py()
-                    total = part if total is None else total + part
+        for (f, call), parts, running in zip(self.aggregates, spilled.parts, spilled.running):
+            if parts is None:
+                value_type = running["type"] or _state_input(call, pa.array([], call.arg.type.to_arrow())).type \
+                    if call.arg is not None else pa.int64()
+                count, total = running["count"], running["sum"]
+                if call.func in ("min", "max"):
+                    columns.append(pa.array([running[call.func]], value_type).cast(call.type.to_arrow()))
+                    names.append(f"{f.id}|{call.func}")
+                    continue
+                if call.func in ("count", "count_star"):
+                    columns.append(pa.array([count], pa.int64()))
+                    names.append(f"{f.id}|count")
+                    continue
+            else:
+                value_type = parts.schema.field(0).type
+                count, total = 0, None
+                for table in parts.each(memory):
+                    distinct = pc.unique(pc.drop_null(table.column(0).combine_chunks()))
+                    count += len(distinct)
+                    if call.func != "count" and len(distinct):
+                        part = pc.sum(decimal128.widen_for_sum(distinct)).as_py()
+                        total = part if total is None else total + part
             if call.func != "count":
                 wide_type = pc.sum(decimal128.widen_for_sum(pa.array([], value_type))).type
                 column = _narrow_sums([pa.array([total], wide_type)])[0]
