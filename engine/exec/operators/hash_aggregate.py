@@ -17,11 +17,12 @@ from engine.errors import BadDataError
 from engine.exec import decimal128
 from engine.exec.aggregate_mode import AggregateMode, AggregatePath
 from engine.exec.evaluate import evaluate_array
+from engine.exec.memory import held_bytes
 from engine.exec.extended_aggregates import FUNCTIONS, builtin_by_ids, group_ids, is_extended
 from engine.exec.distribution import grouped_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, accounted, table_to_batches
 from engine.exec.operators.scan import ScanExec
-from engine.exec.operators.spill_partitions import SpillPartitions, hash_type
+from engine.exec.operators.spill_partitions import SpillPartitions, hash_type, hold_or_spill
 from engine.exec.operators.storage_aggregate import storage_states
 
 from engine.exec.aggregate_states import (_STATES, _as_schema, _cast_result, _state_input, raise_unsupported,
@@ -198,11 +199,28 @@ class HashAggregateExec(KernelAggregation, ArrowAggregation, PhysicalOperator):
     def _by_group_ids(self, partition: int, ctx: TaskContext, memory) -> Iterator[pa.RecordBatch]:
         """Any mode, when an aggregate of ``engine.exec.extended_aggregates`` is among them: the input
         held whole, its keys factorized into dense group ids, then every aggregate's states (or
-        merged states) computed per group id over whole columns."""
+        merged states) computed per group id over whole columns. Past memory_limit with keys, the
+        input goes to hash partitions of the keys on disk and each is aggregated alone (a group's
+        rows are all in one); without keys (one group) it fails."""
         merging = self.mode.reads_states
-        batches = [b for b in accounted(self.input.execute(partition, ctx), memory) if b.num_rows]
-        if merging and not self.keys and not batches and ctx.task != 0:
-            return       # a scalar aggregate produces its one row in task 0 only
+        if not self.keys:
+            batches = [b for b in accounted(self.input.execute(partition, ctx), memory) if b.num_rows]
+            if merging and not batches and ctx.task != 0:
+                return       # a scalar aggregate produces its one row in task 0 only
+            yield from self._grouped_by_ids(batches, ctx)
+            return
+        keys = [ColumnRef(f.id, f.type) for f, _ in self.keys] if merging else [e for _, e in self.keys]
+        held, spilled = hold_or_spill(self.input.execute(partition, ctx), memory, lambda: SpillPartitions.over(
+            ctx.memory, self.input.schema, keys, ctx.params, "HashAggregate"), cost=held_bytes)
+        if spilled is None:
+            yield from self._grouped_by_ids(held, ctx)
+            return
+        for table in spilled.each(memory):
+            yield from self._grouped_by_ids(table.to_batches(), ctx)
+
+    def _grouped_by_ids(self, batches: list, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        """``_by_group_ids`` over ``batches``: every row of their groups."""
+        merging = self.mode.reads_states
         schema = self.input.schema if merging else None
 
         def column(values: list, arrow_type) -> pa.Array:
