@@ -185,6 +185,32 @@ def test_window_partitions_spill_past_the_limit_with_the_unlimited_answer(both, 
     assert_same_rows(unlimited, duck.execute(sql).fetchall())
 
 
+# Nested-loop joins (non-equi conditions): past the limit each side goes to disk and the right side is
+# read a block at a time, the left side streamed past each block (left rows matched in any block are
+# remembered for LEFT / semi / anti joins)
+NESTED = [
+    "SELECT COUNT(*), SUM(LENGTH(l.s)), MAX(r.id) FROM (SELECT id, a, x, REPEAT(s, 8) AS s FROM t) l "
+    "JOIN (SELECT id, x FROM t WHERE id < 40) r ON l.x < r.x - 0.5",
+    "SELECT COUNT(*), SUM(LENGTH(l.s)), COUNT(r.id) FROM (SELECT id, a, x, REPEAT(s, 8) AS s FROM t) l "
+    "LEFT JOIN (SELECT id, x FROM t WHERE id < 40) r ON l.x < r.x - 0.9",
+    "SELECT COUNT(*), SUM(LENGTH(l.s)) FROM t l WHERE EXISTS (SELECT 1 FROM t r WHERE r.id < 40 AND l.x > r.x + 0.5)",
+    "SELECT COUNT(*), SUM(LENGTH(l.s)) FROM t l WHERE NOT EXISTS (SELECT 1 FROM t r WHERE r.id < 40 AND l.x > r.x + 0.5)",
+    # the broadcast (right) side is the wide one: it is read from disk in blocks
+    "SELECT COUNT(*), SUM(LENGTH(w.big)), SUM(n.a) FROM (SELECT id, a, x FROM t WHERE id < 3000) n "
+    "JOIN (SELECT id, x, REPEAT(s, 60) AS big FROM t WHERE id < 1200) w ON n.x < w.x - 0.45",
+]
+
+
+@pytest.mark.parametrize("sql", NESTED)
+def test_nested_loop_joins_spill_past_the_limit(both, sql):
+    con, duck = both
+    unlimited = _run(con, sql)
+    limited, spilled = _spilled(con, sql, TINY)
+    assert spilled.get("NestedLoopJoin", 0) > 32 << 10, spilled
+    assert_same_rows(limited, unlimited)
+    assert_same_rows(unlimited, duck.execute(sql).fetchall())
+
+
 # Windows without PARTITION BY: one window partition, sorted on disk (runs merged) and computed a
 # chunk at a time with what the chunk needs carried over (window_stream.py): positions and peer
 # groups, a halo of rows for LAG / LEAD and bounded frames, running aggregates, whole-partition totals
