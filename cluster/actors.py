@@ -339,6 +339,7 @@ class LeafActor:
         if profile is not None:             # EXPLAIN ANALYZE: each operator's counters, by path
             meta["operators"] = {path: dataclasses.asdict(c) for path, c in profile.counters.items()}
             meta["spilled"] = dict(profile.spilled)
+            meta["peak"] = profile.peak
             if stats.get("chunked"):
                 meta["spilled"]["Exchange (to Ray's object store)"] = stats["chunked"]
         self.tasks_done += 1

@@ -141,4 +141,5 @@ def _task_output(stage: StageSpec, ctx: TaskContext, hold_output: bool = True,
         reservation.free()
         if ctx.profile is not None:         # EXPLAIN ANALYZE: what went to disk past memory_limit
             ctx.profile.spilled = dict(ctx.memory.spilled_by)
+            ctx.profile.peak = ctx.memory.peak
         ctx.memory.close()

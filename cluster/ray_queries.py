@@ -230,6 +230,7 @@ class RayQueries(Executor):
         for meta in metas:
             profile.add_counters(meta["stage"], meta.get("operators", {}))
             profile.add_spilled(meta.get("spilled", {}))
+            profile.peak = max(profile.peak, meta.get("peak", 0))
             if meta["kind"] is not None:
                 profile.add_links(meta["stage"], meta["links"],
                                   self.num_leaves if meta["kind"] == "broadcast" else 1)

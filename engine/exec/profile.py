@@ -88,6 +88,7 @@ class TaskProfile:
         self.paths = operator_paths(root)
         self.counters: dict[Path, OperatorCounters] = {}
         self.spilled: dict[str, int] = {}       # operator -> bytes it spilled to disk in this task
+        self.peak = 0                           # the most its pool held at once (memory_limit)
 
     def _counters(self, op) -> Optional[OperatorCounters]:
         path = self.paths.get(id(op))
@@ -142,11 +143,13 @@ class QueryProfile:
         self.operators: dict[tuple[int, Path], OperatorCounters] = {}
         self.exchanges: dict[int, ExchangeCounters] = {}
         self.spilled: dict[str, int] = {}       # operator -> bytes spilled to disk (memory_limit)
+        self.peak = 0                           # the most one task's pool held at once (memory_limit)
         self.seconds = 0.0
 
     def add_task(self, task: TaskProfile) -> None:
         self.add_counters(task.stage_id, task.counters)
         self.add_spilled(task.spilled)
+        self.peak = max(self.peak, task.peak)
 
     def add_spilled(self, spilled: dict) -> None:
         """Bytes written to disk past memory_limit, by operator (a task's, or the query's own buffers')."""

@@ -292,8 +292,11 @@ def execution_summary(profiles: Optional[list[QueryProfile]]) -> str:
         for operator, size in profile.spilled.items():
             spilled[operator] = spilled.get(operator, 0) + size
     disk = ""
+    peak = max(profile.peak for profile in profiles if profile is not None)
     if spilled:         # memory_limit: what operators wrote to disk (Arrow IPC, LZ4), by operator
-        disk = "; spilled to disk: " + ", ".join(f"{op} {_bytes(size)}" for op, size in sorted(spilled.items()))
+        # and the most one task's operators held at once (what memory_limit bounds)
+        disk = f"; peak held by a task: {_bytes(peak)}; spilled to disk: " + \
+            ", ".join(f"{op} {_bytes(size)}" for op, size in sorted(spilled.items()))
     return (f"Execution: {sum(p.seconds for p in profiles) * 1000:.3f} ms (times are inclusive of "
             f"children, summed over tasks; held = largest input a blocking operator collected){disk}")
 

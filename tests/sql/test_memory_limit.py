@@ -11,7 +11,7 @@ import pytest
 
 import engine
 from engine.errors import MemoryLimitError, OperationalError, ProgrammingError
-from engine.exec.memory import MemoryPool, SpillFile, physical_memory
+from engine.exec.memory import MemoryPool, SpillFile, parse_memory_limit, physical_memory
 from engine.exec.operators import spill_partitions
 from tests.oracle import assert_same_rows, canopy_and_duckdb
 
@@ -50,13 +50,21 @@ def _spilled(con, sql, limit) -> tuple[list, dict]:
         last = [r[0] for r in cur.fetchall()][-1]
     finally:
         cur.execute("SET memory_limit = DEFAULT")
-    spilled = {}
+    spilled = _Disk()
+    units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
     if "spilled to disk: " in last:
-        units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
         for part in last.split("spilled to disk: ")[1].split(", "):
             name, size, unit = part.rsplit(" ", 2)
             spilled[name] = float(size.replace(",", "")) * units[unit]
+        size, unit = last.split("peak held by a task: ")[1].split(";")[0].split(" ")
+        spilled.peak = float(size.replace(",", "")) * units[unit]
     return rows, spilled
+
+
+class _Disk(dict):
+    """What EXPLAIN ANALYZE says went to disk, {operator: bytes}, and in ``peak`` the most one task's
+    operators held at once (both runners: a Ray leaf's tasks report theirs)."""
+    peak = 0.0
 
 
 RAY = os.environ.get("CANOPY_RUNNER") == "ray"
@@ -206,7 +214,7 @@ def test_nested_loop_joins_spill_past_the_limit(both, sql):
     con, duck = both
     unlimited = _run(con, sql)
     limited, spilled = _spilled(con, sql, TINY)
-    assert spilled.get("NestedLoopJoin", 0) > 32 << 10, spilled
+    assert spilled.get("NestedLoopJoin", 0) > 32 << 10 and 0 < spilled.peak <= 2 << 20, (spilled, spilled.peak)
     assert_same_rows(limited, unlimited)
     assert_same_rows(unlimited, duck.execute(sql).fetchall())
 
@@ -243,7 +251,12 @@ def test_a_window_without_partition_by_sorts_on_disk_past_the_limit(both, sql, m
     assert spilled.get("Window", 0) > 256 << 10, spilled
     assert_same_rows(limited, unlimited)
     assert_same_rows(unlimited, duck.execute(sql).fetchall())
-    assert RAY or peaks and max(peaks) <= 2 << 20, peaks      # what the operators held stayed in the limit
+    assert 0 < spilled.peak <= 2 << 20, spilled.peak        # what a task's operators held stayed in the limit
+    assert RAY or peaks and max(peaks) <= 2 << 20, peaks    # (and every pool of this process)
+
+
+def limit_bytes(limit: str) -> int:
+    return parse_memory_limit(limit)
 
 
 def _pool_peaks(monkeypatch) -> list:
@@ -278,7 +291,7 @@ def test_distinct_aggregates_spill_past_the_limit_with_the_unlimited_answer(both
     con, duck = both
     unlimited = _run(con, sql)
     limited, spilled = _spilled(con, sql, limit)
-    assert spilled.get("HashAggregate", 0) > 256 << 10, spilled
+    assert spilled.get("HashAggregate", 0) > 256 << 10 and 0 < spilled.peak <= limit_bytes(limit), spilled
     assert_same_rows(limited, unlimited)
     assert_same_rows(unlimited, duck.execute(sql).fetchall())
 
