@@ -135,10 +135,10 @@ def shared_subexpressions(exprs: Sequence[Expr]) -> dict[int, int]:
 
 
 def _may_warn(e: Expr) -> bool:
-    """Whether evaluating ``e`` may record a statement warning per row (a text read as a number):
-    MySQL counts one per mention, so such a call is not shared."""
-    return any(isinstance(x, Call) and x.op == "cast" and x.args and x.args[0].type.kind == "string"
-               for x in e.walk())
+    """Whether evaluating ``e`` may record a statement warning per row (a text read as a number, an
+    unsigned cast that wraps or clips): MySQL counts one per mention, so such a call is not shared."""
+    return any(isinstance(x, Call) and x.op == "cast" and x.args and (
+        x.args[0].type.kind == "string" or (x.type.unsigned and not x.args[0].type.unsigned)) for x in e.walk())
 
 
 def evaluate_arrays(exprs: Sequence[Expr], batch: pa.RecordBatch, params: Sequence = (),

@@ -168,3 +168,10 @@ def test_an_unsigned_cast_that_wraps_or_clips_says_so(con):
         ("Note", "1916", "Got overflow when converting '1e30' to UNSIGNED BIGINT. Value truncated"),
         ("Warning", "1916", "Got overflow when converting '-5.5' to UNSIGNED INT. Value truncated"),
         ("Warning", "1292", "Truncated incorrect INTEGER value: '99999999999999999999'")])
+
+
+def test_an_unsigned_cast_mentioned_twice_warns_twice(con):
+    """Repeated subexpressions are computed once (shared_subexpressions), but not a cast that warns
+    per row: MySQL counts one per mention."""
+    con.execute("SELECT CAST(id - 150 AS UNSIGNED), CAST(id - 150 AS UNSIGNED) > 5 FROM w")
+    assert _diagnostics(con)[1] == 2 * 150
