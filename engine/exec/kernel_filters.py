@@ -29,6 +29,7 @@ import kernels
 from engine.core.collation_keys import collation_keys, list_keys
 from engine.core.expressions import Call, ColumnRef, Expr, Literal, and_all, conjuncts
 from engine.storage.columnstore.encoding import decode_batch, decode_column
+from engine.exec.gather import take
 
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 _FLIPPED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
@@ -359,7 +360,7 @@ def take_column(column: pa.Array, indices: np.ndarray, positions: Optional[pa.Ar
     ``positions``: the same indices as an Arrow array, when the caller has it."""
     if pa.types.is_run_end_encoded(column.type):
         return take_run_end(column, indices)
-    return column.take(pa.array(indices, type=pa.int64()) if positions is None else positions)
+    return take(column, indices, positions=positions)
 
 
 def take_run_end(column: pa.RunEndEncodedArray, indices: np.ndarray, coded: bool = False) -> pa.Array:

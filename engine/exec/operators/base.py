@@ -184,6 +184,16 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+def one_array(column) -> pa.Array:
+    """``column`` as one Array: a ChunkedArray's only chunk as it is (``combine_chunks`` copies even
+    one chunk: a gathered join column was copied twice), several concatenated."""
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    if column.num_chunks == 1:
+        return column.chunk(0)
+    return column.combine_chunks()
+
+
 def table_to_batches(table: pa.Table, max_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
     for batch in table.to_batches(max_chunksize=max_rows):
         if batch.num_rows:

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from engine.exec.evaluate import evaluate_array
 from engine.exec.distribution import join_output
-from engine.exec.operators.base import PhysicalOperator, TaskContext, collect
+from engine.exec.operators.base import PhysicalOperator, TaskContext, collect, one_array
 from engine.core.expressions import Expr
 from engine.core.fields import Field
 from engine.types import SqlType
@@ -115,7 +115,7 @@ class BatchedKeyJoinExec(PhysicalOperator):
             for name in matched_left.schema.names:
                 columns[name] = matched_left.column(name)
             for name in matched_right.schema.names:
-                columns[name] = matched_right.column(name).combine_chunks()
+                columns[name] = one_array(matched_right.column(name))
             if self.kind == "left":
                 unmatched = batch.filter(pa.array(counts == 0))
                 if unmatched.num_rows:

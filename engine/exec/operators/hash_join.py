@@ -10,9 +10,10 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.exec.evaluate import evaluate_array, evaluate_predicate
+from engine.exec.gather import take
 from engine.exec.memory import Reservation
 from engine.exec.distribution import join_output
-from engine.exec.operators.base import PhysicalOperator, TaskContext, conform
+from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, one_array
 from engine.exec.operators.scan import RuntimeFilter
 from engine.exec.operators.spill_partitions import SpillPartitions, hash_type
 from engine.core.expressions import ColumnRef, Expr
@@ -391,13 +392,13 @@ def _take_ascending(column: pa.ChunkedArray, indices: np.ndarray) -> pa.Array:
     from TPC-H lineitem cost a copy of the whole column (Q8 at SF 0.1: the lineitem join 135 ms
     instead of 35 ms)."""
     if column.num_chunks == 1:
-        return column.chunk(0).take(pa.array(indices, type=pa.int64()))
+        return take(column.chunk(0), indices)
     if column.num_chunks == 0 or len(indices) == 0:
         return pa.array([], type=column.type)
     lengths = np.fromiter((len(c) for c in column.chunks), dtype=np.int64, count=column.num_chunks)
     starts = np.concatenate([[0], np.cumsum(lengths)])
     bounds = np.searchsorted(indices, starts)
-    parts = [column.chunk(c).take(pa.array(indices[bounds[c]:bounds[c + 1]] - starts[c], type=pa.int64()))
+    parts = [take(column.chunk(c), indices[bounds[c]:bounds[c + 1]] - starts[c])
              for c in range(column.num_chunks) if bounds[c + 1] > bounds[c]]
     return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
 
@@ -416,7 +417,7 @@ def _gather(left: pa.Table, right: pa.Table, names, left_rows: np.ndarray, right
         if name in left_names:
             column = left.column(name)
             column = _take_ascending(column, left_rows) if left_ascending else \
-                column.take(pa.array(left_rows, type=pa.int64()))
+                take(column, left_rows)
         else:
             column = right.column(name)
             if all_missing:
@@ -424,8 +425,8 @@ def _gather(left: pa.Table, right: pa.Table, names, left_rows: np.ndarray, right
             elif not left_ascending:
                 column = _take_ascending(column, right_rows)
             else:
-                column = column.take(pa.array(right_rows, type=pa.int64(), mask=missing if missing.any() else None))
-        columns.append(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+                column = take(column, right_rows, missing)
+        columns.append(one_array(column))
     if schema is not None:
         columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema)]
         return pa.RecordBatch.from_arrays(columns, schema=schema)
@@ -436,8 +437,7 @@ def _right_only(right: pa.Table, rows: np.ndarray, schema: pa.Schema) -> pa.Reco
     """The build rows ``rows`` of a full join that no probe row matched: their own columns, NULL for
     the probe side's (``schema``'s other fields)."""
     names = set(right.schema.names)
-    indices = pa.array(rows, type=pa.int64())
-    columns = [right.column(f.name).take(indices).combine_chunks() if f.name in names
+    columns = [take(right.column(f.name), rows) if f.name in names
                else pa.nulls(len(rows), f.type) for f in schema]
     columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema)]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
