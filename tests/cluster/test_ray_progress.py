@@ -44,12 +44,24 @@ def test_a_watched_query_reports_every_task(slow_con, monkeypatch):
 
 
 CTRL_C = """
-import _thread, gc, threading, time
+import gc, signal, threading, time
 import engine
 con = engine.connect(cluster="ray", leaves=2, partitions_per_leaf=2, debug_task_delay_s=3.0)
 con.execute("CREATE TABLE t (a BIGINT, b BIGINT, SHARD KEY (a))")
 con.executemany("INSERT INTO t VALUES (%s, %s)", [(i, i % 10) for i in range(1000)])
-threading.Timer(1.0, _thread.interrupt_main).start()
+runner, main = con.session.runner, threading.main_thread().ident
+
+def ctrl_c_once_running():
+    # Ctrl-C once a leaf runs a task of the query (its delay), not after a fixed second: under load
+    # that fired before the query was under way. A real SIGINT to the main thread, as a terminal's.
+    until = time.monotonic() + 120
+    while not any(leaf["tasks_running"] for leaf in runner.leaf_info()):
+        if time.monotonic() > until:
+            return
+        time.sleep(0.05)
+    signal.pthread_kill(main, signal.SIGINT)
+
+threading.Thread(target=ctrl_c_once_running, daemon=True).start()
 try:
     con.execute("SELECT b, COUNT(*) FROM t GROUP BY b").fetchall()
 except KeyboardInterrupt as error:
