@@ -11,8 +11,11 @@ called in this process (:mod:`cluster.local_writes`).
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -303,25 +306,38 @@ class LocalRunner(ScheduledRunner):
                 break
         return rows
 
-    def _run_parallel(self, task, tasks, interrupted: Optional[_Flag] = None,
-                      progress=None) -> list[list[pa.RecordBatch]]:
-        futures = [self._pool.submit(task, t) for t in tasks]
+    def _run_parallel(self, task, tasks, interrupted: _Flag, progress=None) -> list[list[pa.RecordBatch]]:
+        """Run ``tasks`` on the pool and wait for every one of them, whatever happens (Ctrl-C, a task's
+        error): no task of the stage is left queued or running once this returns or raises."""
+        def guarded(item):
+            if interrupted.is_set():        # queued when the query was interrupted: never starts
+                raise KeyboardInterrupt
+            return task(item)
+
+        futures: list = []
         outputs, first_error = [], None
-        for future in futures:              # wait for all, so no task outlives the query
-            while True:
-                try:
-                    # a watched query wakes up 4 times a second so its progress bar appears on time
-                    outputs.append(future.result(timeout=0.25 if progress is not None else None))
-                    break
-                except FutureTimeout:
-                    progress.tick()
-                except KeyboardInterrupt as error:  # Ctrl-C in this thread: the tasks stop at a batch
-                    if interrupted is not None:
-                        interrupted.set()
-                    first_error = first_error or error
-                except BaseException as error:  # noqa: BLE001 - re-raised below
-                    first_error = first_error or error
-                    break
+        # Ctrl-C only marks the query interrupted (its tasks stop at their next batch, the queued ones
+        # never start) until every task has ended; it is raised then. A KeyboardInterrupt raised here
+        # at once could land inside ThreadPoolExecutor.submit (the work item queued, its future not
+        # yet returned) or between two waits, and leave a task running after the query and its buffers.
+        with _sigint_deferred(interrupted.set):
+            try:
+                for t in tasks:
+                    futures.append(self._pool.submit(guarded, t))
+            except BaseException as error:  # noqa: BLE001 - re-raised below, once the queued tasks ended
+                interrupted.set()
+                first_error = error
+            for future in futures:          # wait for all, so no task outlives the query
+                while True:
+                    try:
+                        # a watched query wakes up 4 times a second so its progress bar appears on time
+                        outputs.append(future.result(timeout=0.25 if progress is not None else None))
+                        break
+                    except FutureTimeout:
+                        progress.tick()
+                    except BaseException as error:  # noqa: BLE001 - re-raised below
+                        first_error = first_error or error
+                        break
         if first_error is not None:
             raise first_error
         return outputs
@@ -339,11 +355,16 @@ class LocalRunner(ScheduledRunner):
         # a large exchange held in memory splits on the leaf pool (the kernels release the GIL); a
         # spilled one streams from disk through the split (the pool's map would read it all at once)
         large = len(batches) > 1 and batches.rows >= INLINE_STAGE_ROWS and not batches.spilled
-        routed = route_batches(batches, exchange, self._pool.map if large else map,
+        routed = route_batches(batches, exchange, self._map_on_pool(query) if large else map,
                                lambda: ExchangeBuffer(query.state.buffers))
         for out in outputs:                 # routed: the producing tasks' buffers are read no more
             out.discard()
         return routed
+
+    def _map_on_pool(self, query: Query):
+        """``map`` on the leaf pool, under Ctrl-C as a stage's tasks: every call has ended when it returns
+        (the pool's own ``map`` leaves its queued calls behind when interrupted)."""
+        return lambda fn, items: self._run_parallel(fn, list(items), query.state.interrupted)
 
     def shutdown(self) -> None:
         self._closed = True
@@ -357,6 +378,28 @@ class LocalRunner(ScheduledRunner):
                     for store in leaf.storage.all_stores():
                         store.close()
                 self._data.close()
+
+
+@contextmanager
+def _sigint_deferred(on_sigint):
+    """For the block, SIGINT (Ctrl-C) calls ``on_sigint()`` instead of raising KeyboardInterrupt; it is
+    delivered to its own handler once the block has ended. Python runs signal handlers only in the main
+    thread: elsewhere there is nothing to defer."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield                               # (None: a handler not set from Python, which cannot be put back)
+        return
+    held: list = []
+
+    def hold(signum, frame):
+        held.append(signum)
+        on_sigint()
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
