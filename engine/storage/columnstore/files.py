@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 import re
 import threading
 import zlib
@@ -37,10 +38,13 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, writers_race: bool = False) -> None:
     """Replace ``path`` by ``data``: a reader (or a recovery after a crash) sees the old or the new
-    content, never a mix (write a temporary file, fsync it, rename over, fsync the directory)."""
-    tmp = path.with_name(path.name + ".tmp")
+    content, never a mix (write a temporary file, fsync it, rename over, fsync the directory).
+    ``writers_race``: two threads may write ``path`` at once (a merge and a flush building the same
+    index), so each writes its own temporary file."""
+    suffix = f".{uuid.uuid4().hex[:8]}.tmp" if writers_race else ".tmp"
+    tmp = path.with_name(path.name + suffix)
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()

@@ -13,16 +13,14 @@ length-prefixed), then the sorted uint64 hashes, then the int64 row positions.
 """
 from __future__ import annotations
 
-import os
 import struct
-import uuid
 import zlib
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from engine.storage.columnstore.files import fsync_dir
+from engine.storage.columnstore.files import write_atomic
 
 MARK = ".hidx-"
 _MAGIC = b"CNHX0001"
@@ -56,14 +54,7 @@ def write_index(segment_path: Path, column: str, index) -> None:
     body = scheme + name + index.hashes.astype("<u8", copy=False).tobytes() + \
         index.positions.astype("<i8", copy=False).tobytes()
     data = _HEADER.pack(_MAGIC, len(index.hashes), zlib.crc32(body), len(scheme), len(name)) + body
-    path = index_path(segment_path, column)
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+    write_atomic(index_path(segment_path, column), data, writers_race=True)
 
 
 def read_index(segment_path: Path, column: str, rows: int):
