@@ -41,6 +41,7 @@ from engine.errors import (AccessDeniedError, BadDataError, BindError, CanopyInt
 from engine.exec.memory import default_memory_limit, format_bytes, parse_memory_limit, statement_memory_limit
 from engine.core.deadline import Deadline, check_statement_deadline, statement_deadline
 from engine.exec import statement_warnings
+from engine.exec.inline import InlineRunner, inline_stage
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
 from engine.load import keys
 from engine.result import Result
@@ -58,7 +59,7 @@ from engine.sql.accounts import AlterUser, CreateUser, DropUser, Grant, ShowGran
 from engine.sql.parser import OptimizeTable, RenameTables, SavepointStatement, Statement, parse
 from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values, plans_equal
 from engine.sql.plan_picture import PlanPicture
-from engine.sql.query import execution_summary, explain_parts, explain_text, plan_query, reads_tables, run_query
+from engine.sql.query import execution_summary, explain_parts, explain_text, plan_query, run_query
 from engine.sql.refusals import refuse_ignored
 from engine.sql.variables import Variables, reads_session_state, substitute
 from engine.statistics import RunnerStatistics
@@ -530,17 +531,28 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
             and collation.resolve(self.variables["collation_connection"]) == collation.DEFAULT
 
     def execute_if_instant(self, sql: str) -> Optional[Result]:
-        """``execute(sql)`` when it runs from a cached plan that reads no table (``SELECT 1``, a
-        client's ping query): done in microseconds, so the wire server runs it on its event loop
-        instead of handing it to a worker thread; None (nothing run) otherwise."""
+        """``execute(sql)`` when it runs from a cached plan of one stage that reads no table
+        (``SELECT 1``, a client's ping query): done in microseconds, in this thread and without the
+        runner's scheduler (engine.exec.inline), so the wire server runs it on its event loop instead
+        of handing it to a worker thread; None (nothing run) otherwise."""
         self._check_open()
         if not isinstance(sql, str) or not self._cacheable(sql):
             return None
-        entry = self.plan_cache.entries.get((sql, self.database, self.runner.num_partitions, "text"))
-        if entry is None or entry is UNCACHEABLE or entry.init_plans \
-                or any(reads_tables(stage.root) for stage in entry.stages):
+        key = (sql, self.database, self.runner.num_partitions, "text")
+        entry = self.plan_cache.entries.get(key)
+        if entry is None or entry is UNCACHEABLE or entry.init_plans or inline_stage(entry.stages) is None:
             return None
-        return self.execute(sql)
+        with self._deadline(sql):
+            return self._guarded(lambda: self._run_inline(key, entry, sql))
+
+    def _run_inline(self, key: tuple, entry, sql: str) -> Result:
+        """What ``_execute`` does with a hit of the text's own plan, the plan run inline."""
+        self.plan_cache.hits += 1
+        if self.user is not None:      # a plan another session cached: this user's rights first
+            self._authorize_cached(key, sql)
+        result = run_query(entry, InlineRunner(self.runner.num_partitions))
+        self.warnings = result.warnings
+        return result
 
     def _run_planned(self, planned) -> Result:
         result = run_query(planned, self.runner)

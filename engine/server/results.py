@@ -88,10 +88,13 @@ def _wire_column(info: ColumnInfo, arrow_type: pa.DataType) -> WireColumn:
 
 
 def text_rows(table: pa.Table) -> list[tuple]:
-    """The rows of ``table`` as tuples of MySQL text values (str, bytes or None), built per column."""
+    """The rows of ``table`` as tuples of MySQL text values (str, bytes, int or None), built per
+    column. Integers stay ints: mysql-mimic's row writer prints them as Arrow's cast would, without
+    the cast's string column (a compute call that was most of a one-row result's cost)."""
     if table.num_columns == 0:
         return [()] * table.num_rows
-    return list(zip(*(_text_column(column).to_pylist() for column in table.columns)))
+    return list(zip(*((column if pa.types.is_integer(column.type) else _text_column(column)).to_pylist()
+                      for column in table.columns)))
 
 
 def _text_column(column: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -190,6 +190,19 @@ def test_instant_queries_are_those_cached_without_tables(session):
     assert session.execute_if_instant("SELECT COUNT(*) FROM sbtest1") is None
 
 
+@pytest.mark.parametrize("sql", ["SELECT 1 / 0", "SELECT CONCAT('a', 'b'), 2.5, NULL",
+                                 "SELECT CAST('12abc' AS SIGNED)", "SELECT 1 UNION ALL SELECT 2"])
+def test_instant_queries_answer_and_warn_as_execute(session, sql):
+    """An instant query runs in the caller's thread without the scheduler (engine.exec.inline): the
+    same rows, column descriptions and warnings (SHOW WARNINGS) as the runner's run of the plan."""
+    for _ in range(3):
+        expected = session.execute(sql)
+        expected_warnings = session.execute("SHOW WARNINGS").table
+    result = session.execute_if_instant(sql)
+    assert result is not None and result.table.equals(expected.table) and result.columns == expected.columns
+    assert session.execute("SHOW WARNINGS").table.equals(expected_warnings)
+
+
 def test_errors_of_repeated_texts_are_the_statement_s(session):
     from engine.errors import Error
     for _ in range(3):
