@@ -3,7 +3,7 @@
 # the join's hash table); kernels/join.pyi declares the Python API for type checkers.
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-from kernels.groupby cimport canopy_gb_table
+from kernels.hashtable cimport canopy_gb_table
 
 
 cdef extern from "canopy_join.h" nogil:

@@ -1,17 +1,22 @@
-"""Type stubs for the compiled kernels/join.pyx (see its module docstring for the semantics)."""
+"""Type stubs for the compiled kernels/join.pyx, the family's public face: it re-exports the names of
+kernels/join_keys, join_table, join_probe, join_pairs and join_bloom (see its module docstring for the
+semantics)."""
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from kernels.groupby import HashTable
+from kernels.hashtable import HashTable
 
 Ids = npt.NDArray[np.int64]
 Bits = npt.NDArray[np.uint8]
 Column = pa.Array | pa.ChunkedArray
 
 DEFAULT_MAX_PAIRS: int
+DENSE_SLOTS_PER_KEY: int
+DENSE_MIN_SLOTS: int
+FILTERED_LOOKUP_MAX_KEYS: int
 
 # Public API (re-exported by kernels/__init__.py).
 def supports_join_key(t: pa.DataType) -> bool: ...

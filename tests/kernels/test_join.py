@@ -234,10 +234,12 @@ def test_direct_address_and_hashed_lookups_agree(build, probe_type):
 def test_unfiltered_integer_lookups_match_reference(case):
     """Integer keys too many for the Bloom-filtered lookup take the plain hashed one: same ids."""
     build, probe = case
-    saved = compiled.FILTERED_LOOKUP_MAX_KEYS, compiled.DENSE_MIN_SLOTS, compiled.DENSE_SLOTS_PER_KEY
-    compiled.FILTERED_LOOKUP_MAX_KEYS, compiled.DENSE_MIN_SLOTS, compiled.DENSE_SLOTS_PER_KEY = -1, 0, 0
+    from kernels import join_table      # the module whose JoinTable reads these limits
+
+    saved = join_table.FILTERED_LOOKUP_MAX_KEYS, join_table.DENSE_MIN_SLOTS, join_table.DENSE_SLOTS_PER_KEY
+    join_table.FILTERED_LOOKUP_MAX_KEYS, join_table.DENSE_MIN_SLOTS, join_table.DENSE_SLOTS_PER_KEY = -1, 0, 0
     try:
         ours = compiled.JoinTable(build)
     finally:
-        compiled.FILTERED_LOOKUP_MAX_KEYS, compiled.DENSE_MIN_SLOTS, compiled.DENSE_SLOTS_PER_KEY = saved
+        join_table.FILTERED_LOOKUP_MAX_KEYS, join_table.DENSE_MIN_SLOTS, join_table.DENSE_SLOTS_PER_KEY = saved
     assert ours.lookup(probe).tolist() == reference.JoinTable(build).lookup(probe).tolist()

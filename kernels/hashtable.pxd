@@ -1,6 +1,6 @@
-# The hash table of hash group-by, for kernels that cimport it (a hash join could share it): the
-# definitions and their contract live in kernels/src/canopy_groupby.h; the Python API of
-# kernels/groupby.pyx is declared for type checkers in kernels/groupby.pyi.
+# The hash table of hash group-by and hash join, for kernels that cimport it: the definitions and their
+# contract live in kernels/src/canopy_groupby.h; the Python API of kernels/hashtable.pyx is declared
+# for type checkers in kernels/hashtable.pyi.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 
