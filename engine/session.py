@@ -21,6 +21,13 @@ closing the session rolls it back.
 Errors: bad input raises the typed errors of :mod:`engine.errors`; anything else escaping the engine is
 wrapped as :class:`~engine.errors.CanopyInternalError`, so no raw traceback of engine internals reaches a
 client, and the session stays usable.
+
+Why one file of over 600 lines: it is the statement loop and nothing else (text -> plan cache or
+parse -> dispatch -> guard -> result, with the transaction, deadline and kill state that loop carries),
+and the one dispatch table of every statement (:func:`statement_handlers`) sits beside it so a reader
+finds every statement in one place. The statements themselves are the mixins of
+:mod:`engine.sql.handlers` (one file per family); what is left here shares ``Session``'s state on every
+line, and cutting it would only move that state behind another object.
 """
 from __future__ import annotations
 

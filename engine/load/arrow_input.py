@@ -23,7 +23,7 @@ from engine.catalog import ColumnDef, TableDef
 from engine.errors import BadDataError, BindError, ConstraintError, UnsupportedError
 from engine.exec.arrow_errors import sql_message, sql_type_word
 from engine.exec.integer_range import first_out_of_range
-from engine.load.delimited import _first_failing
+from engine.load.failing_rows import first_failing
 
 
 def to_arrow_table(data: Any) -> pa.Table:
@@ -83,7 +83,7 @@ def _converted(values: pa.ChunkedArray, column: ColumnDef, source: str, first_ro
         try:
             values = values.cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-            row = _first_failing(values, lambda chunk: chunk.cast(target))
+            row = first_failing(values, lambda chunk: chunk.cast(target))
             if row is None:
                 raise BadDataError(f"{source}: column {column.name!r}: cannot convert "
                                    f"{sql_type_word(str(values.type))} to {column.type}: "

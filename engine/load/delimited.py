@@ -29,10 +29,14 @@ becomes ``0xFF`` (a whole-field ``0xFF`` is the NULL marker), and ``\\n`` become
 followed by a real LF, which pyarrow's own escape handling turns into a literal LF. Text columns are then
 read as binary and the placeholders put back before the UTF-8 cast. Files without the escape character
 (TPC-H's) skip all of this.
+
+The file's bytes (opening, decompression, runs of whole lines, character sets) are
+:mod:`engine.load.input_files`; ``SET col = expr`` is :mod:`engine.load.set_clauses`; the search for the
+rows a conversion rejects is :mod:`engine.load.failing_rows`; the statement's FIELDS / LINES options
+and column list as the parse takes them are :mod:`engine.load.dialect`.
 """
 from __future__ import annotations
 
-import codecs
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -44,9 +48,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from engine.catalog import TableDef
-from engine.errors import BadDataError, BindError, ConstraintError, ExecutionError, UnsupportedError
+from engine.errors import BadDataError, ConstraintError
 from engine.exec.integer_range import out_of_range
+from engine.load.dialect import FileField, file_dialect, file_fields
+from engine.load.failing_rows import failing_rows, first_failing
+from engine.load.input_files import (_UTF8_CHARSETS, Chunks, WholeFileNeeded, decode_text, escaped_bytes, open_input,
+                                     read_file, skip_lines)
 from engine.load.load_data import LoadDataStatement
+from engine.load.set_clauses import SetClauses
 from engine.types import TEXT, SqlType
 
 BLOCK_SIZE = 16 << 20
@@ -58,28 +67,12 @@ _ESCAPED_ESCAPE = b"\xfe"   # placeholder for an escaped escape character (never
 _NULL_MARK = b"\xff"        # placeholder for \N (never in UTF-8); a whole field of it is NULL
 _CONTROL_ESCAPES = ((b"n", b"\n"), (b"t", b"\t"), (b"r", b"\r"), (b"0", b"\x00"), (b"b", b"\x08"),
                     (b"Z", b"\x1a"))
-_UTF8_CHARSETS = {"utf8", "utf8mb4", "utf8mb3", "utf-8", "ascii", "us-ascii", "binary"}
-_MYSQL_CODECS = {"latin1": "cp1252", "latin2": "iso8859-2", "cp1251": "cp1251", "greek": "iso8859-7",
-                 "hebrew": "iso8859-8", "koi8r": "koi8-r", "ucs2": "utf-16-be", "utf16": "utf-16-be",
-                 "utf16le": "utf-16-le", "utf32": "utf-32-be", "sjis": "shift_jis", "gbk": "gbk",
-                 "big5": "big5", "euckr": "euc-kr", "ujis": "euc-jp", "gb2312": "gb2312"}
-_COMPRESSION = {".gz": "gzip", ".gzip": "gzip", ".lz4": "lz4", ".zst": "zstd", ".zstd": "zstd",
-                ".bz2": "bz2"}
 # Warnings kept per statement (MySQL's max_error_count is 64 by default); every skipped row is counted.
 MAX_WARNINGS = 1000
 # MySQL's codes for what a skipped row hit.
 _TOO_MANY_FIELDS, _TOO_FEW_FIELDS, _BAD_VALUE, _NULL_NOT_NULL, _TOO_LONG = 1262, 1261, 1366, 1048, 1406
 _COLUMN_COUNT = re.compile(r"Expected (\d+) columns, got (\d+)")
 _CONVERSION = re.compile(r"In CSV column #(\d+): (.*)", re.S)
-
-
-@dataclass(frozen=True)
-class _Field:
-    """One field of a file row: where it goes (``column`` index into the table, None for @var)."""
-
-    name: str                 # pyarrow's name for it: unique, never shown
-    label: str                # what error messages call it: the column name or '@var'
-    column: Optional[int]
 
 
 @dataclass
@@ -106,11 +99,6 @@ def read_delimited(statement: LoadDataStatement, table: TableDef, *, data: Optio
     ERRORS`` are recorded in ``warnings``."""
     reader = _Reader(statement, table, data, warnings if warnings is not None else LoadWarnings())
     return reader.read()
-
-
-class WholeFileNeeded(Exception):
-    """The streamed read of a file stopped: drop its blocks and read the file whole (see
-    :func:`stream_delimited`). Never reaches a user."""
 
 
 def stream_delimited(statement: LoadDataStatement, table: TableDef, *, warnings: Optional[LoadWarnings] = None,
@@ -145,9 +133,9 @@ class _Reader:
         self.data = data
         self.warnings = warnings
         self.skip = skip_kinds(statement)
-        self.delimiter, self.quote, self.escape = _dialect(statement)
-        self.fields = _fields(statement, table)
-        self.assignments = _SetClauses(statement, table, self.fields) if statement.set_clauses else None
+        self.delimiter, self.quote, self.escape = file_dialect(statement)
+        self.fields = file_fields(statement, table)
+        self.assignments = SetClauses(statement, table, self.fields) if statement.set_clauses else None
         # @var fields are parsed (as text) only when a SET expression reads them
         used = self.assignments.variables if self.assignments else set()
         self.parsed_fields = [f for f in self.fields if f.column is not None or f.label.lower() in used]
@@ -157,15 +145,15 @@ class _Reader:
 
     # -- the success path ---------------------------------------------------------------------
     def read(self) -> pa.Table:
-        raw = self.data if self.data is not None else _read_file(self.path)
+        raw = self.data if self.data is not None else read_file(self.path)
         self.data = None
-        data = _decode(raw, self.statement.character_set, self.path)
+        data = decode_text(raw, self.statement.character_set, self.path)
         del raw
-        offset = _skip_lines(data, self.statement.ignore_lines)
+        offset = skip_lines(data, self.statement.ignore_lines)
         self.escaped = bool(self.escape) and data.find(self.escape.encode(), offset) >= 0
         if self.escaped:
             data = self._rewrite_escapes(data, offset)
-            offset = _skip_lines(data, self.statement.ignore_lines)
+            offset = skip_lines(data, self.statement.ignore_lines)
         self.buffer = pa.py_buffer(data).slice(offset)
         self.newlines_in_values = bool(self.quote) and data.find(self.quote.encode(), offset) >= 0
         if self.quote:
@@ -213,10 +201,10 @@ class _Reader:
                 and self.statement.character_set.lower() not in _UTF8_CHARSETS):
             raise WholeFileNeeded("this load is read whole")
         self.escaped = self.newlines_in_values = False
-        handle, source = _open_input(self.path)
+        handle, source = open_input(self.path)
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="canopy-load-parse")
         try:
-            chunks = _Chunks(source, handle, chunk_bytes)
+            chunks = Chunks(source, handle, chunk_bytes)
             pending = pool.submit(self._parse_chunk, chunks, True)
             quotes = 0
             while True:
@@ -237,7 +225,7 @@ class _Reader:
             pool.shutdown(wait=True, cancel_futures=True)
             handle.close()
 
-    def _parse_chunk(self, chunks: "_Chunks", first: bool) -> Optional[tuple[pa.Table, int, int, int]]:
+    def _parse_chunk(self, chunks: "Chunks", first: bool) -> Optional[tuple[pa.Table, int, int, int]]:
         """(rows parsed, line ends, quote characters, file bytes consumed) of the next run of lines,
         or None at the end of the file (runs on the parse thread: pyarrow parses without the GIL)."""
         data, end, consumed = chunks.next()
@@ -281,7 +269,7 @@ class _Reader:
             arrow_type = column.type.to_arrow()
             field = by_column.get(index)
             if index in assigned:
-                values, field = assigned[index], _Field(column.name, column.name, index)
+                values, field = assigned[index], FileField(column.name, column.name, index)
             elif field is None:
                 arrays.append(self._default(index, num_rows))
                 continue
@@ -294,10 +282,10 @@ class _Reader:
             result = result.filter(pa.array(~self.dropped))
         return result
 
-    def _sql_type(self, field: _Field) -> SqlType:
+    def _sql_type(self, field: FileField) -> SqlType:
         return TEXT if field.column is None else self.table.columns[field.column].type
 
-    def _read_type(self, field: _Field) -> pa.DataType:
+    def _read_type(self, field: FileField) -> pa.DataType:
         sql_type = self._sql_type(field)
         if sql_type.kind == "string" and self.escaped:
             return pa.binary()  # placeholders are not UTF-8; restored by _restore_text
@@ -324,7 +312,7 @@ class _Reader:
             self.warnings.add(code, f"LOAD DATA {self.path}: line {row.number + self.statement.ignore_lines}: "
                                     f"expected {row.expected_columns} fields, got {row.actual_columns}")
         bad = np.zeros(raw.num_rows, dtype=bool)
-        problems: list[tuple[int, _Field, str]] = []
+        problems: list[tuple[int, FileField, str]] = []
         columns = []
         for field in self.parsed_fields:
             values = raw.column(field.name).combine_chunks()
@@ -333,7 +321,7 @@ class _Reader:
             def convert(chunk: pa.Array, target=target) -> pa.Array:
                 return chunk if target == pa.binary() else chunk.cast(pa.string()).cast(target)
 
-            failing = _failing_rows(values, convert)
+            failing = failing_rows(values, convert)
             for row in failing:          # the message names the place, never the file's bytes
                 what = "invalid UTF-8 text" if self._sql_type(field).kind == "string" else \
                     f"invalid value for {self._sql_type(field)}"
@@ -435,12 +423,12 @@ class _Reader:
             raise BadDataError(f"LOAD DATA {self.path}: line {line}: the file is not valid UTF-8 "
                                f"(byte 0x{data[bad]:02X}); name its CHARACTER SET")
         escape = self.escape.encode()
-        followers = _escaped_bytes(data, escape, offset)
+        followers = escaped_bytes(data, escape, offset)
         # A replace copies the whole file: do only those whose sequence occurs.
         self.has_escaped_escape = followers is None or escape in followers
         if self.has_escaped_escape:
             data = data.replace(escape + escape, _ESCAPED_ESCAPE)
-            followers = _escaped_bytes(data, escape, offset)
+            followers = escaped_bytes(data, escape, offset)
         # Every escape character left starts a pair with the next byte, so pair-wise rewrites are exact.
         for letter, control in _CONTROL_ESCAPES:
             if followers is None or letter in followers:
@@ -448,7 +436,7 @@ class _Reader:
         self.has_null_mark = followers is None or b"N" in followers
         return data.replace(escape + b"N", _NULL_MARK) if self.has_null_mark else data
 
-    def _restore_text(self, values: pa.ChunkedArray, field: _Field) -> pa.ChunkedArray:
+    def _restore_text(self, values: pa.ChunkedArray, field: FileField) -> pa.ChunkedArray:
         if self.has_null_mark:
             values = pc.replace_substring(values, _NULL_MARK, b"N")  # \N inside a longer field is 'N'
         if self.has_escaped_escape:
@@ -456,11 +444,11 @@ class _Reader:
         try:
             return values.cast(pa.string())
         except pa.ArrowInvalid:
-            row = _first_failing(values, lambda chunk: chunk.cast(pa.string()))
+            row = first_failing(values, lambda chunk: chunk.cast(pa.string()))
             raise self._bad(row, field, "invalid UTF-8 text") from None
 
     # -- checks after parsing -----------------------------------------------------------------
-    def _check_values(self, values: pa.ChunkedArray, sql_type: SqlType, field: _Field) -> None:
+    def _check_values(self, values: pa.ChunkedArray, sql_type: SqlType, field: FileField) -> None:
         """Raise for the first bad value; under SKIP ... ERRORS of its kind, warn and drop every bad row."""
         column = self.table.columns[field.column]
         if not column.nullable and values.null_count:
@@ -584,7 +572,7 @@ class _Reader:
         def convert(chunk: pa.Array) -> pa.Array:
             return chunk if target == pa.binary() else chunk.cast(pa.string()).cast(target)
 
-        row = _first_failing(raw, convert) if raw is not None else None
+        row = first_failing(raw, convert) if raw is not None else None
         if row is None:
             return BadDataError(f"LOAD DATA {self.path}: column {field.label!r}: {detail}")
         what = "invalid UTF-8 text" if sql_type.kind == "string" else f"invalid value for {sql_type}"
@@ -593,281 +581,10 @@ class _Reader:
             what = f"Out of range value {text.decode().strip()} for {sql_type}"    # a number beyond the type
         return self._bad(row, field, what)
 
-    def _bad(self, row: int, field: _Field, what: str) -> BadDataError:
+    def _bad(self, row: int, field: FileField, what: str) -> BadDataError:
         return BadDataError(f"LOAD DATA {self.path}: line {self._line(row)}, column {field.label!r}: {what}")
 
     def _line(self, row: int) -> int:
         if self.row_numbers is not None:
             return self.statement.ignore_lines + int(self.row_numbers[row])
         return self.statement.ignore_lines + self.first_row + row + 1
-
-
-class _SetClauses:
-    """``SET col = expr, ...`` bound once against the file's fields and evaluated per parsed batch.
-
-    Column names in an expression read the file's value for that column (already of the column's type);
-    ``@var`` reads the field's text, as MySQL's user variables hold it. The engine's binder types the
-    expression and casts it to the target column; its evaluator runs it over Arrow batches.
-    """
-
-    def __init__(self, statement: LoadDataStatement, table: TableDef, fields: list[_Field]):
-        import sqlglot
-        from sqlglot import exp
-
-        from engine.plan.binder import Binder, ExprContext
-        from engine.plan.logical import Field
-        from engine.plan.scope import Relation, Scope
-
-        self.path = statement.path
-        variables = {f.label.lower(): f for f in fields if f.column is None}
-        scope = Scope([Relation("", [Field(f.name, f.label, table.columns[f.column].type)
-                                     for f in fields if f.column is not None])])
-        binder = Binder(None, None)
-        self.variables: set[str] = set()
-        self.bound: list[tuple[int, object, str]] = []    # (column index, bound expression, SQL text)
-        seen: set[int] = set()
-        for name, text in statement.set_clauses:
-            index = table.column_index(name)
-            if index in seen:
-                raise BindError(f"column {table.columns[index].name!r} is assigned twice in LOAD DATA ... SET")
-            seen.add(index)
-
-            def variable(node, name=name, text=text):
-                if not isinstance(node, exp.Parameter):
-                    return node
-                var = "@" + node.name
-                field = variables.get(var.lower())
-                if field is None:
-                    raise BindError(f"LOAD DATA ... SET {name} = {text}: user variable {var} is not in the "
-                                    f"column list")
-                self.variables.add(var.lower())
-                column = exp.column(var)
-                column.meta["canopy_field"] = Field(field.name, var, TEXT)
-                return column
-
-            node = sqlglot.parse_one(text, read="mysql").transform(variable)
-            expr = binder.bind_expr(node, ExprContext(scope, clause="SET"))
-            self.bound.append((index, binder.coerce(expr, table.columns[index].type), text))
-
-    def evaluate(self, parsed: dict[str, pa.ChunkedArray], num_rows: int) -> dict[int, pa.ChunkedArray]:
-        from engine.exec.evaluate import evaluate_array
-
-        inputs = pa.table({"__rows": pa.nulls(num_rows, pa.null()), **parsed})
-        out: dict[int, list[pa.Array]] = {index: [] for index, _, _ in self.bound}
-        for batch in inputs.to_batches():
-            for index, expr, text in self.bound:
-                try:
-                    out[index].append(evaluate_array(expr, batch))
-                except BadDataError as error:
-                    raise BadDataError(f"LOAD DATA {self.path}: SET ... = {text}: {error}") from None
-        return {index: pa.chunked_array(chunks, type=expr.type.to_arrow())
-                for (index, expr, _), chunks in zip(self.bound, out.values())}
-
-
-# -- helpers ----------------------------------------------------------------------------------
-def _dialect(statement: LoadDataStatement) -> tuple[str, str, str]:
-    """(delimiter, quote, escape) as pyarrow takes them, or UnsupportedError naming the option."""
-    delimiter = statement.fields_terminated_by
-    if len(delimiter) != 1 or delimiter in "\r\n" or not delimiter.isascii():
-        raise UnsupportedError(f"FIELDS TERMINATED BY {delimiter!r}: Canopy reads one ASCII character "
-                               f"other than a line break")
-    if statement.lines_terminated_by not in ("\n", "\r\n"):
-        raise UnsupportedError(f"LINES TERMINATED BY {statement.lines_terminated_by!r}: Canopy reads "
-                               f"'\\n' and '\\r\\n' line ends")
-    if statement.lines_starting_by:
-        raise UnsupportedError(f"LINES STARTING BY {statement.lines_starting_by!r} is not supported")
-    quote, escape = statement.fields_enclosed_by, statement.fields_escaped_by
-    for option, value in (("ENCLOSED BY", quote), ("ESCAPED BY", escape)):
-        if len(value) > 1 or not value.isascii() or value in ("\r", "\n"):
-            raise UnsupportedError(f"FIELDS {option} {value!r}: Canopy reads one ASCII character or ''")
-        if value and value == delimiter:
-            raise UnsupportedError(f"FIELDS {option} {value!r} equal to FIELDS TERMINATED BY")
-    if quote and escape == quote:
-        raise UnsupportedError(f"FIELDS ESCAPED BY {escape!r} equal to ENCLOSED BY")
-    return delimiter, quote, escape
-
-
-def _fields(statement: LoadDataStatement, table: TableDef) -> list[_Field]:
-    if not statement.columns:
-        return [_Field(f"f{i}", c.name, i) for i, c in enumerate(table.columns)]
-    fields, seen = [], set()
-    for i, name in enumerate(statement.columns):
-        if name.startswith("@"):
-            fields.append(_Field(f"f{i}", name, None))
-            continue
-        index = table.column_index(name)  # BindError with a did-you-mean for an unknown name
-        if index in seen:
-            raise BindError(f"column {table.columns[index].name!r} appears twice in the LOAD DATA "
-                            f"column list")
-        seen.add(index)
-        fields.append(_Field(f"f{i}", table.columns[index].name, index))
-    return fields
-
-
-def _open_input(path: str):
-    """(the file's handle, a stream of its bytes: decompressed for .gz/.lz4/.zst/.bz2), or
-    ExecutionError for a missing file, a directory, no permission."""
-    try:
-        handle = open(path, "rb")
-    except FileNotFoundError:
-        raise ExecutionError(f"LOAD DATA: file {path!r} not found") from None
-    except IsADirectoryError:
-        raise ExecutionError(f"LOAD DATA: {path!r} is a directory, not a file") from None
-    except PermissionError:
-        raise ExecutionError(f"LOAD DATA: permission denied reading {path!r}") from None
-    except OSError as e:
-        raise ExecutionError(f"LOAD DATA: cannot open {path!r}: {e.strerror or e}") from None
-    compression = _compression(path)
-    return handle, (handle if compression is None else pa.input_stream(handle, compression=compression))
-
-
-def _compression(path: str) -> Optional[str]:
-    return next((codec for ext, codec in _COMPRESSION.items() if path.lower().endswith(ext)), None)
-
-
-def _read_file(path: str) -> bytes:
-    handle, source = _open_input(path)
-    with handle:
-        try:
-            return source.read()
-        except (pa.ArrowException, OSError) as e:
-            kind = f"{_compression(path)} " if _compression(path) else ""
-            raise BadDataError(f"LOAD DATA {path}: cannot read {kind}data: {e}") from None
-
-
-class _Chunks:
-    """A file's bytes as runs of whole lines of about ``size`` bytes (the last may lack its line end).
-
-    One buffer serves every run: pyarrow's CSV reader copies what it parses into its own arrays, so
-    the run before is dead once parsed, and reading into the same pages again spares the page faults
-    of a fresh allocation per run (about a third of the load's system time). Only the partial line
-    after a run's last line end is copied, to the front of the buffer.
-    """
-
-    def __init__(self, source, handle, size: int):
-        self.source, self.handle, self.size = source, handle, size
-        self.buffer = bytearray(size)
-        self.scratch = np.empty(0, np.bool_)     # count()'s flags, reused like the buffer
-        self.carry = 0             # bytes at the front of the buffer that continue the last run
-        self.position = 0          # of the raw file, for compressed input too
-
-    def next(self) -> tuple[Optional[bytearray], int, int]:
-        """(data, end, file bytes read for it): the run is ``data[:end]``, valid until the next
-        call; data is None at the end of the file."""
-        filled = self.carry
-        while True:
-            if len(self.buffer) - filled < max(self.size // 2, 1):     # no room for a useful read
-                self.buffer.extend(bytes(max(self.size, len(self.buffer))))
-            try:
-                read = self.source.readinto(memoryview(self.buffer)[filled:])
-            except (pa.ArrowException, OSError):
-                raise WholeFileNeeded("unreadable data") from None  # the whole read names the error
-            filled += read
-            end = self.buffer.rfind(b"\n", 0, filled) + 1
-            if not read or end:
-                break
-        if not read:
-            end = filled
-        # the partial line goes to the front (after this run is parsed: the caller parses first)
-        self.pending_carry = (end, filled)
-        position = self.handle.tell()
-        consumed, self.position = position - self.position, position
-        return (self.buffer if end else None), end, consumed
-
-    def count(self, run: np.ndarray, byte: int) -> int:
-        """How often ``byte`` occurs in ``run`` (a view of the buffer): NumPy's compare and count
-        release the GIL and run about four times faster than ``bytes.count`` here."""
-        if len(self.scratch) < len(run):
-            self.scratch = np.empty(len(self.buffer), np.bool_)
-        flags = self.scratch[:len(run)]
-        np.equal(run, byte, out=flags)
-        return int(np.count_nonzero(flags))
-
-    def release(self) -> None:
-        """The run ``next`` returned is parsed: move its trailing partial line to the front."""
-        end, filled = self.pending_carry
-        self.buffer[:filled - end] = self.buffer[end:filled]
-        self.carry = filled - end
-
-
-def _decode(data: bytes, charset: Optional[str], path: str) -> bytes:
-    """The file as UTF-8 (pyarrow's only text encoding)."""
-    if charset is None or charset.lower() in _UTF8_CHARSETS:
-        return data
-    name = _MYSQL_CODECS.get(charset.lower(), charset.lower())
-    try:
-        codecs.lookup(name)
-    except LookupError:
-        raise UnsupportedError(f"CHARACTER SET {charset}") from None
-    try:
-        return data.decode(name).encode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise BadDataError(f"LOAD DATA {path}: line {line}: not valid {charset} text") from None
-
-
-def _escaped_bytes(data: bytes, escape: bytes, offset: int, limit: int = 10_000) -> Optional[set[bytes]]:
-    """The bytes that follow the escape character, or None when there are too many escapes to visit
-    one by one (then every rewrite just runs). Exact once escaped escapes are replaced."""
-    if data.count(escape, offset) > limit:
-        return None
-    followers, position = set(), data.find(escape, offset)
-    while position >= 0:
-        followers.add(data[position + 1:position + 2])
-        position = data.find(escape, position + 1)
-    return followers
-
-
-def _skip_lines(data: bytes, count: int) -> int:
-    """Byte offset after the first ``count`` lines (the whole file when it has fewer)."""
-    offset = 0
-    for _ in range(count):
-        end = data.find(b"\n", offset)
-        if end < 0:
-            return len(data)
-        offset = end + 1
-    return offset
-
-
-def _failing_rows(values: pa.Array, convert: Callable[[pa.Array], object], leaf: int = 16) -> list[int]:
-    """Indices of every element ``convert`` rejects: halves that convert are cleared in one call, so
-    k bad values among n cost about k * log(n) conversions."""
-    def visit(start: int, length: int) -> list[int]:
-        try:
-            convert(values.slice(start, length))
-            return []
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass
-        if length <= leaf:
-            return [i for i in range(start, start + length) if _fails(values.slice(i, 1), convert)]
-        half = length // 2
-        return visit(start, half) + visit(start + half, length - half)
-
-    return visit(0, len(values)) if len(values) else []
-
-
-def _fails(value: pa.Array, convert: Callable[[pa.Array], object]) -> bool:
-    try:
-        convert(value)
-        return False
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return True
-
-
-def _first_failing(values: pa.ChunkedArray, convert: Callable[[pa.Array], object]) -> Optional[int]:
-    """Index of the first element ``convert`` rejects, by bisection (conversions are element-wise)."""
-    array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    try:
-        convert(array)
-        return None
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    low, high = 0, len(array)  # a failing element lies in array[low:high]
-    while high - low > 1:
-        middle = (low + high) // 2
-        try:
-            convert(array.slice(low, middle - low))
-            low = middle
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            high = middle
-    return low

@@ -14,6 +14,11 @@ counts), ``histogram``, ``segment metadata`` or ``sample`` (a column's first sta
 histogram is collected: :mod:`engine.statistics`), ``ndv`` or ``default``; a node that estimates
 nothing itself (a projection, a sort) inherits its input's, and a node that combines several is as
 good as its weakest.
+
+Why one file of over 600 lines: ``Estimator`` is one recursive estimate whose parts call each other
+(a join's rows need its keys' NDV within each side, which needs the filters' selectivities below it,
+which need the histograms and the pinned values of the same columns) over one memo of rows, sources
+and pinned values; the statistics themselves live in :mod:`engine.stats`.
 """
 from __future__ import annotations
 

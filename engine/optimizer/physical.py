@@ -19,6 +19,12 @@ on its keys streams in one step. The root is gathered to the aggregator; then ha
 runtime join filters (:mod:`engine.optimizer.runtime_filters`) and aggregates their path (the store,
 hash kernels, Arrow, ...: :mod:`engine.optimizer.aggregate_paths`). Each operator's estimated
 cost (its own and its inputs') is kept in ``costs`` for EXPLAIN.
+
+Why one file of over 600 lines: ``PhysicalPlanner`` is one method per logical node (``_Scan``,
+``_Join``, ``_Aggregate``, ...) over one state (the distributions and costs of the subtrees built so
+far); the joins' and aggregates' choices are long because each compares priced alternatives, and
+splitting them into mixins would spread that one state over several files. The choices that stand
+alone are already their own modules (exchanges, runtime_filters, aggregate_paths, cost).
 """
 from __future__ import annotations
 

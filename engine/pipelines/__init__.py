@@ -5,7 +5,8 @@ import importlib
 
 # Imported on first use (PEP 562): connect() and the system tables touch this package, and loading the
 # pipeline machinery (S3 sources, the loader) there would cost every program's start-up.
-_LAZY = {name: "engine.pipelines.pipeline" for name in ("Pipeline", "PipelineRegistry", "pipelines_of")}
+_LAZY = {"Pipeline": "engine.pipelines.pipeline", "PipelineRegistry": "engine.pipelines.registry",
+         "pipelines_of": "engine.pipelines.registry"}
 _LAZY.update({name: "engine.pipelines.statements" for name in (
     "AlterPipeline", "CreatePipeline", "DropPipeline", "ShowCreatePipeline", "ShowPipelines", "StartPipeline",
     "StopPipeline", "is_pipeline_statement", "parse_pipeline_statement")})
@@ -25,7 +26,7 @@ def resume_pipelines(runner) -> None:
     to do, and nothing created, when no pipeline was ever defined there)."""
     from engine.pipelines.durable import existing_tables
     if existing_tables(runner) is not None:
-        from engine.pipelines.pipeline import pipelines_of
+        from engine.pipelines.registry import pipelines_of
         pipelines_of(runner).resume()
 
 

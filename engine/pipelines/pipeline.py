@@ -41,13 +41,15 @@ ALTER PIPELINE changes a pipeline between runs (:meth:`Pipeline.alter`): SET OFF
 every mark (everything loads again), SET OFFSETS LATEST marks every file listed now 'Skipped', DROP FILE
 forgets one file's mark (it loads again), SET BATCH_INTERVAL / MAX_PARTITIONS_PER_BATCH tune the loop,
 SET CREDENTIALS replaces the keys.
+
+The S3 client, listing and error words are :mod:`engine.pipelines.s3`; the cluster's set of pipelines
+and the statements' changes to it are :mod:`engine.pipelines.registry`.
 """
 from __future__ import annotations
 
 import dataclasses
 import threading
 import time
-import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,13 +62,13 @@ from engine.load.delimited import LoadWarnings
 from engine.load.loader import read_blocks
 from engine.pipelines import durable
 from engine.load.keys import begin_load
-from engine.pipelines.statements import (REDACTED, AlterPipeline, CreatePipeline, parse_pipeline_statement,
-                                         with_credentials)
+from engine.pipelines.s3 import (_FILE_ERRORS, DOWNLOAD_THREADS, _error_code, check_credentials_destination,
+                                 describe_error, list_pages, make_client)
+from engine.pipelines.statements import AlterPipeline, CreatePipeline, with_credentials
 
 DEFAULT_FULL_LISTING_INTERVAL_S = 30.0
 MAX_FILES_PER_BATCH = 128
 MAX_BYTES_PER_BATCH = 256 << 20
-DOWNLOAD_THREADS = 16
 # A batch's small files are appended as blocks of at least this many rows: one block per file would leave
 # a table of thousands of tiny batches that every later scan iterates (COUNT(*) over 10,000 one-row files
 # took 70 ms instead of 1 ms).
@@ -431,213 +433,3 @@ def coalesced(batches: list[pa.RecordBatch], min_rows: int):
             run, run_rows = [], 0
     if run:
         yield run[0] if len(run) == 1 else pa.concat_batches(run)
-
-
-# -- S3 -------------------------------------------------------------------------------------------
-def endpoint_is_aws(url: Optional[str]) -> bool:
-    """Whether S3 requests go to AWS: no ``endpoint_url`` (the region's endpoint), or an https URL of a
-    host under amazonaws.com."""
-    if url is None:
-        return True
-    parsed = urllib.parse.urlparse(url)
-    host = (parsed.hostname or "").lower().rstrip(".")
-    return parsed.scheme == "https" and host.endswith((".amazonaws.com", ".amazonaws.com.cn"))
-
-
-def check_credentials_destination(definition: CreatePipeline) -> None:
-    """The process's own AWS credentials (boto3's default chain: environment, ~/.aws, an instance
-    role) are signed into requests to AWS only: a pipeline whose ``endpoint_url`` is anything else
-    must name its own CREDENTIALS, or it could hand them to any server a statement names."""
-    endpoint = definition.config.get("endpoint_url")
-    if not endpoint_is_aws(endpoint) and not definition.credentials.get("aws_access_key_id"):
-        raise ExecutionError(
-            f"pipeline {definition.name!r}: endpoint_url {endpoint!r} is not an AWS endpoint, so the process's own "
-            f"AWS credentials are not sent to it; give the pipeline its own CREDENTIALS "
-            f"'{{\"aws_access_key_id\": ..., \"aws_secret_access_key\": ...}}' for that endpoint")
-
-
-def make_client(definition: CreatePipeline):
-    import boto3
-    from botocore.config import Config
-
-    check_credentials_destination(definition)
-    config, credentials = definition.config, definition.credentials
-    if REDACTED in credentials.values():
-        raise ExecutionError(f"pipeline {definition.name!r}: its credentials are missing from the data_dir's "
-                             f"pipeline_credentials.json; give them again with ALTER PIPELINE "
-                             f"{definition.name} SET CREDENTIALS '{{...}}'")
-    # No CREDENTIALS (or '{}'), AWS endpoints only: every value None, and boto3 takes its default
-    # credential chain (environment variables, ~/.aws, an instance or container role).
-    return boto3.session.Session().client(
-        "s3", region_name=config.get("region") or "us-east-1", endpoint_url=config.get("endpoint_url"),
-        aws_access_key_id=credentials.get("aws_access_key_id"),
-        aws_secret_access_key=credentials.get("aws_secret_access_key"),
-        aws_session_token=credentials.get("aws_session_token"),
-        config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=5, read_timeout=60,
-                      max_pool_connections=DOWNLOAD_THREADS + 4))
-
-
-def list_pages(client, bucket: str, prefix: str, start_after: Optional[str]):
-    """Pages (lists of (key, size), at most 1000 each) of the objects under ``prefix`` after
-    ``start_after`` (all of them when None), in key order; folder markers left out."""
-    kwargs = {"Bucket": bucket, "Prefix": prefix}
-    if start_after:
-        kwargs["StartAfter"] = start_after
-    for page in client.get_paginator("list_objects_v2").paginate(**kwargs):
-        yield [(item["Key"], item["Size"]) for item in page.get("Contents", ()) if not item["Key"].endswith("/")]
-
-
-# Download errors that are the object's own: the file is marked Failed (others leave it Unloaded, retried).
-_FILE_ERRORS = frozenset({"NoSuchKey", "InvalidObjectState"})
-
-
-def _error_code(error: Exception) -> str:
-    response = getattr(error, "response", None)
-    return response.get("Error", {}).get("Code", "") if isinstance(response, dict) else ""
-
-
-def describe_error(error: Exception, definition: CreatePipeline) -> str:
-    """A short message for SHOW PIPELINES / PIPELINES_FILES, S3 error codes spelled out, with any
-    credential value that appears in it (an endpoint echoing what it got) replaced by REDACTED."""
-    response = getattr(error, "response", None)
-    if isinstance(response, dict) and "Error" in response:
-        code = response["Error"].get("Code", "")
-        message = response["Error"].get("Message", "")
-        hint = {"NoSuchBucket": f"bucket {definition.bucket!r} does not exist",
-                "InvalidAccessKeyId": "bad credentials (unknown access key)",
-                "SignatureDoesNotMatch": "bad credentials (secret key does not match)",
-                "AccessDenied": "access denied", "NoSuchKey": "the object was deleted"}.get(code)
-        text = f"S3 {code}: {hint or message}"
-    else:
-        text = f"{type(error).__name__}: {error}"
-    for value in definition.credentials.values():
-        if isinstance(value, str) and len(value) >= 4 and value != REDACTED:
-            text = text.replace(value, REDACTED)
-    return text
-
-
-class PipelineRegistry:
-    """The pipelines of one cluster (shared by its sessions), keyed by (database, name) lower-cased.
-    Every change of a definition (CREATE, ALTER, START, STOP, DROP) is saved to the definitions table
-    under the registry's lock; pipelines stored there (a reopened data_dir) are restored on creation."""
-
-    def __init__(self, runner):
-        self.runner = runner
-        self.pipelines: dict[tuple[str, str], Pipeline] = {}
-        self._lock = threading.RLock()
-        self._restore()
-
-    def _restore(self) -> None:
-        stored = durable.read(self.runner)
-        if stored is None:
-            return
-        definitions, marks = stored
-        credentials = durable.read_credentials(self.runner)
-        current = durable.current_marks(marks)
-        last_seq = {}
-        if marks.num_rows:
-            grouped = marks.group_by("PIPELINE_ID").aggregate([("SEQ", "max")])
-            last_seq = dict(zip(grouped["PIPELINE_ID"].to_pylist(), grouped["SEQ_max"].to_pylist()))
-        live = {}
-        for pipeline_id, database, name, sql, interval_ms, max_files, running in zip(
-                *(definitions[c].to_pylist() for c in definitions.column_names)):
-            definition = parse_pipeline_statement(sql)     # its CREDENTIALS values read REDACTED
-            if pipeline_id in credentials:
-                definition = with_credentials(definition, credentials[pipeline_id])
-            pipeline = Pipeline(database, definition, self.runner, self.runner.catalog, pipeline_id)
-            pipeline.interval = interval_ms / 1000.0
-            pipeline.max_files_per_batch = max_files
-            pipeline.wanted_running = bool(running)
-            rows = current.get(pipeline_id)
-            if rows is not None:
-                pipeline.restore(rows, last_seq.get(pipeline_id, 0))
-                live[pipeline_id] = rows
-            self.pipelines[(database.lower(), name.lower())] = pipeline
-        if sum(t.num_rows for t in live.values()) < marks.num_rows:
-            durable.compact(self.runner, live)     # superseded rows, dropped pipelines
-
-    def _save(self) -> None:
-        durable.save_definitions(self.runner, [p for _, p in sorted(self.pipelines.items())])
-
-    def create(self, database: str, definition: CreatePipeline) -> bool:
-        key = (database.lower(), definition.name.lower())
-        with self._lock:
-            existing = self.pipelines.get(key)
-            if existing is not None:
-                if definition.if_not_exists:
-                    return False
-                if not definition.or_replace:
-                    raise BindError(f"pipeline {definition.name!r} already exists in database {database!r}")
-                existing.stop()
-            target_db = definition.load.database or database
-            self.runner.catalog.table(target_db, definition.load.table)     # the table must exist
-            check_credentials_destination(definition)
-            self.pipelines[key] = Pipeline(database, definition, self.runner, self.runner.catalog)
-            self._save()
-            return True
-
-    def get(self, database: str, name: str) -> Pipeline:
-        pipeline = self.pipelines.get((database.lower(), name.lower()))
-        if pipeline is None:
-            raise BindError(f"pipeline {name!r} does not exist in database {database!r}")
-        return pipeline
-
-    def start(self, database: str, name: str) -> None:
-        with self._lock:
-            pipeline = self.get(database, name)
-            pipeline.start()
-            pipeline.wanted_running = True
-            self._save()
-
-    def stop(self, database: str, name: str) -> None:
-        with self._lock:
-            pipeline = self.get(database, name)
-            pipeline.stop()
-            pipeline.wanted_running = False
-            self._save()
-
-    def alter(self, database: str, statement: AlterPipeline) -> None:
-        with self._lock:
-            self.get(database, statement.name).alter(statement)
-            self._save()
-
-    def drop(self, database: str, name: str, if_exists: bool) -> bool:
-        with self._lock:
-            pipeline = self.pipelines.get((database.lower(), name.lower()))
-            if pipeline is None:
-                if if_exists:
-                    return False
-                raise BindError(f"pipeline {name!r} does not exist in database {database!r}")
-            del self.pipelines[(database.lower(), name.lower())]
-            pipeline.stop()
-            self._save()          # its marks are orphans now, compacted away on the next open
-        return True
-
-    def of_database(self, database: Optional[str]) -> list[Pipeline]:
-        return [p for (db, _), p in sorted(self.pipelines.items())
-                if database is None or db == database.lower()]
-
-    def resume(self) -> None:
-        """Start the pipelines that were running when the data_dir was last open."""
-        for pipeline in list(self.pipelines.values()):
-            if pipeline.wanted_running and not pipeline.running:
-                pipeline.start()
-
-    def stop_all(self) -> None:
-        """Stop every thread (the connection closes); the definitions keep saying which were running."""
-        for pipeline in list(self.pipelines.values()):
-            pipeline.stop()
-
-
-_REGISTRY = threading.Lock()
-
-
-def pipelines_of(runner) -> PipelineRegistry:
-    registry = getattr(runner, "pipelines", None)
-    if registry is None:
-        with _REGISTRY:
-            registry = getattr(runner, "pipelines", None)
-            if registry is None:
-                registry = PipelineRegistry(runner)
-                runner.pipelines = registry           # shared by every session of this cluster
-    return registry

@@ -105,7 +105,7 @@ def test_the_processs_own_credentials_go_to_aws_only(con, auth_endpoint, monkeyp
     """No CREDENTIALS means boto3's default chain (the environment here), which signs requests with the
     process's own keys: an endpoint_url that is not AWS's is refused before any request is made, at
     CREATE PIPELINE and at ALTER PIPELINE ... SET CREDENTIALS '{}'; to AWS it is what is used."""
-    from engine.pipelines.pipeline import endpoint_is_aws, make_client
+    from engine.pipelines.s3 import endpoint_is_aws, make_client
     from engine.pipelines.statements import parse_pipeline_statement
 
     url, keys = auth_endpoint

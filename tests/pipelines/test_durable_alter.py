@@ -64,7 +64,7 @@ def test_bad_alter_pipeline(sql, error, match):
 
 # -- ALTER PIPELINE: behaviour ---------------------------------------------------------------------------
 def test_alter_pipeline_offsets_drop_file_and_settings(s3, bucket, put_many, s3_endpoint):
-    from engine.pipelines.pipeline import pipelines_of
+    from engine.pipelines.registry import pipelines_of
     with engine.connect() as con:
         con.execute("CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR(10), SHARD KEY (id))")
         put_many(bucket, objects(0, 10))
@@ -117,7 +117,7 @@ def test_pipeline_and_marks_survive_a_reopen(tmp_path, s3, bucket, put_many, s3_
     assert len(states) == 46 and states["in/bad.csv"] == "Failed"
     show = con.execute("SHOW PIPELINES").fetchone()
     assert show[:5] == ("p", "Running", "45", "1", "135")
-    from engine.pipelines.pipeline import pipelines_of
+    from engine.pipelines.registry import pipelines_of
     assert pipelines_of(con.session.runner).get("canopy", "p").max_files_per_batch == 7
     con.execute("STOP PIPELINE p")
     con.close()

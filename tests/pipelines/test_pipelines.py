@@ -11,7 +11,7 @@ import pytest
 import engine
 from engine.errors import BindError, ParseError, UnsupportedError
 from engine.pipelines import CreatePipeline, parse_pipeline_statement
-from engine.pipelines.pipeline import pipelines_of
+from engine.pipelines.registry import pipelines_of
 
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 

@@ -9,7 +9,7 @@ import time
 
 import engine
 from engine.pipelines import durable
-from engine.pipelines.pipeline import pipelines_of
+from engine.pipelines.registry import pipelines_of
 from test_pipelines import create, objects, wait_for
 
 SMALL = {"flush_rows": 64, "segment_rows": 256, "chunk_rows": 32}
