@@ -27,6 +27,7 @@ from libc.string cimport memcpy, memset
 from kernels.fused_types cimport code_t, float_t, offset_t
 
 import decimal
+import functools
 import operator
 
 import numpy as np
@@ -575,7 +576,13 @@ def _integer_constant(value, t):
                 raise TypeError("non-finite constant")
             return value if value != value.to_integral_value() else int(value)
         return value
-    # date32, timestamp: the constant as stored (days, ticks in the column's unit)
+    return _stored_integer(value, t)
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def _stored_integer(value, t):
+    """A date32 or timestamp constant as stored (days, ticks in the column's unit). Kept: a scan
+    compares each batch with the same constants, and Arrow's scalar cast costs ~20 us a call."""
     return pa.scalar(value, type=t).cast(_STORAGE[t.bit_width]).as_py()
 
 

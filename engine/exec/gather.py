@@ -48,7 +48,8 @@ def take(array: pa.Array, indices: np.ndarray, missing: Optional[np.ndarray] = N
     t = array.type
     if pa.types.is_dictionary(t) and len(indices) >= _MIN_ROWS:
         codes = take(array.indices, indices, missing)
-        return pa.DictionaryArray.from_arrays(codes, array.dictionary)
+        # taken codes index the same dictionary: Arrow's check of every code (safe=True) is waste
+        return pa.DictionaryArray.from_arrays(codes, array.dictionary, safe=False)
     dtype = _value_dtype(t)
     if dtype is None or len(indices) < (_MIN_ROWS_WITH_NULLS if array.null_count else _MIN_ROWS):
         if positions is not None and missing is None:

@@ -4,8 +4,8 @@
 ``column <op> literal`` (=, <>, <, <=, >, >=; a ``>=`` and ``<=`` pair on one column, which is how
 the binder spells BETWEEN, runs as one BETWEEN), ``column IN (literals)`` and ``column [NOT] LIKE``
 with a pattern without ``_`` or escapes (``'abc%'``, ``'%abc'``, ``'%abc%'``; one with inner ``%``
-prefiltered by its longest literal piece) — and a residual that
-``evaluate_predicate`` handles as before. ``apply`` ANDs the kernels' selections, filters the batch,
+prefiltered by its longest literal piece), ORs of ANDs of those (``KernelDisjunction``) — and a
+residual that ``evaluate_predicate`` handles as before. ``apply`` ANDs the kernels' selections, filters the batch,
 then filters what is left by the residual: the rows kept are exactly those the whole predicate
 keeps (a conjunct that is NULL or FALSE drops the row either way; the kernels implement SQL's
 three-valued logic so NOT LIKE and NOT IN agree with the evaluator on NULLs).
@@ -65,6 +65,74 @@ class KernelPredicate:
         else:
             result = in_list_contains(self.args, column)
         return kernels.not_kleene(result) if self.negated else result
+
+    def select(self, batch: pa.RecordBatch) -> pa.BooleanArray:
+        """The rows of ``batch`` (columns by field id, possibly encoded) where it is TRUE: a mask
+        without nulls (may raise TypeError: the caller evaluates ``source`` instead)."""
+        return kernels.selection(self.evaluate(batch.column(self.column)))
+
+
+@dataclass(frozen=True)
+class KernelDisjunction:
+    """A conjunct that is an OR of ANDs of kernel conjuncts (TPC-H Q19's ``(l_quantity BETWEEN 1 AND
+    11) OR (l_quantity BETWEEN 10 AND 20) OR ...``, ``p_brand = 'a' OR p_brand = 'b'``): each
+    conjunct runs in its kernel on the encoded columns, and the masks are ANDed and ORed. A WHERE
+    keeps the rows where the OR is TRUE, which is where some disjunct has every conjunct TRUE, so
+    two-valued masks (TRUE or not) combine exactly; NOT of such an OR is not taken here."""
+
+    disjuncts: tuple[tuple[KernelPredicate, ...], ...]
+    source: Expr
+
+    def select(self, batch: pa.RecordBatch) -> pa.BooleanArray:
+        """As :meth:`KernelPredicate.select`. An OR over one dictionary or run-end column runs over
+        its distinct stored values (or runs), then one lookup per row: not one per conjunct."""
+        names = {p.column for conjunction in self.disjuncts for p in conjunction}
+        if len(names) == 1:
+            [name] = names
+            column = batch.column(name)
+            if pa.types.is_dictionary(column.type) or pa.types.is_run_end_encoded(column.type):
+                values = column.dictionary if pa.types.is_dictionary(column.type) else column.values
+                entries = self._select(pa.RecordBatch.from_arrays([values], names=[name]))
+                return kernels.selection(kernels.compare(_recoded(column, entries), "eq", 1))
+        return self._select(batch)
+
+    def _select(self, batch: pa.RecordBatch) -> pa.BooleanArray:
+        result = None
+        for conjunction in self.disjuncts:
+            mask = None
+            for p in conjunction:
+                found = p.select(batch)
+                mask = found if mask is None else kernels.and_kleene(mask, found)
+            result = mask if result is None else kernels.or_kleene(result, mask)
+        return result
+
+
+def _recoded(column: pa.Array, entries: pa.BooleanArray) -> pa.Array:
+    """``column`` (dictionary or run-end encoded) with each stored value replaced by its entry of
+    ``entries`` (one per dictionary value or run, no nulls) as an int8 0 or 1."""
+    flags = entries.cast(pa.int8())
+    if pa.types.is_dictionary(column.type):
+        return pa.DictionaryArray.from_arrays(column.indices, flags, safe=False)
+    return pa.RunEndEncodedArray.from_arrays(column.run_ends, flags).slice(column.offset, len(column))
+
+
+def _disjunction(expr: Expr) -> Optional[KernelDisjunction]:
+    """The kernel form of an OR whose every disjunct is an AND of kernel conjuncts, else None."""
+    if not (isinstance(expr, Call) and expr.op == "or"):
+        return None
+    disjuncts = []
+    for disjunct in _disjuncts(expr):
+        preds = [_kernel_predicate(c) for c in conjuncts(disjunct)]
+        if not preds or any(p is None for p in preds):
+            return None
+        disjuncts.append(tuple(_fuse_between(preds)))
+    return KernelDisjunction(tuple(disjuncts), expr)
+
+
+def _disjuncts(expr: Expr) -> list[Expr]:
+    if isinstance(expr, Call) and expr.op == "or":
+        return [d for arg in expr.args for d in _disjuncts(arg)]
+    return [expr]
 
 
 def _like_match(pattern: str) -> Optional[tuple[str, tuple]]:
@@ -196,14 +264,21 @@ class KernelFilter:
 
     kernel: tuple[KernelPredicate, ...]
     residual: Optional[Expr]
+    # conjuncts that are ORs of kernel conjuncts, run after ``kernel`` (on the rows it leaves)
+    disjunctions: tuple[KernelDisjunction, ...] = ()
 
     @classmethod
     def of(cls, predicate: Optional[Expr]) -> "KernelFilter":
-        preds, rest = [], []
+        preds, ors, rest = [], [], []
         for conjunct in conjuncts(predicate):
             p = _kernel_predicate(conjunct)
-            (preds.append(p) if p is not None else rest.append(conjunct))
-        return cls(tuple(_fuse_between(preds)), and_all(rest))
+            if p is not None:
+                preds.append(p)
+            elif (d := _disjunction(conjunct)) is not None:
+                ors.append(d)
+            else:
+                rest.append(conjunct)
+        return cls(tuple(_fuse_between(preds)), and_all(rest), tuple(ors))
 
     def apply(self, batch: pa.RecordBatch, params: Sequence = (), keep: frozenset = frozenset()) -> pa.RecordBatch:
         """The rows of ``batch`` for which the predicate is TRUE (a new batch; input unmodified).
@@ -215,7 +290,7 @@ class KernelFilter:
         # Imported here: the evaluator imports this module for in_list_contains.
         from engine.exec.evaluate import evaluate_predicate
 
-        if self.kernel and batch.num_rows:
+        if (self.kernel or self.disjunctions) and batch.num_rows:
             batch = self._kernel_rows(batch, params, keep if self.residual is None else frozenset())
         batch = decode_batch(batch, keep=keep if self.residual is None else frozenset())
         if self.residual is not None and batch.num_rows:
@@ -244,6 +319,26 @@ class KernelFilter:
             lo, hi = lo + first, lo + stop
         return batch if hi - lo == batch.num_rows else batch.slice(lo, hi - lo)
 
+    def cheap_rows(self, batch: pa.RecordBatch) -> Optional[np.ndarray]:
+        """The positions (ascending) of the rows of ``batch`` (encoded, as stored) that the conjuncts
+        cheaper per row than a runtime join filter's hash and probe keep, or None when there are
+        none (every row). Cheap: those on a dictionary or run-end column (compared per distinct
+        value or run, then a lookup per row) and the comparisons of plain non-string columns. The
+        rows are still to be filtered by :meth:`apply`: this only picks the rows worth probing."""
+        mask = None
+        for p in (*self.kernel, *self.disjunctions):
+            if not _cheap(p, batch):
+                continue
+            try:
+                result = p.select(batch)
+            except TypeError:
+                continue
+            mask = result if mask is None else kernels.and_kleene(mask, result)
+        if mask is None:
+            return None
+        kept = kernels.count_true(mask)
+        return None if kept == len(mask) else mask_indices(mask, kept)
+
     def _kernel_rows(self, batch: pa.RecordBatch, params: Sequence, keep: frozenset) -> pa.RecordBatch:
         """The rows of ``batch`` the kernel conjuncts keep: decoded but for ``keep`` when some were
         dropped, else ``batch`` itself (still encoded).
@@ -260,12 +355,9 @@ class KernelFilter:
         kept = hi
         preds = sorted(self.kernel, key=lambda p: not pa.types.is_run_end_encoded(batch.column(p.column).type)) \
             if len(self.kernel) > 1 else self.kernel
-        for p in preds:
-            column = batch.column(p.column)
-            if hi - lo != batch.num_rows:
-                column = column.slice(lo, hi - lo)
+        for p in (*preds, *self.disjunctions):
             try:
-                result = kernels.selection(p.evaluate(column))
+                result = p.select(batch if hi - lo == batch.num_rows else batch.slice(lo, hi - lo))
             except TypeError:
                 # A constant or column layout the kernels do not take: the evaluator's answer.
                 result = evaluate_predicate(p.source, decode_batch(batch.slice(lo, hi - lo)), params)
@@ -286,6 +378,18 @@ class KernelFilter:
             return batch
         batch = batch.slice(lo, hi - lo) if hi - lo != batch.num_rows else batch
         return decode_batch(batch, keep=keep) if mask is None else _filter_encoded(batch, mask, keep, kept)
+
+
+def _cheap(p, batch: pa.RecordBatch) -> bool:
+    """Whether ``p`` (a KernelPredicate, or a KernelDisjunction of them) costs less per row of
+    ``batch`` (encoded, as stored) than a Bloom filter probe (see ``KernelFilter.cheap_rows``)."""
+    if isinstance(p, KernelDisjunction):
+        return all(_cheap(q, batch) for conjunction in p.disjuncts for q in conjunction)
+    column_type = batch.column(p.column).type
+    if pa.types.is_dictionary(column_type) or pa.types.is_run_end_encoded(column_type):
+        return True
+    return p.kind == "compare" and p.key is None and not (pa.types.is_string(column_type)
+                                                          or pa.types.is_large_string(column_type))
 
 
 def true_span(mask: pa.BooleanArray) -> tuple[int, int]:

@@ -261,6 +261,11 @@ WHERES = [
     "x > 1", "i IN (5, 100)", "i NOT IN (5, 100)", "i IN (5, NULL)", "i NOT IN (5, NULL)",
     "s IN ('apple', 'grape ap')", "s NOT IN ('apple', NULL)", "b IN (" + ", ".join(map(str, range(-1, 40))) + ")",
     "b NOT IN (" + ", ".join(map(str, range(0, 40))) + ")", "i = 5 OR s LIKE 'b%'", "i > 0 AND b * 2 > 5",
+    # ORs of ANDs of kernel conjuncts (KernelDisjunction), NULLs and NOTs inside them
+    "(i >= 0 AND i <= 5) OR (i >= 50 AND i <= 200) OR dt < DATE '2001-01-01'",
+    "(i BETWEEN 0 AND 5 AND d > 0) OR (s IN ('banana', 'x') AND x IS NULL)",
+    "s NOT LIKE 'a%' OR i IN (5, NULL)", "i NOT IN (0, NULL) OR d < 0", "(b > 0 AND s <> '') OR (i < 0 OR d = 1.01)",
+    "id > 1 AND (i = 5 OR (s LIKE '%ap%' AND x > 0))", "i = 5 OR b * 2 > 5",
 ]
 
 
@@ -368,6 +373,59 @@ def sorted_batches(draw):
     length = n - 2 * pad
     return (pa.RecordBatch.from_arrays([c.slice(pad, length) for c in columns], names=["k", "d", "x"]),
             pa.RecordBatch.from_arrays([c.slice(pad, length) for c in plain], names=["k", "d", "x"]))
+
+
+def test_kernel_filter_takes_ors_of_kernel_conjuncts():
+    from engine.core.expressions import Call, ColumnRef, Literal
+    from engine.types import BOOLEAN, INT
+
+    i, j = ColumnRef("i", INT, "i"), ColumnRef("j", INT, "j")
+    ge, le = Call("ge", (i, Literal(1, INT)), BOOLEAN), Call("le", (i, Literal(9, INT)), BOOLEAN)
+    eq = Call("eq", (j, Literal(3, INT)), BOOLEAN)
+    other = Call("gt", (Call("add", (i, j), INT), Literal(3, INT)), BOOLEAN)
+    split = KernelFilter.of(Call("or", (Call("and", (ge, le), BOOLEAN), eq), BOOLEAN))
+    assert split.kernel == () and split.residual is None
+    [d] = split.disjunctions
+    assert [[(p.column, p.op, p.args) for p in c] for c in d.disjuncts] == [
+        [("i", "between", (1, 9))], [("j", "eq", (3,))]]
+    mixed = Call("or", (ge, other), BOOLEAN)         # a disjunct the kernels do not take: residual
+    assert KernelFilter.of(mixed).disjunctions == () and KernelFilter.of(mixed).residual == mixed
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sorted_batches(), st.lists(st.lists(st.tuples(st.sampled_from(["k", "d", "x"]),
+                                                     st.sampled_from(["le", "ne", "gt", "eq"]),
+                                                     st.integers(-60, 1005)), min_size=1, max_size=3),
+                                  min_size=2, max_size=3), st.booleans())
+def test_kernel_disjunction_on_an_encoded_batch_matches_arrow(batches, disjuncts, keep):
+    """An OR of ANDs of kernel conjuncts over an encoded batch (nulls in k and d) keeps exactly the
+    rows where Arrow's three-valued OR of ANDs over the decoded batch is TRUE."""
+    from engine.core.expressions import Call, ColumnRef, Literal
+    from engine.types import BIGINT, BOOLEAN, INT
+
+    encoded, plain = batches
+    types = {"k": BIGINT, "d": INT, "x": BIGINT}
+    arrow_ops = {"le": pc.less_equal, "ne": pc.not_equal, "gt": pc.greater, "eq": pc.equal}
+    predicate = expected = None
+    for conjunction in disjuncts:
+        conj = want = None
+        for name, op, value in conjunction:
+            call = Call(op, (ColumnRef(name, types[name], name), Literal(value, types[name])), BOOLEAN)
+            result = arrow_ops[op](plain.column(name), value)
+            conj = call if conj is None else Call("and", (conj, call), BOOLEAN)
+            want = result if want is None else pc.and_kleene(want, result)
+        predicate = conj if predicate is None else Call("or", (predicate, conj), BOOLEAN)
+        expected = want if expected is None else pc.or_kleene(expected, want)
+    split = KernelFilter.of(predicate)
+    assert len(split.disjunctions) == 1 and split.residual is None
+    got = split.apply(encoded, keep=frozenset(["d"]) if keep else frozenset())
+    want = plain.filter(expected.fill_null(False))
+    assert got.num_rows == want.num_rows
+    for name in ("k", "d", "x"):
+        column = got.column(name)
+        if pa.types.is_dictionary(column.type) or pa.types.is_run_end_encoded(column.type):
+            column = reference._decode(column)
+        assert column.equals(want.column(name)), name
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

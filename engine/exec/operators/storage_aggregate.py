@@ -92,7 +92,7 @@ def _metadata_plan(aggregates, scan: ScanExec):
     not_null = {f.id for f in scan.fields if not f.nullable}
     predicate = scan.kernel_filter()
     preds = predicate.kernel if predicate is not None else ()
-    if predicate is not None and (predicate.residual is not None or any(p.column not in names for p in preds)):
+    if predicate is not None and (predicate.residual is not None or predicate.disjunctions or any(p.column not in names for p in preds)):
         return None
     wanted = []         # (state name, func, stored column or None, arrow type)
     collations = {}     # wanted index -> collation of a collated_min / collated_max (strings)
