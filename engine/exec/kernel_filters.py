@@ -280,21 +280,29 @@ class KernelFilter:
                 rest.append(conjunct)
         return cls(tuple(_fuse_between(preds)), and_all(rest), tuple(ors))
 
-    def apply(self, batch: pa.RecordBatch, params: Sequence = (), keep: frozenset = frozenset()) -> pa.RecordBatch:
+    def apply(self, batch: pa.RecordBatch, params: Sequence = (), keep: frozenset = frozenset(),
+              output: Optional[list[str]] = None) -> pa.RecordBatch:
         """The rows of ``batch`` for which the predicate is TRUE (a new batch; input unmodified).
 
         ``batch`` may hold run-end or dictionary encoded columns (a columnstore scan's): the kernels
         compare them encoded and only the rows kept are decoded, so the result is plain arrays —
         but for the dictionary columns named in ``keep``, which stay dictionary arrays (when no
-        residual predicate has to evaluate the batch)."""
+        residual predicate has to evaluate the batch). ``output``: the columns of the result, by
+        name (None: all); the others are only filtered on, and never taken nor decoded."""
         # Imported here: the evaluator imports this module for in_list_contains.
         from engine.exec.evaluate import evaluate_predicate
 
+        late = output if self.residual is not None else None      # the residual reads the batch
         if (self.kernel or self.disjunctions) and batch.num_rows:
-            batch = self._kernel_rows(batch, params, keep if self.residual is None else frozenset())
+            batch = self._kernel_rows(batch, params, keep if self.residual is None else frozenset(),
+                                      None if late is not None else output)
+        elif output is not None and late is None:
+            batch = batch.select(output)
         batch = decode_batch(batch, keep=keep if self.residual is None else frozenset())
         if self.residual is not None and batch.num_rows:
             batch = batch.filter(evaluate_predicate(self.residual, batch, params))
+        if late is not None:
+            batch = batch.select(late)
         return batch
 
     def narrowed(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -339,9 +347,10 @@ class KernelFilter:
         kept = kernels.count_true(mask)
         return None if kept == len(mask) else mask_indices(mask, kept)
 
-    def _kernel_rows(self, batch: pa.RecordBatch, params: Sequence, keep: frozenset) -> pa.RecordBatch:
+    def _kernel_rows(self, batch: pa.RecordBatch, params: Sequence, keep: frozenset,
+                     output: Optional[list[str]] = None) -> pa.RecordBatch:
         """The rows of ``batch`` the kernel conjuncts keep: decoded but for ``keep`` when some were
-        dropped, else ``batch`` itself (still encoded).
+        dropped, else ``batch`` itself (still encoded); only the columns ``output`` (None: all).
 
         The conjuncts on run-end columns go first (compared per run: cheap), and the rows looked at
         narrow to the span from the first to the last row kept so far: a range on the sort key (a
@@ -364,7 +373,7 @@ class KernelFilter:
             mask = result if mask is None else kernels.and_kleene(mask, result)
             kept = kernels.count_true(mask)
             if kept == 0:
-                return decode_batch(batch.slice(0, 0), keep=keep)
+                return decode_batch((batch if output is None else batch.select(output)).slice(0, 0), keep=keep)
             if kept == hi - lo:
                 mask = None
                 continue
@@ -374,6 +383,8 @@ class KernelFilter:
                 lo, hi = lo + first, lo + stop
                 if kept == hi - lo:
                     mask = None
+        if output is not None:
+            batch = batch.select(output)
         if hi - lo == batch.num_rows and mask is None:
             return batch
         batch = batch.slice(lo, hi - lo) if hi - lo != batch.num_rows else batch

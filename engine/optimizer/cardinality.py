@@ -76,7 +76,7 @@ class Estimator:
     # where a column id comes from (for its NDV and histogram)
     def _register(self, plan: LogicalPlan) -> None:
         if isinstance(plan, Scan):
-            for f, name in zip(plan.fields, plan.column_names):
+            for f, name in plan.read_columns():
                 self._origins[f.id] = (plan.table, name)
         elif isinstance(plan, Project):
             for f, e in plan.exprs:
@@ -200,7 +200,7 @@ class Estimator:
                 used = self._noted.pop()
             self._rows[id(plan)] = cached
             if isinstance(plan, Scan):
-                for f in plan.fields:
+                for f, _ in plan.read_columns():
                     self._rowsets[f.id] = ((id(plan),), cached[1])
             self._sources[id(plan)] = min(used, key=_RANK.__getitem__) if used else self._inherited(plan)
         return cached[1]
@@ -234,7 +234,7 @@ class Estimator:
             # The filters are estimated against the scan without them: against the scan itself, an
             # equality would first pin its own column to one value and then select all of it (p_brand =
             # 'Brand#23' estimated at every row of part instead of 1 in 25).
-            bare = self._bare_scans.setdefault(id(plan), (plan, dataclasses.replace(plan, filters=())))[1]
+            bare = self._bare_scans.setdefault(id(plan), (plan, _bare(plan)))[1]
             return rows * self.conjunction(plan.filters, bare, rows)
         if isinstance(plan, Values):
             return float(len(plan.rows))
@@ -678,3 +678,12 @@ def _strip_cast(e: Expr) -> Expr:
     while isinstance(e, Call) and e.op in ("cast", "collation_key", "collate"):
         e = e.args[0]
     return e
+
+
+def _bare(scan: Scan) -> Scan:
+    """``scan`` without its filters, outputting every column it reads (its filter-only ones too)."""
+    if not scan.filter_fields:
+        return dataclasses.replace(scan, filters=())
+    return dataclasses.replace(scan, fields=scan.fields + scan.filter_fields,
+                               column_names=scan.column_names + scan.filter_columns,
+                               filters=(), filter_fields=(), filter_columns=())

@@ -193,11 +193,12 @@ class PhysicalPlanner:
 
     def _Scan(self, node: Scan):
         table = node.table
-        stored = {c.lower() for c in node.column_names}
+        stored = {c.lower() for c in node.column_names + node.filter_columns}
         indexed = tuple(c for c in table.indexed_columns if c.lower() in stored)
         return ScanExec(table.table_id, table.name, node.fields, node.column_names, node.filters, table.reference,
                         indexed=indexed, shard_key=tuple(table.shard_key or ()),
-                        shard_key_collations=table.shard_key_collations() if table.shard_key else ())
+                        shard_key_collations=table.shard_key_collations() if table.shard_key else (),
+                        filter_fields=node.filter_fields, filter_columns=node.filter_columns)
 
     def _Values(self, node: Values):
         return ValuesExec(node.fields, node.rows)

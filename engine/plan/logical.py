@@ -46,9 +46,19 @@ class Scan(LogicalPlan):
     column_names: tuple[str, ...]          # table column for each field, same order
     filters: tuple[Expr, ...] = ()         # conjuncts evaluated while scanning
     alias: str = ""
+    # Columns read only for ``filters`` and not output (prune_columns): a filter-only column (TPC-H
+    # Q13's o_comment) is dropped by the scan instead of being carried through joins and exchanges.
+    filter_fields: tuple[Field, ...] = ()
+    filter_columns: tuple[str, ...] = ()   # table column for each filter field, same order
+
+    def read_columns(self) -> tuple[tuple[Field, str], ...]:
+        """(field, table column) of every column the scan reads: its output, then the filter-only ones."""
+        return tuple(zip(self.fields + self.filter_fields, self.column_names + self.filter_columns))
 
     def describe(self) -> str:
         cols = ", ".join(self.column_names)
+        if self.filter_columns:
+            cols += "; filter only: " + ", ".join(self.filter_columns)
         where = f" WHERE {' AND '.join(str(f) for f in self.filters)}" if self.filters else ""
         alias = f" AS {self.alias}" if self.alias and self.alias != self.table.name else ""
         return f"Scan {self.table.name}{alias} [{cols}]{where}"
@@ -146,21 +156,29 @@ class Join(LogicalPlan):
     left_keys: tuple[Expr, ...] = ()
     right_keys: tuple[Expr, ...] = ()
     residual: Optional[Expr] = None
+    # The ids of the fields the join outputs, where it drops some (prune_columns: its keys, or columns
+    # only its residual reads, that nothing above reads); None: all of its inputs' (by kind).
+    output: Optional[frozenset[str]] = None
 
     @property
     def fields(self) -> tuple[Field, ...]:
         fields = self.__dict__.get("_fields")        # kept: a deep join tree's would be rebuilt per call
         if fields is None:
-            if self.kind in ("semi", "anti", "anti_null_aware"):
-                fields = self.left.fields
-            elif self.kind == "left":
-                fields = self.left.fields + _nullable(self.right.fields)
-            elif self.kind == "full":
-                fields = _nullable(self.left.fields) + _nullable(self.right.fields)
-            else:
-                fields = self.left.fields + self.right.fields
+            fields = self.joined_fields()
+            if self.output is not None:
+                fields = tuple(f for f in fields if f.id in self.output)
             self.__dict__["_fields"] = fields
         return fields
+
+    def joined_fields(self) -> tuple[Field, ...]:
+        """The fields of the joined rows, before ``output`` drops any."""
+        if self.kind in ("semi", "anti", "anti_null_aware"):
+            return self.left.fields
+        if self.kind == "left":
+            return self.left.fields + _nullable(self.right.fields)
+        if self.kind == "full":
+            return _nullable(self.left.fields) + _nullable(self.right.fields)
+        return self.left.fields + self.right.fields
 
     @property
     def inputs(self):
@@ -169,7 +187,9 @@ class Join(LogicalPlan):
     def describe(self) -> str:
         keys = " AND ".join(f"{l} = {r}" for l, r in zip(self.left_keys, self.right_keys))
         residual = f" residual {self.residual}" if self.residual is not None else ""
-        return f"Join {self.kind} ON {keys or 'TRUE'}{residual}"
+        dropped = "" if self.output is None else \
+            f" drops [{', '.join(f.name for f in self.joined_fields() if f.id not in self.output)}]"
+        return f"Join {self.kind} ON {keys or 'TRUE'}{residual}{dropped}"
 
 
 def _nullable(fields: tuple[Field, ...]) -> tuple[Field, ...]:

@@ -97,7 +97,9 @@ def _copy(plan: LogicalPlan, mapping: dict[str, Expr], ids) -> LogicalPlan:
     sub = lambda e: substitute(e, mapping)      # noqa: E731
     if isinstance(plan, Scan):
         fields = _renamed(plan.fields, mapping, ids)
-        return dataclasses.replace(plan, fields=fields, filters=tuple(sub(f) for f in plan.filters))
+        hidden = _renamed(plan.filter_fields, mapping, ids)
+        return dataclasses.replace(plan, fields=fields, filter_fields=hidden,
+                                   filters=tuple(sub(f) for f in plan.filters))
     if isinstance(plan, Values):
         return dataclasses.replace(plan, fields=_renamed(plan.fields, mapping, ids))
     if isinstance(plan, CteScan):

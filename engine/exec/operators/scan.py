@@ -52,6 +52,14 @@ class ScanExec(PhysicalOperator):
     # per shard key column, the collation whose keys place its rows (TableDef.shard_key_collations)
     shard_key_collations: tuple[Optional[str], ...] = ()
     runtime_filters: tuple[RuntimeFilter, ...] = ()     # join filters this scan applies, when built
+    # columns read for ``filters`` only: filtered on, then dropped (not in ``fields``, the output)
+    filter_fields: tuple[Field, ...] = ()
+    filter_columns: tuple[str, ...] = ()
+
+    def stored_names(self) -> dict[str, str]:
+        """The stored column name of every field the scan reads, by field id (its filter-only ones too)."""
+        return self.derived("stored_names", (self.fields, self.filter_fields), lambda: dict(zip(
+            [f.id for f in self.fields + self.filter_fields], self.column_names + self.filter_columns)))
 
     def output_distribution(self, inputs):
         if self.replicated:
@@ -84,7 +92,7 @@ class ScanExec(PhysicalOperator):
         if not self.indexed or not self.filters:
             return None
         predicate = self.kernel_filter()
-        bounds = _storage_bounds(predicate, dict(zip([f.id for f in self.fields], self.column_names)), self.indexed)
+        bounds = _storage_bounds(predicate, self.stored_names(), self.indexed)
         return next((column for column, op, _ in bounds if op == "index"), None)
 
     def key_partitions(self, num_partitions: int) -> Optional[frozenset]:
@@ -104,10 +112,12 @@ class ScanExec(PhysicalOperator):
         """:meth:`execute`, except that the columns of fields ``keep`` stored dictionary- or
         run-end-encoded leave the scan as dictionary arrays of their type (a group-by above
         factorizes the codes, not the strings; ``HashAggregateExec``). Every other column is plain."""
-        ids = [f.id for f in self.fields]
+        ids = [f.id for f in self.fields + self.filter_fields]
+        # the output's columns, where the filter-only ones are dropped once the filters ran
+        output = [f.id for f in self.fields] if self.filter_fields else None
         # Simple conjuncts (column <op> constant, IN, LIKE 'abc%') run in the filter kernels.
         predicate = self.kernel_filter()
-        bounds = _storage_bounds(predicate, dict(zip(ids, self.column_names)), self.indexed) if predicate else None
+        bounds = _storage_bounds(predicate, self.stored_names(), self.indexed) if predicate else None
         # Columns come as stored (run-end / dictionary encoded): the kernel conjuncts compare them
         # encoded and only the surviving rows are decoded. Every batch leaving the scan is plain.
         # Runtime join filters (Bloom filters from hash joins above): applied first, on the stored
@@ -119,8 +129,8 @@ class ScanExec(PhysicalOperator):
         stores = _stores(ctx, self) if ctx.profile is not None else []
         before = [_read_stats(s) for s in stores]
         holding = self.key_partitions(ctx.num_partitions)
-        for batch in ctx.scan(self.table_id, partition, self.column_names, self.replicated, self.batch_rows,
-                              bounds, encoded=True, only=holding):
+        for batch in ctx.scan(self.table_id, partition, self.column_names + self.filter_columns, self.replicated,
+                              self.batch_rows, bounds, encoded=True, only=holding):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
             if runtime:
                 selected = None
@@ -136,9 +146,9 @@ class ScanExec(PhysicalOperator):
                 if not batch.num_rows:
                     continue
             if predicate is not None:
-                batch = predicate.apply(batch, ctx.params, keep)
+                batch = predicate.apply(batch, ctx.params, keep, output)
             else:
-                batch = decode_batch(batch, keep=keep)
+                batch = decode_batch(batch if output is None else batch.select(output), keep=keep)
             if batch.num_rows:
                 yield batch
         if ctx.profile is not None:
@@ -155,8 +165,8 @@ def _key_partitions(scan: ScanExec, num_partitions: int) -> Optional[frozenset]:
     predicate = scan.kernel_filter()
     if predicate is None:
         return None
-    names = dict(zip((f.id for f in scan.fields), scan.column_names))
-    types = {f.id: f.type.to_arrow() for f in scan.fields}
+    names = scan.stored_names()
+    types = {f.id: f.type.to_arrow() for f in scan.fields + scan.filter_fields}
     key = scan.shard_key[0].lower()
     collation = (scan.shard_key_collations or (None,))[0]
     for p in predicate.kernel:

@@ -88,7 +88,7 @@ def _metadata_plan(aggregates, scan: ScanExec):
     """(stored name by field id, the kernel conjuncts, the wanted states, collations, whether only
     counts are wanted, the stored columns a count reads) of ``storage_states``, or None when the
     metadata path cannot answer these aggregates over this scan."""
-    names = dict(zip((f.id for f in scan.fields), scan.column_names))
+    names = scan.stored_names()
     not_null = {f.id for f in scan.fields if not f.nullable}
     predicate = scan.kernel_filter()
     preds = predicate.kernel if predicate is not None else ()
