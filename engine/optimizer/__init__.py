@@ -6,6 +6,7 @@ from engine.optimizer.context import OptimizerContext
 from engine.optimizer.rules.eager_aggregation import eager_aggregation
 from engine.optimizer.rules.existence_joins import existence_joins
 from engine.optimizer.rules.factor_or import factor_or
+from engine.optimizer.rules.group_by_keys import group_by_keys
 from engine.optimizer.rules.merge_scalar_aggregates import merge_scalar_aggregates
 from engine.optimizer.rules.order_joins import order_joins
 from engine.optimizer.rules.prune_columns import prune_columns
@@ -23,8 +24,10 @@ from engine.plan.logical import LogicalPlan
 # prove existence (under a semi join) become semi joins once ordered, so the order saw their true sizes. Transitive predicates
 # read the filters pushdown put on the MultiJoin inputs and add what they imply before joins are ordered.
 # Eager aggregation splits a grouped MultiJoin in two (the part the aggregates read, grouped first, and
-# the inputs that only add group keys) before each part's joins are ordered.
-RULES = (simplify_expressions, merge_scalar_aggregates, factor_or, pushdown_filters, transitive_predicates, eager_aggregation, order_joins,
+# the inputs that only add group keys) before each part's joins are ordered; before it, a GROUP BY of a
+# table's unique key and other columns of its rows groups on the key alone (group_by_keys).
+RULES = (simplify_expressions, merge_scalar_aggregates, factor_or, pushdown_filters, transitive_predicates, group_by_keys,
+         eager_aggregation, order_joins,
          existence_joins, reduce_aggregates, pushdown_filters, top_n, prune_columns)
 
 

@@ -1,6 +1,7 @@
 """Fixture tests of the logical rewrite rules: ``tests/fixtures/optimizer/<rule>.sql``.
 
-Each file holds cases of SQL over the TPC-H schema and the logical plan (``Query.pretty()``) expected after
+Each file holds cases of SQL over the TPC-H schema (and ``keyed_customer``: customer's columns with its
+PRIMARY KEY declared) and the logical plan (``Query.pretty()``) expected after
 binding it and applying the file's rule, compared exactly (columns whose names clash across table
 aliases are shown as ``alias.column``). The file header names the rule and the rules
 that run before it (in order) so that the case means what it does in the real pipeline::
@@ -52,7 +53,10 @@ SEPARATOR = "----"
 
 # TPC-H SF 0.01 row counts
 ROWS = {"region": 5, "nation": 25, "supplier": 100, "customer": 1_500, "part": 2_000, "partsupp": 8_000,
-        "orders": 15_000, "lineitem": 60_175}
+        "orders": 15_000, "lineitem": 60_175, "keyed_customer": 1_500}
+# TPC-H's schema declares no keys; customer with its PRIMARY KEY, for the rules that read keys
+KEYED_CUSTOMER = ("CREATE TABLE keyed_customer (c_custkey BIGINT PRIMARY KEY, c_name VARCHAR(25) NOT NULL, "
+                  "c_nationkey BIGINT NOT NULL, c_acctbal DECIMAL(15,2) NOT NULL)")
 # a key column has as many values as the table it identifies
 KEYS = {"regionkey": "region", "nationkey": "nation", "suppkey": "supplier", "custkey": "customer",
         "partkey": "part", "orderkey": "orders"}
@@ -186,6 +190,7 @@ def render(query: Query) -> str:
 def catalog():
     con = engine.connect()
     tpch.create_schema(con)
+    con.execute(KEYED_CUSTOMER)
     yield con.session.catalog, con.session.database
     con.close()
 
