@@ -5,7 +5,9 @@ over synthetic int64 columns streamed in 64 Ki-row batches, subtracts the time o
 source alone, and prints every constant in nanoseconds per row (or per pair, or per call) as the
 line to paste into ``cost.py``. Each constant is named after the measurement that produced it here
 (``cost.py`` cites these names). Timings are medians of ``--repeat`` runs after a warm-up
-(``benchmarks/timing.py``); on a shared machine run it twice and keep the steadier numbers.
+(``benchmarks/timing.py``) of the CPU time the process spent (``--clock cpu``, the default: the
+costs are CPU seconds, and on a shared machine another process's load lengthens the wall time, not
+the CPU time, of a run; ``--clock wall`` for the elapsed time).
 
 Solved in pairs where one operator has two costs: the hash aggregate's per-row and per-group cost
 from a 1,000-group and an all-but-unique run; the hash join's per-build-row and per-probe-row cost
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import time
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -24,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 import kernels
-from benchmarks.timing import median_seconds
+from benchmarks.timing import median_seconds as _median_seconds
 from engine import types as T
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.exec.operators.batched_key_join import BatchedKeyJoinExec
@@ -37,6 +40,12 @@ from engine.core.expressions import AggCall, Call
 from engine.plan.logical import Field, SortKey
 
 BATCH = 1 << 16
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+_clock = CLOCKS["cpu"]
+
+
+def median_seconds(fn, repeat: int) -> float:
+    return _median_seconds(fn, repeat, _clock)
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +90,10 @@ def _aggregate(rows: int, groups: int, sorted_keys: bool, seed: int = 1):
 
 
 # (build, probe) of the two hash-join shapes, as fractions of --rows
-JOIN_SHAPES = {"uniform": ((1 / 20, 1.0), (1 / 2, 1 / 2)), "tpcds": ((1 / 40, 1.0), (1 / 10, 1 / 2))}
+# ``split``: the two costs apart, a well-conditioned pair: equal sides (a build row and a probe row
+# each), then a build side of 1/2000 (its rows' cost vanishes beside the probe's)
+JOIN_SHAPES = {"uniform": ((1 / 20, 1.0), (1 / 2, 1 / 2)), "tpcds": ((1 / 40, 1.0), (1 / 10, 1 / 2)),
+               "split": ((1 / 20, 1 / 20), (1 / 2000, 1.0))}
 
 
 def measure(rows: int, repeat: int, shape: str = "uniform") -> dict[str, float]:
@@ -177,10 +189,14 @@ def main(argv=None) -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--shape", choices=sorted(JOIN_SHAPES), default="uniform",
                         help="the hash join's two build/probe shapes")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
+                        help="cpu: the process's CPU time (default); wall: elapsed time")
     args = parser.parse_args(argv)
+    global _clock
+    _clock = CLOCKS[args.clock]
     ns = measure(args.rows, args.repeat, args.shape)
-    print(f"# benchmarks/bench_costs.py --rows {args.rows:,} --repeat {args.repeat} --shape {args.shape}, "
-          f"{datetime.date.today().isoformat()}")
+    print(f"# benchmarks/bench_costs.py --rows {args.rows:,} --repeat {args.repeat} --shape {args.shape} "
+          f"--clock {args.clock}, {datetime.date.today().isoformat()}")
     for name, value in ns.items():
         print(f"{name.upper()}_NS = {value:.2f}")
 
