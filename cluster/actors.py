@@ -111,7 +111,7 @@ class LeafActor:
         storage = LeafStorage(Path(d.leaf_dir), committer, StoreOptions.from_options(dict(d.options)))
         for table in PersistentCatalog(Path(d.catalog)).all_tables():
             keys = [None] if table.reference else self.leaf.partitions
-            storage.create(table.table_id, table.arrow_schema, keys, table.sort_key, committed, table.indexed_columns)
+            storage.create(table.table_id, table.arrow_schema, keys, table.sort_key, committed, table.index_names)
         self.leaf.storage = storage
         committer.maintain(storage.all_stores())     # what the last session left due, compacted now
 

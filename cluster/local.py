@@ -134,7 +134,7 @@ class LocalRunner(ScheduledRunner):
         schema = table.arrow_schema
         for leaf in self.leaves:
             leaf.storage.create(table.table_id, schema, [None] if table.reference else leaf.partitions,
-                                table.sort_key, committed, table.indexed_columns)
+                                table.sort_key, committed, table.index_names)
 
     def drop_table(self, table: TableDef) -> None:
         for leaf in self.leaves:

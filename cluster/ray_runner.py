@@ -269,7 +269,7 @@ class RayRunner(RayQueries, ScheduledRunner):
         self._forget(table.table_id)
         with self._write_lock:
             self._get([leaf.create_table.remote(table.table_id, table.arrow_schema, self._keys(table, i),
-                                                table.sort_key, table.indexed_columns)
+                                                table.sort_key, table.index_names)
                        for i, leaf in enumerate(self.leaves)])
         self._save_catalog()
 

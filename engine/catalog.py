@@ -80,13 +80,19 @@ class TableDef:
     @property
     def indexed_columns(self) -> tuple[str, ...]:
         """The columns a hash index answers equality lookups on: the first column of each unique key
-        and secondary index (an index on (a, b) finds rows by a). Not a string column under a UCA
-        collation (utf8mb4_0900_*_ci / _cs): the index hashes strings by their utf8mb4_general_ci
-        keys, and strings equal under UCA may key apart there ('e' + U+0301 and 'é')."""
-        from engine import collation
+        and secondary index (an index on (a, b) finds rows by a)."""
         firsts = [k.columns[0] for k in self.unique_keys] + [i.columns[0] for i in self.indexes]
-        return tuple(c for c in dict.fromkeys(firsts) if self.column(c).type.kind != "string"
-                     or collation.weighing(self.column(c).type.collation) in ("general", "binary"))
+        return tuple(dict.fromkeys(firsts))
+
+    @property
+    def index_names(self) -> tuple[str, ...]:
+        """The hash indexes a stored segment gets when written, one per indexed column: a string
+        column under a UCA collation (utf8mb4_0900_*) gets its UCA index, which hashes 0900_ai_ci keys
+        (strings equal under UCA may key apart under general_ci: 'e' + U+0301 and 'é');
+        engine.storage.hash_index.index_name."""
+        from engine.storage.hash_index import index_name
+        return tuple(index_name(c, self.column(c).type.collation if self.column(c).type.kind == "string" else None)
+                     for c in self.indexed_columns)
 
     @property
     def primary_key(self) -> tuple[str, ...]:

@@ -63,9 +63,9 @@ def builds(monkeypatch):
     counted = []
     build = hash_index.HashIndex.build.__func__
 
-    def counting(cls, column):
+    def counting(cls, column, *args):
         counted.append(len(column))
-        return build(cls, column)
+        return build(cls, column, *args)
     monkeypatch.setattr(hash_index.HashIndex, "build", classmethod(counting))
     return counted
 

@@ -210,3 +210,48 @@ def test_point_lookup_in_memory_reads_one_row():
         assert _reads(memory, "t", "SELECT id FROM t WHERE id = 77")[0] == []
     finally:
         memory.close()
+
+
+# mixed case, accents, canonically equivalent spellings (NFD 'e' + U+0301 beside NFC 'é'), expansions
+# ('ß' = 'ss' under UCA, not under general_ci) and trailing spaces (NO PAD under the 0900 collations)
+WORDS = ["resume", "Resume", "RÉSUMÉ", "résumé", "re\u0301sume\u0301", "strasse", "Straße", "STRASSE", "abc",
+         "abc ", "ABC", "Åland", "A\u030aland", "\u212bland", "aland", "ǅemal", "dzemal", "Œuvre", "oeuvre"]
+PROBES = ["resume", "RESUME", "résumé", "re\u0301sume\u0301", "Straße", "strasse", "abc", "abc ", "åland",
+          "Aland", "ǆemal", "oeuvre", "nothing"]
+
+
+@pytest.mark.parametrize("collation, compared", [
+    ("utf8mb4_0900_ai_ci", ""), ("utf8mb4_0900_as_cs", ""), ("utf8mb4_0900_ai_ci", " COLLATE utf8mb4_0900_as_cs"),
+    ("utf8mb4_general_ci", " COLLATE utf8mb4_0900_ai_ci"), ("utf8mb4_0900_as_cs", " COLLATE utf8mb4_0900_bin")])
+def test_uca_collated_lookups_match_scans(con, name, collation, compared):
+    """A key on a string column under a UCA collation answers equality and IN through the column's
+    UCA index (0900_ai_ci keys), as does a comparison under an explicit UCA COLLATE on a general_ci
+    column: the rows are those a scan of an unindexed copy finds, and fewer segments are read."""
+    rows = 5 * SEGMENT_ROWS
+    words = pa.array([WORDS[i % len(WORDS)] + ("" if i % 3 else f"#{i % 50}") for i in range(rows)])
+    data = pa.table({"id": np.arange(rows, dtype=np.int64), "w": words})
+    scanned = name + "_scan"
+    for table, key in ((name, ", KEY (w)"), (scanned, "")):
+        con.execute(f"CREATE TABLE {table} (id BIGINT PRIMARY KEY, w VARCHAR(20) COLLATE {collation}{key})")
+        con.load_table(table, data)
+        con.execute(f"ANALYZE TABLE {table}")
+    try:
+        plan = "\n".join(r[0] for r in con.execute(f"EXPLAIN SELECT id FROM {name} WHERE w{compared} = 'x'"))
+        assert "index lookup on w" in plan
+        found = 0
+        for probe in PROBES + ["abc#0", "Straße#3"]:
+            sql = "SELECT id FROM {} WHERE w%s = %%s ORDER BY id" % compared
+            expected = con.execute(sql.format(scanned), (probe,)).fetchall()
+            got, segments, rows_read = _reads(con, name, sql.format(name), (probe,))
+            assert got == expected, probe
+            found += len(got)
+            # only the index's candidates are read: the rows of equal 0900_ai_ci keys ('RESUME' reads
+            # the rows of 'resume' under as_cs, a few words of the 19), none for a word no row has
+            assert RAY or rows_read < rows // 3, (probe, rows_read)
+            assert RAY or probe != "nothing" or (segments, rows_read) == (0, 0)
+        assert found > rows // 4            # the probes do find rows
+        probes = "', '".join(PROBES[:5])
+        sql = f"SELECT id FROM {{}} WHERE w{compared} IN ('{probes}') ORDER BY id"
+        assert con.execute(sql.format(name)).fetchall() == con.execute(sql.format(scanned)).fetchall()
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {scanned}")

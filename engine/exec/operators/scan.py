@@ -15,6 +15,7 @@ from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.core.expressions import Expr, and_all
 from engine.core.fields import Field
 from engine.storage.columnstore.encoding import decode_batch
+from engine.storage.hash_index import index_column, index_name, uca_lookup_keys
 
 # A runtime join filter is dropped by a scan once it has seen this many rows and kept more than
 # RUNTIME_FILTER_MAX_KEPT of them: past that, hashing every row costs more than the rows it saves.
@@ -93,7 +94,7 @@ class ScanExec(PhysicalOperator):
             return None
         predicate = self.kernel_filter()
         bounds = _storage_bounds(predicate, self.stored_names(), self.indexed)
-        return next((column for column, op, _ in bounds if op == "index"), None)
+        return next((index_column(name)[0] for name, op, _ in bounds if op == "index"), None)
 
     def key_partitions(self, num_partitions: int) -> Optional[frozenset]:
         """The partitions that can hold the rows of an equality (or IN) on the shard key, or None
@@ -273,9 +274,13 @@ def _storage_bounds(predicate: KernelFilter, names: dict[str, str],
                 bounds.append((names[p.column], p.op, p.args if p.op == "between" else p.args[0]))
             elif p.kind == "in":
                 bounds.append((names[p.column], "in", p.args))
-        # A collated equality looks up its keys: the index hashes utf8mb4_general_ci keys, and strings
-        # equal under any collation Canopy has have equal general_ci keys (a key's key is itself), so
-        # the candidates are a superset of the rows the filter keeps.
+        # A collated equality looks up its keys in the column's index for its collation
+        # (engine.storage.hash_index): the plain one hashes utf8mb4_general_ci keys (a key's key is
+        # itself), the UCA one utf8mb4_0900_ai_ci keys; either way the candidates are a superset of
+        # the rows the filter keeps.
         if names[p.column].lower() in with_index and (p.kind == "in" or (p.kind == "compare" and p.op == "eq")):
-            bounds.append((names[p.column], "index", tuple(p.args)))
+            collation = p.key[0] if p.key is not None else None
+            name = index_name(names[p.column], collation)
+            bounds.append((name, "index", uca_lookup_keys(tuple(p.args), collation) if name != names[p.column]
+                           else tuple(p.args)))
     return bounds

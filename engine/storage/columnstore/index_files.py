@@ -1,6 +1,7 @@
-"""A segment's hash indexes in the data_dir: ``<segment file>.hidx-<column name as hex>``, one per
-indexed column, beside the (immutable) segment file they index, so a reopened partition answers its
-first point lookup from the file instead of reading the key column of every segment again.
+"""A segment's hash indexes in the data_dir: ``<segment file>.hidx-<index name as hex>``, one per
+index (a column's, or its UCA index: engine.storage.hash_index.index_name), beside the (immutable)
+segment file they index, so a reopened partition answers its first point lookup from the file
+instead of reading the key column of every segment again.
 
 An index is derived data: a file that is missing, fails its CRC32, or was written under another hash
 scheme (the hashes are pandas' siphash of collation keys: a new pandas may hash differently) is
@@ -28,6 +29,7 @@ _HEADER = struct.Struct("<8sQIHH")          # magic, entries, crc32, len(scheme)
 
 
 def hash_scheme() -> bytes:
+    """How the hashes were made: a UCA index (its name ends so) hashes 0900_ai_ci keys instead."""
     import pandas
     return f"siphash-general_ci;pandas {pandas.__version__}".encode()
 
@@ -60,7 +62,7 @@ def write_index(segment_path: Path, column: str, index) -> None:
 def read_index(segment_path: Path, column: str, rows: int):
     """The HashIndex stored for ``column`` of the segment (of ``rows`` rows), or None when there is
     none usable (missing, damaged, another hash scheme): the caller rebuilds it."""
-    from engine.storage.hash_index import HashIndex
+    from engine.storage.hash_index import HashIndex, index_column
     try:
         data = index_path(segment_path, column).read_bytes()
     except FileNotFoundError:
@@ -77,7 +79,8 @@ def read_index(segment_path: Path, column: str, rows: int):
     start = scheme_len + name_len
     hashes = np.frombuffer(body, dtype="<u8", count=entries, offset=start)
     positions = np.frombuffer(body, dtype="<i8", count=entries, offset=start + 8 * entries)
-    return HashIndex(hashes.astype(np.uint64, copy=False), positions.astype(np.int64, copy=False))
+    return HashIndex(hashes.astype(np.uint64, copy=False), positions.astype(np.int64, copy=False),
+                     index_column(column)[1])
 
 
 def remove_indexes(segment_path: Path) -> None:

@@ -424,17 +424,19 @@ class Segment:
                 yield piece if encoded or not indices else decode_batch(piece, schema)
 
     def hash_index(self, name: str):
-        """The :class:`engine.storage.hash_index.HashIndex` of column ``name``, built on first use
-        (None for a type it does not cover)."""
+        """The :class:`engine.storage.hash_index.HashIndex` named ``name`` (a column's, or its UCA
+        index: engine.storage.hash_index.index_name), built on first use (None for a type it does
+        not cover)."""
         with self._lock:
             if name in self._indexes:
                 return self._indexes[name]
-        from engine.storage.hash_index import HashIndex
+        from engine.storage.hash_index import HashIndex, index_column
         index = self._stored_index(name)
         if index is None:
-            chunks = [b.column(0) for b in self.batches([name], None, with_deleted=True)]
-            column = pa.chunked_array(chunks, self.schema.field(name).type).combine_chunks()
-            index = HashIndex.build(column)
+            column_name, uca = index_column(name)
+            chunks = [b.column(0) for b in self.batches([column_name], None, with_deleted=True)]
+            column = pa.chunked_array(chunks, self.schema.field(column_name).type).combine_chunks()
+            index = HashIndex.build(column, uca)
             if index is not None:
                 self._keep_index(name, index)
         with self._lock:

@@ -121,7 +121,7 @@ class ColumnstorePartitionStore(PartitionStore):
         self._wal = SyncedAppendFile(wal_path, truncate_to=scan.valid if scan.torn else None)  # drops a torn tail
         # columns whose hash index segments get when written (the table's key columns, those of the
         # index files here, and each column a lookup uses): engine.storage.columnstore.index_files
-        self._indexed: set[str] = set(indexed) & set(schema.names)
+        self._indexed: set[str] = {name for name in indexed if _index_column(name) in schema.names}
         self._remove_unnamed_files()
 
     # -- recovery ---------------------------------------------------------------------------------
@@ -292,11 +292,13 @@ class ColumnstorePartitionStore(PartitionStore):
         merge, a bulk insert), so no lookup has to read the segment to build it."""
         if not self._indexed:
             return
-        from engine.storage.hash_index import HashIndex
-        for name in sorted(self._indexed & set(rows.column_names)):
-            index = HashIndex.build(rows.column(name).combine_chunks())
-            if index is not None:
-                write_index(path, name, index)
+        from engine.storage.hash_index import HashIndex, index_column
+        for name in sorted(self._indexed):
+            column, uca = index_column(name)
+            if column in rows.column_names:
+                index = HashIndex.build(rows.column(column).combine_chunks(), uca)
+                if index is not None:
+                    write_index(path, name, index)
 
     def _install(self, delta: dict, buffer: Optional[tuple] = None,
                  wal_file: Optional[SyncedAppendFile] = None) -> None:
@@ -513,6 +515,13 @@ class _Prepared:
 
 
 
+def _index_column(name: str) -> str:
+    """The column an index name (engine.storage.hash_index.index_name) indexes, without importing
+    hash_index for a table with no index."""
+    from engine.storage.hash_index import UCA
+    return name[:-len(UCA)] if name.endswith(UCA) else name
+
+
 def scan_snapshot(segments, tail, names: list[str], batch_rows: Optional[int], bounds, encoded: bool,
                   lookup: Optional[tuple[str, pa.Array]], stats: dict) -> Iterator[pa.RecordBatch]:
     """Read a store's snapshot (``segments`` then the plain ``tail`` batches), columns ``names``:
@@ -553,12 +562,14 @@ def index_lookup(schema: pa.Schema, bounds) -> Optional[tuple[str, pa.Array]]:
     to the column's type: the planner marks equality / IN conjuncts on indexed columns so."""
     if not any(op == "index" for _, op, _ in bounds or ()):
         return None             # (hash_index imports pandas: a plain scan must not load it)
-    from engine.storage.hash_index import lookup_values
-    for column, op, value in bounds or ():
+    from engine.storage.hash_index import index_column, lookup_values
+    for name, op, value in bounds or ():
+        column, uca = index_column(name) if op == "index" else (name, False)
         if op == "index" and column in schema.names:
-            values = lookup_values(value, schema.field(column).type)
+            # a UCA lookup's values are 0900_ai_ci keys: strings whatever the column's type
+            values = lookup_values(value, pa.string() if uca else schema.field(column).type)
             if values is not None:
-                return column, values
+                return name, values
     return None
 
 
