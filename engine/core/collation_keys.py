@@ -59,11 +59,14 @@ def collation_keys(d, name: str, pad: bool = True):
 
 
 def _as_cs_keys(d: pa.Array, like: bool) -> pa.Array:
-    """utf8mb4_0900_as_cs (kernels/uca_as_cs_weights.py): the string in NFC (canonically equivalent
-    spellings alike) with each character replaced by its full-weight class and ignorables dropped:
-    equal exactly when the strings are equal; for comparisons (not ``like``) after the _ai_ci key and
-    a NUL, so keys order by the primary weights first (alphabetically, case and accents breaking ties).
-    A LIKE pattern keyed the same way keeps its wildcards (they are their own class)."""
+    """utf8mb4_0900_as_cs (kernels/uca_as_cs_weights.py). The string in NFC (canonically equivalent
+    spellings alike) with each character replaced by its full-weight class and ignorables dropped (the
+    *exact* part) is equal exactly when the strings are; a LIKE pattern (``like``) is keyed to it alone,
+    keeping its wildcards (they are their own class). For comparisons the key orders as UCA's levels:
+    the _ai_ci key (primary weights), a NUL, the secondary weights of the exact part (accents), a NUL,
+    its tertiary weights (case, width: lower case first, as MySQL's 'a' < 'A'), a NUL, the exact part,
+    a NUL, then the characters above U+FFFF (which the weight tables give one weight: this tells them
+    apart, '😀' <> '🙂', ordered by code point)."""
     from kernels import uca_ai_ci_weights, uca_as_cs_weights
     nfc = pc.utf8_normalize(d, "NFC")
     starts, weights = uca_as_cs_weights.tables()
@@ -72,7 +75,12 @@ def _as_cs_keys(d: pa.Array, like: bool) -> pa.Array:
         return exact
     starts, weights = uca_ai_ci_weights.tables()
     primary = kernels.expanding_key(nfc, starts, weights, uca_ai_ci_weights.REPLACEMENT, False)
-    return pc.binary_join_element_wise(primary, exact, "\x00").cast(d.type)
+    (starts2, weights2), (starts3, weights3) = uca_as_cs_weights.level_tables()
+    # the exact part holds one U+FFFD per character above U+FFFF: one collation element of common weights
+    secondary = kernels.expanding_key(exact, starts2, weights2, 0x20, False)
+    tertiary = kernels.expanding_key(exact, starts3, weights3, 0x02, False)
+    supplementary = pc.replace_substring_regex(nfc, r"[\x{0}-\x{FFFF}]", "")
+    return pc.binary_join_element_wise(primary, secondary, tertiary, exact, supplementary, "\x00").cast(d.type)
 
 
 def _shape(d: pa.Array) -> tuple[bool, bool]:

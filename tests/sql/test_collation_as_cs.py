@@ -47,7 +47,11 @@ EXPECTED = [("'a' = 'A'", 0), ("'a' = 'á'", 0), ("'é' = 'e\u0301'", 1), ("'a' 
             ("'ﬁ' = 'fi'", 0), ("'ａ' = 'a'", 0), ("'a ' = 'a'", 0), ("'ß' = 'ss'", 0), ("'Å' = '\u212B'", 1),
             ("'x\u200By' = 'xy'", 1), ("'\u0661' = '1'", 1), ("'ǅ' = 'Dž'", 0), ("'b' > 'A'", 1), ("'a' < 'B'", 1),
             ("'ﬁ' > 'fi'", 1), ("'É' LIKE 'é'", 0), ("'é' LIKE '_'", 1), ("'ABC' LIKE 'a%'", 0),
-            ("'Straße' LIKE 'Stra_e'", 1), ("LOCATE('é', 'xÉé')", 3), ("'x' IN ('X', 'y')", 0)]
+            ("'Straße' LIKE 'Stra_e'", 1), ("LOCATE('é', 'xÉé')", 3), ("'x' IN ('X', 'y')", 0),
+            # UCA's levels: accents (secondary) over the whole string before case (tertiary), lower
+            # case first ('a' < 'A', MySQL 8's order); characters above U+FFFF weigh apart
+            ("'a' < 'A'", 1), ("'A' < 'á'", 1), ("'Á' < 'ä'", 1), ("'Ae' < 'aé'", 1), ("'ab' < 'aB'", 1),
+            ("'aB' < 'Ab'", 1), ("'ａ' > 'a'", 1), ("'ａ' < 'A'", 1), ("'😀' = '🙂'", 0), ("'😀' < '🙂'", 1)]
 
 
 @pytest.mark.parametrize("expression,want", EXPECTED, ids=[e for e, _ in EXPECTED])
@@ -96,6 +100,28 @@ def test_order_is_primary_first(con):
             assert exact(s) not in seen
             seen.add(last)
             last = exact(s)
+
+
+# MySQL 8's documented order of utf8mb4_0900_as_cs (DUCET's three levels: letters, then accents, then
+# case with the lower case first)
+DOCUMENTED = ["a", "A", "á", "Á", "ä", "Ä", "ab", "aB", "Ab", "AB", "áb", "b", "B", "e", "E", "é", "É", "ê", "ë"]
+
+
+def test_order_follows_the_uca_levels():
+    con = engine.connect()
+    try:
+        con.execute(f"CREATE TABLE d (id BIGINT, s VARCHAR(5) COLLATE {AS_CS})")
+        shuffled = random.Random(3).sample(DOCUMENTED, len(DOCUMENTED))
+        con.load_table("d", pa.table({"id": pa.array(range(len(shuffled)), pa.int64()), "s": shuffled}))
+        assert [r[0] for r in con.execute("SELECT s FROM d ORDER BY s").fetchall()] == DOCUMENTED
+        assert [r[0] for r in con.execute("SELECT s FROM d ORDER BY s DESC").fetchall()] == DOCUMENTED[::-1]
+        assert con.execute("SELECT MIN(s), MAX(s) FROM d").fetchall() == [("a", "ë")]
+        # characters above U+FFFF are told apart (MySQL's 0900 weights give each its own)
+        con.execute("INSERT INTO d VALUES (100, '😀'), (101, '🙂'), (102, '😀')")
+        assert con.execute("SELECT COUNT(DISTINCT s) FROM d WHERE id >= 100").fetchall() == [(2,)]
+        assert con.execute("SELECT id FROM d WHERE s = '🙂'").fetchall() == [(101,)]
+    finally:
+        con.close()
 
 
 def test_mixing_with_another_collation_is_an_error(con):

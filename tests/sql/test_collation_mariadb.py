@@ -215,7 +215,8 @@ AS_CS_EXPRESSIONS = [
     "'a' = 'A'", "'a' = 'á'", "'a ' = 'a'", "'é' = 'e\u0301'", "'ﬁ' = 'fi'", "'Ａ' = 'A'", "'ß' = 'ss'",
     "'x\u00ADy' = 'xy'", "'\u0661' = '1'", "'Å' = '\u212B'", "'b' > 'A'", "'a' < 'B'", "'é' < 'f'", "'ﬁ' > 'fi'",
     "'É' LIKE 'é'", "'é' LIKE '_'", "'Straße' LIKE 'stra_e'", "'x' IN ('X', 'x')", "LOCATE('é', 'xÉé')",
-]       # (equal primary weights order differently: 'A' < 'a' here, docs/sql-semantics.md)
+    "'a' < 'A'", "'A' < 'á'", "'Ae' < 'aé'", "'ab' < 'aB'", "'aB' < 'Ab'", "'ａ' > 'a'", "'ａ' < 'A'", "'😀' = '🙂'",
+]
 
 
 @pytest.mark.parametrize("expression", AS_CS_EXPRESSIONS)
@@ -232,3 +233,51 @@ def test_0900_as_cs_expressions_agree_with_uca(both, expression):
     finally:
         con.execute("SET NAMES utf8mb4 COLLATE utf8mb4_general_ci")
     assert got == want, expression
+
+
+def test_as_cs_levels_are_the_servers(mariadb):  # noqa: F811
+    """The secondary and tertiary weights of every BMP character (kernels/uca_as_cs_weights.py)."""
+    from kernels import uca_as_cs_weights
+    connection = mariadb("mysql")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT seq, HEX(WEIGHT_STRING(CONVERT(CHAR(seq USING utf32) USING utf8mb4) "
+                           f"COLLATE {UCA_AS_CS})) FROM seq_0_to_65535 WHERE seq < 55296 OR seq > 57343")
+            server = {code: uca_as_cs_weights.levels_of(weight) for code, weight in cursor.fetchall()}
+    finally:
+        connection.close()
+    (starts2, weights2), (starts3, weights3) = uca_as_cs_weights.level_tables()
+    ours = {code: (tuple(int(w) for w in weights2[starts2[code]:starts2[code + 1]]),
+                   tuple(int(w) for w in weights3[starts3[code]:starts3[code + 1]])) for code in server}
+    assert [code for code in server if ours[code] != server[code]] == []
+
+
+def test_0900_as_cs_order_agrees_with_uca(mariadb):  # noqa: F811
+    """ORDER BY over mixed case, accents, widths, canonically equivalent spellings and ignorables: the
+    server's order (characters above U+FFFF left out: MySQL weighs them as DUCET does, Canopy after
+    the BMP, docs/sql-semantics.md)."""
+    import random
+
+    import pymysql
+    rng = random.Random(5)
+    letters = list("aAbBeEéÉèÈëcCçÇoOöÖøØsSßzZ") + ["e\u0301", "ﬁ", "ａ", "Å", "\u212b", " ", "x\u00ady", "ǅ", "Ǆ", "ǆ"]
+    words = sorted({"".join(rng.choice(letters) for _ in range(rng.randint(1, 4))) for _ in range(1500)})
+    maria = mariadb("mysql")
+    try:
+        with maria.cursor() as cursor:
+            cursor.execute("SET NAMES utf8mb4")
+            cursor.execute(f"CREATE TEMPORARY TABLE w (id INT, s VARCHAR(20) CHARACTER SET utf8mb4 COLLATE {UCA_AS_CS})")
+            cursor.executemany("INSERT INTO w VALUES (%s, %s)", list(enumerate(words)))
+            cursor.execute("SELECT id FROM w ORDER BY s, id")
+            want = [r[0] for r in cursor.fetchall()]
+    except pymysql.MySQLError:
+        maria.close()
+        raise
+    maria.close()
+    con = engine.connect()
+    try:
+        con.execute("CREATE TABLE w (id INT, s VARCHAR(20) COLLATE utf8mb4_0900_as_cs)")
+        con.load_table("w", pa.table({"id": pa.array(range(len(words)), pa.int32()), "s": words}))
+        assert [r[0] for r in con.execute("SELECT id FROM w ORDER BY s, id").fetchall()] == want
+    finally:
+        con.close()
