@@ -190,3 +190,40 @@ def test_bad_budget_is_rejected(tmp_path, bad):
         _open(tmp_path, column_cache_bytes=bad)
     with pytest.raises(ValueError, match="column_cache_bytes"):
         ColumnCache(bad)
+
+
+def test_point_lookups_keep_the_batches_they_read(tmp_path, monkeypatch):
+    """An index lookup reads the stored batch (chunk_rows rows, zstd) holding its row once: the
+    batch's columns stay in the column cache, so looking up another key of that batch reads no file,
+    after a DELETE too (the batch is kept with its deleted rows), and after the segment is unmapped."""
+    from engine.storage.columnstore.segment import Segment
+    con = _open(tmp_path)
+    try:
+        ids = np.random.default_rng(3).permutation(N).astype(np.int64)
+        con.execute("CREATE TABLE p (id BIGINT PRIMARY KEY, v BIGINT, price DOUBLE)")
+        con.load_table("p", pa.table({"id": ids, "v": ids * 3, "price": ids / 4}))
+        con.execute("OPTIMIZE TABLE p")
+        reads = []
+        stored_chunk = Segment._stored_chunk
+        monkeypatch.setattr(Segment, "_stored_chunk", lambda self, wanted, index: reads.append(index) or
+                            stored_chunk(self, wanted, index))
+
+        def lookup(key):
+            return con.execute("SELECT id, v, price FROM p WHERE id = %s", (key,)).fetchall()
+
+        for key in range(0, N, 97):
+            assert lookup(int(key)) == [(key, key * 3, key / 4)]
+        assert reads                                  # the first lookups read their batches
+        reads.clear()
+        for key in range(0, N, 97):                   # the same batches again: none is read
+            assert lookup(int(key)) == [(key, key * 3, key / 4)]
+        assert reads == []
+        con.execute("DELETE FROM p WHERE id IN (0, 194, 388)")       # a few: no merge rewrites the files
+        for segment in (seg for s in _stores(con) for seg in s.snapshot()[0]):
+            segment.close()
+        for key in range(0, N, 97):
+            assert lookup(int(key)) == ([] if key in (0, 194, 388) else [(key, key * 3, key / 4)])
+        assert lookup(N + 5) == []
+        assert reads == []
+    finally:
+        con.close()

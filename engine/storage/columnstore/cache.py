@@ -5,8 +5,11 @@ segment decompresses them again: for ``GROUP BY`` on a dictionary-encoded key th
 was ~90% of the query, the counting kernel the rest. The cache keeps the decompressed form of
 *encoded* columns — dictionary codes (narrowed to the smallest index type the dictionary allows),
 run-end runs, bit-packed integers unpacked — as one contiguous array per segment column, live rows
-only. Plain columns are not kept: they are as large decompressed as the rows they hold, so they
-would push out many times their rows' worth of encoded columns for the same saving.
+only. Plain columns are not kept whole: they are as large decompressed as the rows they hold, so they
+would push out many times their rows' worth of encoded columns for the same saving. Point lookups
+keep the stored record batches they read instead (every column they took a row from, one batch of
+``chunk_rows`` rows each, key ``(path, "(stored batch)", (column, batch number))``): a lookup otherwise
+decompresses the batch's whole columns to take one row, again at every lookup of that batch.
 
 Keys: ``(segment file path, delete file name or None, column name)``. A segment file never changes
 and a DELETE names a new delete file, so an entry can never be stale: a merge, OPTIMIZE or rewrite

@@ -42,6 +42,7 @@ _DELETES_MAGIC = b"CDEL"
 _DELETES_HEADER = struct.Struct("<4sQQ")      # magic, rows, packed bytes; then the zstd frame
 # Encodings whose decompressed columns the column cache keeps (cache.py says why not plain ones).
 CACHED_ENCODINGS = frozenset({"dictionary", "run_end", "bitpack"})
+_STORED_BATCH = "(stored batch)"     # the column cache's "delete file" of a stored batch (Segment._chunk_columns)
 _DECODED_BATCH_ROWS = 1 << 16       # batches of cached columns a decoding reader gets (bounds its memory)
 
 
@@ -200,6 +201,9 @@ class _SegmentFile:
         self._state = {"source": None, "retired": False}
         self._layout = None
         self._verified: set[int] = set()       # column positions whose checksum matched
+        # file readers of the map by the columns they read (a point lookup reads one record batch:
+        # parsing the footer again for it cost as much as the read), dropped with the map
+        self._readers: dict[tuple[int, ...], ipc.RecordBatchFileReader] = {}
         weakref.finalize(self, _release_file, path, self._state)
 
     @property
@@ -211,6 +215,23 @@ class _SegmentFile:
         with self.lock:
             _release_file(self.path, {"source": self.source, "retired": False})
             self._state["source"] = None
+            self._readers = {}
+
+    def batch(self, columns: Sequence[int], index: int) -> pa.RecordBatch:
+        """Record batch ``index`` as stored, the columns at positions ``columns`` (ascending) only,
+        through a reader kept for those columns (the file is immutable). Readers are used under the
+        lock: a stored batch is a zero-copy slice of the map, the lock is held briefly."""
+        key = tuple(columns)
+        while True:
+            source = self.open(columns)
+            with self.lock:
+                if self._state["source"] is not source:      # closed meanwhile (close drops the readers)
+                    continue
+                reader = self._readers.get(key)
+                if reader is None:
+                    reader = self._readers[key] = ipc.open_file(source, options=ipc.IpcReadOptions(
+                        included_fields=list(columns)))
+                return reader.get_batch(index)
 
     def retire(self) -> None:
         self._state["retired"] = True
@@ -475,7 +496,6 @@ class Segment:
         # Only the record batches (chunk_rows each) holding a position are unpacked and decoded: a
         # lookup of one key reads one chunk of the segment, not all of it. ``positions`` is sorted.
         wanted = sorted({self.schema.get_field_index(n) for n in names})
-        where = {index: k for k, index in enumerate(wanted)}
         offsets = self._chunk_offsets()
         pieces = []
         for i in np.unique(np.searchsorted(offsets, positions, side="right") - 1).tolist():
@@ -483,11 +503,34 @@ class Segment:
             low, high = np.searchsorted(positions, [first, offsets[i + 1]])
             # taken from the encoded columns (dictionary codes, runs), then decoded: a chunk's
             # other rows are never decoded
-            unpacked, wanted_rows = unpack_stored(self._stored_chunk(wanted, i)), positions[low:high] - first
+            unpacked, wanted_rows = self._chunk_columns(wanted, i), positions[low:high] - first
             pieces.append(pa.RecordBatch.from_arrays(
-                [take_rows(unpacked.column(where[self.schema.get_field_index(n)]), wanted_rows) for n in names],
-                schema=schema))
+                [take_rows(unpacked[self.schema.get_field_index(n)], wanted_rows) for n in names], schema=schema))
         return pa.Table.from_batches(pieces, schema=schema).combine_chunks().to_batches()[0]
+
+    def _chunk_columns(self, wanted: list[int], index: int) -> dict[int, pa.Array]:
+        """Columns ``wanted`` (schema positions) of record batch ``index`` as stored, bit-packed ones
+        unpacked, by position. With the column cache on they are kept there (every row of the
+        batch, under no delete file: positions count deleted rows): point lookups come back to the
+        same batches, and each read decompressed the batch's whole column (zstd, ``chunk_rows``
+        rows) to take a row or two. Their keys name no delete file but :data:`_STORED_BATCH` (a
+        DELETE discards the entries under the old one, which these do not depend on)."""
+        cache = self.__dict__.get("_cache")
+        keys = {i: (str(self.path), _STORED_BATCH, (self.schema.field(i).name, index)) for i in wanted}
+        found = {}
+        if cache is not None:
+            for i in wanted:
+                column = cache.get(keys[i])
+                if column is not None:
+                    found[i] = column
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            unpacked = unpack_stored(self._stored_chunk(missing, index))
+            for k, i in enumerate(missing):
+                found[i] = unpacked.column(k)
+                if cache is not None and not self._file.retired:
+                    cache.put(keys[i], found[i])
+        return found
 
     def _chunk_offsets(self) -> np.ndarray:
         """The first row of each stored record batch, then the row count: counted once (one narrow
@@ -502,9 +545,8 @@ class Segment:
 
     def _stored_chunk(self, wanted: list[int], index: int) -> pa.RecordBatch:
         """Record batch ``index`` of the file as stored, columns ``wanted`` only."""
-        source = self._open(wanted)
         try:
-            return ipc.open_file(source, options=ipc.IpcReadOptions(included_fields=wanted)).get_batch(index)
+            return self._file.batch(wanted, index)
         except (pa.ArrowInvalid, OSError) as error:
             raise StorageCorruptionError(f"segment file {self.path} cannot be read: {error}") from error
 
