@@ -78,9 +78,9 @@ def value_hashes(array: pa.Array, strings: str = "general") -> Optional[np.ndarr
     if pa.types.is_run_end_encoded(t):
         array, t = pc.run_end_decode(array), t.value_type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        # utf8mb4_general_ci keys (PAD SPACE): equal under any collation => equal keys, so a lookup
-        # finds the rows of a case/accent-insensitive or binary comparison alike (lazy import: the
-        # keys are the evaluator's, engine.core.collation_keys)
+        # collation keys (see the module docstring), so a lookup finds the rows of a case- or
+        # accent-insensitive comparison too (lazy import: the keys are the evaluator's,
+        # engine.core.collation_keys)
         from engine.core.collation_keys import collation_keys
         if strings != "keys":
             array = collation_keys(array, UCA_COLLATION if strings == "uca" else "utf8mb4_general_ci")
