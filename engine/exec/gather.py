@@ -22,19 +22,24 @@ _MIN_ROWS_WITH_NULLS = 4096
 
 def _value_dtype(t: pa.DataType) -> Optional[np.dtype]:
     """The NumPy dtype whose items are the values of ``t`` as stored (None: not gathered here)."""
-    if pa.types.is_boolean(t) or pa.types.is_dictionary(t) or pa.types.is_nested(t) \
-            or pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_string(t) \
-            or pa.types.is_large_binary(t) or pa.types.is_null(t):
-        return None
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
-            or pa.types.is_decimal(t)):
-        return None
-    width = t.bit_width
-    if width in (8, 16, 32, 64):
-        return np.dtype(f"u{width // 8}")
-    if width in (128, 256):
-        return np.dtype((np.void, width // 8))
-    return None
+    try:
+        return _VALUE_DTYPES[t]
+    except KeyError:
+        pass
+    dtype = None
+    if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t) or pa.types.is_decimal(t)) \
+            and not pa.types.is_dictionary(t):
+        width = t.bit_width
+        if width in (8, 16, 32, 64):
+            dtype = np.dtype(f"u{width // 8}")
+        elif width in (128, 256):
+            dtype = np.dtype((np.void, width // 8))
+    _VALUE_DTYPES[t] = dtype
+    return dtype
+
+
+# dtype per Arrow type, as _value_dtype finds it: the pa.types checks cost more than a small gather
+_VALUE_DTYPES: dict = {}
 
 
 def take(array: pa.Array, indices: np.ndarray, missing: Optional[np.ndarray] = None,
@@ -72,12 +77,7 @@ def take(array: pa.Array, indices: np.ndarray, missing: Optional[np.ndarray] = N
     values.take(indices + offset if offset else indices, out=out, mode="clip")   # in range: no buffered copy
     valid = None
     if array.null_count:
-        bits = np.frombuffer(buffers[0], dtype=np.uint8)
-        at = indices + offset if offset else indices
-        if 4 * len(indices) >= len(array):      # most rows: unpack the bitmap once, then gather
-            valid = np.unpackbits(bits, count=offset + len(array), bitorder="little").view(bool).take(at)
-        else:                                    # a few: each row's bit alone
-            valid = ((bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1).astype(bool)
+        valid = _valid_at(buffers[0], offset + len(array), indices + offset if offset else indices)
     if missing is not None:
         valid = ~missing if valid is None else valid & ~missing
     if valid is None:
@@ -85,3 +85,54 @@ def take(array: pa.Array, indices: np.ndarray, missing: Optional[np.ndarray] = N
     null_count = len(valid) - int(np.count_nonzero(valid))
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if null_count else None
     return pa.Array.from_buffers(t, len(out), [bitmap, data], null_count=null_count)
+
+
+def _valid_at(bitmap: pa.Buffer, bits: int, at: np.ndarray) -> np.ndarray:
+    """The validity bits at positions ``at`` (from the buffer's start) of a bitmap of ``bits`` bits."""
+    packed = np.frombuffer(bitmap, dtype=np.uint8)
+    if 4 * len(at) >= bits:         # most rows: unpack the bitmap once, then gather
+        return np.unpackbits(packed, count=bits, bitorder="little").view(bool).take(at)
+    return ((packed[at >> 3] >> (at & 7).astype(np.uint8)) & 1).astype(bool)     # a few: bit by bit
+
+
+def take_ascending(column, indices: np.ndarray) -> pa.Array:
+    """``column`` (an Array or a ChunkedArray) at ``indices`` (int64, ascending, each in range), one
+    array. Arrow's take of a many-chunk column concatenates the chunks first, on every call (a few
+    rows of TPC-H lineitem cost a copy of the whole column). Here each chunk gathers its own rows:
+    a fixed-width column straight into one output buffer, the rest (strings, booleans, dictionaries:
+    their chunks' dictionaries may differ) by ``take`` per chunk, then concatenated."""
+    if isinstance(column, pa.Array):
+        return take(column, indices)
+    if column.num_chunks == 1:
+        return take(column.chunk(0), indices)
+    if column.num_chunks == 0 or len(indices) == 0:
+        return pa.array([], type=column.type)
+    lengths = np.fromiter((len(c) for c in column.chunks), dtype=np.int64, count=column.num_chunks)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    bounds = np.searchsorted(indices, starts)
+    dtype = _value_dtype(column.type)
+    if dtype is None or len(indices) < _MIN_ROWS:
+        parts = [take(column.chunk(c), indices[bounds[c]:bounds[c + 1]] - starts[c])
+                 for c in range(column.num_chunks) if bounds[c + 1] > bounds[c]]
+        return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+    data = pa.allocate_buffer(len(indices) * dtype.itemsize)
+    out = np.frombuffer(data, dtype=dtype)
+    valid = None                # the output's validity, once a chunk with NULLs is met
+    for c in range(column.num_chunks):
+        lo, hi = int(bounds[c]), int(bounds[c + 1])
+        if hi == lo:
+            continue
+        chunk = column.chunk(c)
+        at = indices[lo:hi] - (starts[c] - chunk.offset)
+        buffers = chunk.buffers()
+        values = np.frombuffer(buffers[1], dtype=dtype, count=chunk.offset + len(chunk))
+        values.take(at, out=out[lo:hi], mode="clip")
+        if chunk.null_count:
+            if valid is None:
+                valid = np.ones(len(indices), dtype=bool)
+            valid[lo:hi] = _valid_at(buffers[0], chunk.offset + len(chunk), at)
+    if valid is None:
+        return pa.Array.from_buffers(column.type, len(out), [None, data], null_count=0)
+    null_count = len(valid) - int(np.count_nonzero(valid))
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if null_count else None
+    return pa.Array.from_buffers(column.type, len(out), [bitmap, data], null_count=null_count)

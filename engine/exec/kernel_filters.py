@@ -437,14 +437,17 @@ def _filter_encoded(batch: pa.RecordBatch, mask: pa.BooleanArray, keep: frozense
 
 
 def mask_indices(mask: pa.BooleanArray, kept: Optional[int] = None) -> np.ndarray:
-    """The positions (int64) of the TRUE rows of a boolean mask;
-    ``kept``: their number, when known. Arrow's indices_nonzero is quick on a sparse mask and slow on a
-    dense one (65k rows, half TRUE: 320 us against NumPy's 100 us over the unpacked mask)."""
+    """The positions (int64) of the TRUE rows of a boolean mask (``kept``: their number, when known;
+    unused). Its bitmap unpacked by NumPy, then ``flatnonzero``: 65k rows, 2% / 50% / 90% TRUE, 16 /
+    36 / 37 us, where Arrow's indices_nonzero took 47 / 196 / 120 us and ``to_numpy`` (a bool per
+    row, converted one by one) then ``flatnonzero`` 75 / 94 / 95 us."""
     if mask.null_count:                 # NULL is not TRUE (an evaluator's three-valued answer)
         mask = kernels.selection(mask)
-    if kept is not None and kept * 8 < len(mask):
-        return pc.indices_nonzero(mask).to_numpy().astype(np.int64, copy=False)
-    return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    if not len(mask):
+        return np.zeros(0, dtype=np.int64)
+    bits = np.frombuffer(mask.buffers()[1], dtype=np.uint8)
+    unpacked = np.unpackbits(bits, count=mask.offset + len(mask), bitorder="little").view(bool)
+    return np.flatnonzero(unpacked[mask.offset:] if mask.offset else unpacked)
 
 
 def take_encoded(batch: pa.RecordBatch, indices: np.ndarray, decode: bool = True,

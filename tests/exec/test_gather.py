@@ -1,4 +1,4 @@
-"""engine.exec.gather.take against Arrow's own take: every fixed-width type it gathers over NumPy (and
+"""engine.exec.gather.take (and take_ascending over chunked columns) against Arrow's own take: every fixed-width type it gathers over NumPy (and
 those it leaves to Arrow), sliced arrays, NULLs among the values, positions in any order and repeated,
 and a left join's missing positions."""
 import datetime
@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from engine.exec.gather import take
+from engine.exec.gather import take, take_ascending
+from engine.exec.kernel_filters import mask_indices
 
 N = 5000
 
@@ -64,3 +65,41 @@ def test_take_of_empty_array_all_missing():
     array = pa.array([], pa.int64())
     got = take(array, np.zeros(500, np.int64), np.ones(500, bool))
     assert got.null_count == 500 and len(got) == 500 and got.type == pa.int64()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_take_ascending_over_chunks_matches_arrow(seed):
+    """Each type above split into chunks (sliced ones, an empty one, NULLs in some chunks only):
+    ascending positions, dense or sparse, some chunks without any."""
+    rng = np.random.default_rng(seed)
+    for array in _arrays(rng):
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        cuts = np.sort(rng.choice(np.arange(1, N), 5, replace=False))
+        pieces = [array[a:b] for a, b in zip([0, *cuts], [*cuts, N])]
+        pieces.insert(2, array[0:0])
+        column = pa.chunked_array(pieces, type=array.type)
+        for indices in (np.sort(rng.choice(N, N // 2, replace=False)), np.sort(rng.choice(N, 300, replace=False)),
+                        np.arange(N), np.arange(cuts[1], cuts[3]), np.sort(rng.choice(N, 5, replace=False)),
+                        np.zeros(0, np.int64)):
+            indices = indices.astype(np.int64)
+            want = array.take(pa.array(indices, pa.int64()))
+            got = take_ascending(column, indices)
+            assert isinstance(got, pa.Array) and got.type == want.type
+            assert got.to_pylist() == want.to_pylist()
+            assert got.null_count == want.null_count
+            got.validate(full=True)
+        assert take_ascending(array, np.arange(10)).to_pylist() == array[:10].to_pylist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mask_indices(seed):
+    """The TRUE rows of a mask, NULL not TRUE, sliced masks (a bitmap offset) included."""
+    rng = np.random.default_rng(seed)
+    for n, share in ((0, 0.5), (1, 1.0), (1000, 0.02), (1000, 0.5), (1003, 0.97), (70000, 0.3)):
+        values = rng.random(n) < share
+        nulls = rng.random(n) < 0.1
+        for mask in (pa.array(values), pa.array(values, mask=nulls), pa.array(values)[3:], pa.array(values, mask=nulls)[5:n - 2]):
+            want = [i for i, v in enumerate(mask.to_pylist()) if v is True]
+            got = mask_indices(mask)
+            assert got.dtype == np.int64 and got.tolist() == want

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 import kernels
 from engine.exec.evaluate import evaluate_array, evaluate_predicate
-from engine.exec.gather import take
+from engine.exec.gather import take, take_ascending
 from engine.exec.memory import Reservation
 from engine.exec.distribution import join_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, one_array
@@ -275,7 +275,7 @@ class HashJoinExec(PhysicalOperator):
         table = kernels.JoinTable([groups.column(n) for n in names])
         ids = table.lookup(left_keys)
         found = np.flatnonzero(ids >= 0)
-        value = _take_ascending(left.column(left_column), found)
+        value = take_ascending(left.column(left_column), found)
         group = pa.array(table.first_rows[ids[found]])
         lo = groups.column(f"{right_column}_min").take(group)
         hi = groups.column(f"{right_column}_max").take(group)
@@ -383,24 +383,7 @@ def _common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
 
 def _take(table: pa.Table, names, indices: np.ndarray) -> pa.Table:
     """Rows ``indices`` (ascending) of the columns ``names``."""
-    return pa.table({name: _take_ascending(table.column(name), indices) for name in names})
-
-
-def _take_ascending(column: pa.ChunkedArray, indices: np.ndarray) -> pa.Array:
-    """``column.take(indices)`` for ascending ``indices``, chunk by chunk. Arrow's take on a
-    many-chunk column concatenates the chunks first, on every call: a gathered batch of a few rows
-    from TPC-H lineitem cost a copy of the whole column (Q8 at SF 0.1: the lineitem join 135 ms
-    instead of 35 ms)."""
-    if column.num_chunks == 1:
-        return take(column.chunk(0), indices)
-    if column.num_chunks == 0 or len(indices) == 0:
-        return pa.array([], type=column.type)
-    lengths = np.fromiter((len(c) for c in column.chunks), dtype=np.int64, count=column.num_chunks)
-    starts = np.concatenate([[0], np.cumsum(lengths)])
-    bounds = np.searchsorted(indices, starts)
-    parts = [take(column.chunk(c), indices[bounds[c]:bounds[c + 1]] - starts[c])
-             for c in range(column.num_chunks) if bounds[c + 1] > bounds[c]]
-    return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+    return pa.table({name: take_ascending(table.column(name), indices) for name in names})
 
 
 def _gather(left: pa.Table, right: pa.Table, names, left_rows: np.ndarray, right_rows: np.ndarray,
@@ -416,14 +399,14 @@ def _gather(left: pa.Table, right: pa.Table, names, left_rows: np.ndarray, right
     for name in names:
         if name in left_names:
             column = left.column(name)
-            column = _take_ascending(column, left_rows) if left_ascending else \
+            column = take_ascending(column, left_rows) if left_ascending else \
                 take(column, left_rows)
         else:
             column = right.column(name)
             if all_missing:
                 column = pa.nulls(len(right_rows), column.type)
             elif not left_ascending:
-                column = _take_ascending(column, right_rows)
+                column = take_ascending(column, right_rows)
             else:
                 column = take(column, right_rows, missing)
         columns.append(one_array(column))
