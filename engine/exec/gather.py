@@ -95,12 +95,21 @@ def _valid_at(bitmap: pa.Buffer, bits: int, at: np.ndarray) -> np.ndarray:
     return ((packed[at >> 3] >> (at & 7).astype(np.uint8)) & 1).astype(bool)     # a few: bit by bit
 
 
-def take_ascending(column, indices: np.ndarray) -> pa.Array:
+def take_ascending(column, indices: np.ndarray, distinct: bool = False) -> pa.Array:
     """``column`` (an Array or a ChunkedArray) at ``indices`` (int64, ascending, each in range), one
     array. Arrow's take of a many-chunk column concatenates the chunks first, on every call (a few
     rows of TPC-H lineitem cost a copy of the whole column). Here each chunk gathers its own rows:
     a fixed-width column straight into one output buffer, the rest (strings, booleans, dictionaries:
-    their chunks' dictionaries may differ) by ``take`` per chunk, then concatenated."""
+    their chunks' dictionaries may differ) by ``take`` per chunk, then concatenated.
+
+    ``distinct``: the caller knows no position repeats (strictly ascending). Then positions that are
+    one run of consecutive rows (every probe row of a join kept, an anti join that removed nothing)
+    are a slice: no copy within one chunk."""
+    if distinct and len(indices) and indices[-1] - indices[0] == len(indices) - 1:
+        column = column.slice(int(indices[0]), len(indices))
+        if isinstance(column, pa.Array) or column.num_chunks == 1:
+            return column if isinstance(column, pa.Array) else column.chunk(0)
+        return column.combine_chunks()
     if isinstance(column, pa.Array):
         return take(column, indices)
     if column.num_chunks == 1:
@@ -136,3 +145,4 @@ def take_ascending(column, indices: np.ndarray) -> pa.Array:
     null_count = len(valid) - int(np.count_nonzero(valid))
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if null_count else None
     return pa.Array.from_buffers(column.type, len(out), [bitmap, data], null_count=null_count)
+

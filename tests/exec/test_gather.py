@@ -84,11 +84,12 @@ def test_take_ascending_over_chunks_matches_arrow(seed):
                         np.zeros(0, np.int64)):
             indices = indices.astype(np.int64)
             want = array.take(pa.array(indices, pa.int64()))
-            got = take_ascending(column, indices)
-            assert isinstance(got, pa.Array) and got.type == want.type
-            assert got.to_pylist() == want.to_pylist()
-            assert got.null_count == want.null_count
-            got.validate(full=True)
+            for distinct in (False, True):      # every set above is strictly ascending
+                got = take_ascending(column, indices, distinct=distinct)
+                assert isinstance(got, pa.Array) and got.type == want.type
+                assert got.to_pylist() == want.to_pylist()
+                assert got.null_count == want.null_count
+                got.validate(full=True)
         assert take_ascending(array, np.arange(10)).to_pylist() == array[:10].to_pylist()
 
 

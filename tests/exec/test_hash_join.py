@@ -132,3 +132,20 @@ def test_bloom_filter_switches_off_when_it_keeps_most_rows(selective):
     tested = int(scan.split("bloom filter kept ")[1].split(" of ")[1].split(" rows")[0].replace(",", ""))
     assert tested < 200_000, scan        # stopped after its trial rows on each task
     assert selective.execute(sql).fetchall() == [(198_000,)]
+
+
+def test_unique_build_keys_every_probe_row_kept(selective):
+    """Unique build keys and every probe row matched: the probe rows are runs of consecutive rows
+    (gathered as slices), over a probe side of many batches; against the sums computed here."""
+    fk = np.arange(200_000) % 5000
+    names = np.array(["n%d" % (i % 100) for i in range(5000)])[fk]
+    qty = np.arange(200_000) % 50
+    got = selective.execute("SELECT name, SUM(qty), COUNT(*) FROM fact JOIN dim ON fk = pk GROUP BY name").fetchall()
+    want = {n: (int(qty[names == n].sum()), int((names == n).sum())) for n in np.unique(names)}
+    assert {n: (int(s), c) for n, s, c in got} == want
+    got = selective.execute("SELECT COUNT(*), SUM(qty), COUNT(name) FROM fact LEFT JOIN dim ON fk = pk").fetchall()
+    assert got == [(200_000, int(qty.sum()), 200_000)]
+    assert selective.execute("SELECT COUNT(*), SUM(qty) FROM fact WHERE NOT EXISTS "
+                             "(SELECT 1 FROM dim WHERE pk = fk + 5000)").fetchall() == [(200_000, int(qty.sum()))]
+    assert selective.execute("SELECT COUNT(*), SUM(qty) FROM fact WHERE EXISTS "
+                             "(SELECT 1 FROM dim WHERE pk = fk)").fetchall() == [(200_000, int(qty.sum()))]

@@ -186,8 +186,9 @@ class HashJoinExec(PhysicalOperator):
             elif kind == "anti":
                 yield from _batches(_take(left, out_names, table.anti(ids)))
             else:
+                distinct = _unique_keys(table)
                 for p, b in table.pairs(ids, outer=kind in ("left", "full")):
-                    yield _gather(left, right, out_names, p, b, self.schema)
+                    yield _gather(left, right, out_names, p, b, self.schema, distinct=distinct)
                 if kind == "full":
                     unmatched = np.flatnonzero(~table.build_hits(ids))
                     if len(unmatched):
@@ -213,8 +214,9 @@ class HashJoinExec(PhysicalOperator):
             yield from _batches(_take(left, out_names, np.flatnonzero(hits if self.kind == "semi" else ~hits)))
             return
         left = left.combine_chunks()
+        distinct = _unique_keys(table)
         for r, l in table.pairs(ids):
-            yield _gather(left, right, out_names, l, r, self.schema, left_ascending=False)
+            yield _gather(left, right, out_names, l, r, self.schema, left_ascending=False, distinct=distinct)
         if self.kind == "left":
             unmatched = np.flatnonzero(~table.build_hits(ids))
             if len(unmatched):
@@ -382,16 +384,17 @@ def _common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
 
 
 def _take(table: pa.Table, names, indices: np.ndarray) -> pa.Table:
-    """Rows ``indices`` (ascending) of the columns ``names``."""
-    return pa.table({name: take_ascending(table.column(name), indices) for name in names})
+    """Rows ``indices`` (strictly ascending: a selection) of the columns ``names``."""
+    return pa.table({name: take_ascending(table.column(name), indices, distinct=True) for name in names})
 
 
 def _gather(left: pa.Table, right: pa.Table, names, left_rows: np.ndarray, right_rows: np.ndarray,
-            schema: Optional[pa.Schema], left_ascending: bool = True) -> pa.RecordBatch:
+            schema: Optional[pa.Schema], left_ascending: bool = True, distinct: bool = False) -> pa.RecordBatch:
     """One batch of ``names`` from the pairs (left row ``left_rows[k]``, right row ``right_rows[k]``);
     a right row of -1 gives NULLs (left outer join). The probe side's rows are ascending (the
     kernel's pair order): the left's when ``left_ascending``, else the right's; the other side should
-    be one chunk per column (its rows are taken in any order)."""
+    be one chunk per column (its rows are taken in any order). ``distinct``: no probe row repeats (the
+    build keys are unique), so a run of consecutive probe rows is a slice of its columns."""
     missing = right_rows < 0
     all_missing = bool(missing.all()) and len(right_rows) > 0
     left_names = set(left.schema.names)
@@ -399,14 +402,14 @@ def _gather(left: pa.Table, right: pa.Table, names, left_rows: np.ndarray, right
     for name in names:
         if name in left_names:
             column = left.column(name)
-            column = take_ascending(column, left_rows) if left_ascending else \
+            column = take_ascending(column, left_rows, distinct) if left_ascending else \
                 take(column, left_rows)
         else:
             column = right.column(name)
             if all_missing:
                 column = pa.nulls(len(right_rows), column.type)
             elif not left_ascending:
-                column = take_ascending(column, right_rows)
+                column = take_ascending(column, right_rows, distinct)
             else:
                 column = take(column, right_rows, missing)
         columns.append(one_array(column))
@@ -414,6 +417,12 @@ def _gather(left: pa.Table, right: pa.Table, names, left_rows: np.ndarray, right
         columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema)]
         return pa.RecordBatch.from_arrays(columns, schema=schema)
     return pa.RecordBatch.from_arrays(columns, names=list(names))
+
+
+def _unique_keys(table) -> bool:
+    """Whether every build row of ``table`` (a ``kernels.JoinTable``) with a key has a key of its own:
+    then each probe row has at most one pair."""
+    return table.num_keys == table.num_rows - table.null_rows
 
 
 def _right_only(right: pa.Table, rows: np.ndarray, schema: pa.Schema) -> pa.RecordBatch:
