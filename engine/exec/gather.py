@@ -14,9 +14,11 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
-# Below this many positions Arrow's call costs less than the views made here (more with NULLs among
-# the values: their bitmap is gathered apart).
-_MIN_ROWS = 256
+# Below this many positions Arrow's call costs less than the views made here. Without NULLs, never
+# (8 / 256 / 1024 rows of 64k int64: 3.4 / 3.7 / 4.3 us here, 6.4 / 6.8 / 7.8 us by Arrow: its call
+# looks the kernel up in the function registry, under a mutex); with NULLs among the values their
+# bitmap is gathered apart (9.0 / 9.8 / 11.7 us against Arrow's 6.6 / 7.4 / 9.6).
+_MIN_ROWS = 0
 _MIN_ROWS_WITH_NULLS = 4096
 
 
