@@ -43,6 +43,11 @@ QUERIES = [
     "SELECT a.v FROM a WHERE EXISTS (SELECT 1 FROM big WHERE big.k = a.k)",
     "SELECT a.v FROM a WHERE NOT EXISTS (SELECT 1 FROM big WHERE big.k = a.k)",
     "SELECT a.v, big.v FROM a JOIN big ON a.s = big.s",
+    # residuals: only their columns are gathered for every key-matched pair, the output's for the kept
+    "SELECT a.v, b.v, a.s, b.s FROM a FULL JOIN b ON a.k = b.k AND a.v * 10 < b.v",
+    "SELECT a.s, a.m, big.s, big.v FROM a JOIN big ON a.k = big.k AND big.v > a.v",
+    "SELECT a.v, a.d, big.v FROM a LEFT JOIN big ON a.k = big.k AND big.v > a.v + 20",
+    "SELECT a.v, a.s FROM a WHERE EXISTS (SELECT 1 FROM big WHERE big.k = a.k AND big.s <> a.s)",
 ]
 
 

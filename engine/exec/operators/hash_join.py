@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import kernels
 from engine.exec.evaluate import evaluate_array, evaluate_predicate
 from engine.exec.gather import take, take_ascending
+from engine.exec.kernel_filters import mask_indices
 from engine.exec.memory import Reservation
 from engine.exec.distribution import join_output
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, one_array
@@ -224,26 +225,28 @@ class HashJoinExec(PhysicalOperator):
 
     def _with_residual(self, left, right, table, ids, out_names, ctx) -> Iterator[pa.RecordBatch]:
         """Key-matched pairs filtered by the residual; outer / semi / anti from the probe rows that
-        kept a pair."""
+        kept a pair. Only the residual's columns are gathered for every key-matched pair; the
+        output's, for the pairs it keeps (a residual keeping few of a big fan-out's pairs, TPC-DS
+        q72's inventory against catalog_sales, gathered every output column of every pair)."""
         kind = self.kind
         available = set(left.schema.names) | set(right.schema.names)
-        needed = sorted((set(out_names) | self.residual.column_ids()) & available)
+        # a residual of no column (a constant one) still needs a batch of the pairs' length
+        needed = sorted(self.residual.column_ids() & available) or [left.schema.names[0]]
         matched = np.zeros(left.num_rows, dtype=bool) if kind != "inner" else None
         matched_build = np.zeros(right.num_rows, dtype=bool) if kind == "full" else None
+        distinct = _unique_keys(table)
         for p, b in table.pairs(ids):
-            pairs = _gather(left, right, needed, p, b, None)
-            keep = evaluate_predicate(self.residual, pairs, ctx.params)
-            if kind == "inner":
-                kept = pairs.filter(keep)
-                if kept.num_rows:
-                    yield kept.select(out_names)
+            pairs = _gather(left, right, needed, p, b, None, distinct=distinct)
+            keep = mask_indices(evaluate_predicate(self.residual, pairs, ctx.params))
+            if not len(keep):
                 continue
-            keep = keep.fill_null(False).to_numpy(zero_copy_only=False)
-            matched[p[keep]] = True
+            p, b = p[keep], b[keep]
+            if matched is not None:
+                matched[p] = True
             if matched_build is not None:
-                matched_build[b[keep]] = True
-            if kind in ("left", "full") and keep.any():
-                yield pairs.filter(pa.array(keep)).select(out_names)
+                matched_build[b] = True
+            if kind in ("inner", "left", "full"):
+                yield _gather(left, right, out_names, p, b, self.schema, distinct=distinct)
         if kind == "semi":
             yield from _batches(_take(left, out_names, np.flatnonzero(matched)))
         elif kind == "anti":
