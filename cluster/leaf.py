@@ -110,7 +110,9 @@ class Leaf:
         ``snapshots``: (table id, partition) -> this leaf's stores' snapshots pinned for the query (a
         dict, or anything with its ``get``: a Ray leaf's :class:`cluster.versions.EpochView`).
         ``hold_output``: the caller keeps the output in memory, so the task's pool counts it; False
-        where the caller accounts it itself (the embedded runner's exchange buffers, which spill)."""
+        where the caller accounts it itself (the embedded runner's exchange buffers, which spill); an
+        :class:`engine.exec.answer.AnswerCollector`: the query's answer, which keeps each batch in
+        memory while the task's pool grants it and on disk past it (the batches are still yielded)."""
         # memory_limit: the task's own pool (its spill files go with it when the task ends)
         memory = MemoryPool(task.memory_limit, where=f" on leaf {self.leaf_id}" if self.leaf_id >= 0 else "")
         ctx = TaskContext(task.task, task.num_partitions, task.params, self.storage, exchange_inputs, self.partitions,
@@ -124,11 +126,15 @@ def _task_output(stage: StageSpec, ctx: TaskContext, hold_output: bool = True,
     """A task's non-empty output batches, the memory they hold reserved while the task runs (its
     caller keeps them: an exploding join stops at the limit instead of filling the machine), and an
     allocation failure (Python's MemoryError, Arrow's) reported as the query's MemoryLimitError."""
-    reservation = ctx.memory.reservation(stage.output_label)
+    answer = hold_output if not isinstance(hold_output, bool) else None
+    # the answer's share is spillable: it goes to disk past it, leaving the operators theirs
+    reservation = ctx.memory.reservation(stage.output_label, spillable=answer is not None)
     try:
         for batch in statement_warnings.collected(stage.root.execute(ctx.task, ctx), warnings):
             if batch.num_rows:
-                if hold_output:
+                if answer is not None:
+                    answer.hold(batch, reservation)
+                elif hold_output:
                     reservation.grow(held_bytes(batch))
                 yield batch
     except MemoryError as error:            # pa.ArrowMemoryError is one too
@@ -138,7 +144,7 @@ def _task_output(stage: StageSpec, ctx: TaskContext, hold_output: bool = True,
             f"the query, memory_limit = {format_bytes(limit) if limit else 'none'}): {error}",
             operator=stage.root.describe().split(" ")[0], limit=limit) from None
     finally:
-        reservation.free()
+        reservation.close()
         if ctx.profile is not None:         # EXPLAIN ANALYZE: what went to disk past memory_limit
             ctx.profile.spilled = dict(ctx.memory.spilled_by)
             ctx.profile.peak = ctx.memory.peak

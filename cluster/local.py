@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from cluster.writes import write
 from engine.catalog import Catalog, TableDef
 from engine.errors import CanopyInternalError
 from engine.core.deadline import Deadline
+from engine.exec.answer import AnswerCollector, SpilledAnswer
 from engine.exec.memory import MemoryPool, statement_memory_limit
 from engine.exec.profile import TaskProfile
 from engine.exec.statement_warnings import Warnings
@@ -233,10 +235,22 @@ class LocalRunner(ScheduledRunner):
         return Output(stage.output_kind, tuple((PartitionRef(d, routed[d], routed[d].rows, routed[d].nbytes),)
                                                for d in range(len(routed))))
 
-    def run_final(self, query: Query, stage: StageSpec, tasks, inputs) -> pa.Table:
+    def run_final(self, query: Query, stage: StageSpec, tasks, inputs) -> "pa.Table | SpilledAnswer":
         schema = stage.root.schema
-        result = [b for out in self._run_tasks(query, stage, tasks, inputs) for b in out]
-        return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
+        # the answer of a client's query (or a CTE's) goes to disk past memory_limit (engine.exec.answer)
+        answer = AnswerCollector.for_query(schema, statement_memory_limit.get()) if len(tasks) == 1 else None
+        if answer is None:
+            result = [b for out in self._run_tasks(query, stage, tasks, inputs) for b in out]
+            return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
+        try:
+            self._run_tasks(query, stage, tasks, inputs, answer=answer)
+            result = answer.result()
+        except BaseException:
+            answer.close()
+            raise
+        if query.profile is not None:
+            query.profile.add_spilled(answer.spilled_by)
+        return result
 
     def _pin(self, stages: Sequence[StageSpec]) -> dict[int, dict]:
         """leaf id -> {(table id, partition): snapshot} of every store the stages scan, taken while no
@@ -251,10 +265,11 @@ class LocalRunner(ScheduledRunner):
                     for leaf in self.leaves}
 
     def _run_tasks(self, query: Query, stage: StageSpec, tasks: Sequence[TaskSpec],
-                   inputs: Inputs, buffered: bool = False) -> list:
+                   inputs: Inputs, buffered: bool = False, answer: Optional[AnswerCollector] = None) -> list:
         """Run ``tasks`` (their inputs as ``scheduler.task_inputs`` gives them) where ``scheduler.where``
         places them: one per leaf, or once on the aggregator or leaf 0. Each task's output: a list of
-        batches, or with ``buffered`` an ExchangeBuffer of the query (it spills past memory_limit)."""
+        batches, or with ``buffered`` an ExchangeBuffer of the query (it spills past memory_limit), or
+        with ``answer`` (one task) nothing: the collector keeps the batches."""
         # What a remote leaf would receive; in process the spec itself serves (operators are
         # immutable). Tests set CANOPY_CHECK_STAGE_CODEC=1 so every plan proves it can travel.
         stage = decode_stage(encode_stage(stage)) if _CHECK_STAGE_CODEC else stage
@@ -273,12 +288,17 @@ class LocalRunner(ScheduledRunner):
             # read as the task goes (a spilled buffer from disk), not gathered into memory first
             exchange_inputs = {sid: Chain(ref.data for ref in refs) for sid, refs in inputs[t]}
             batches = leaf.task_batches(stage, spec, exchange_inputs, task_profiles.get(t), deadline,
-                                        (snapshots or {}).get(leaf.leaf_id), hold_output=not buffered,
+                                        (snapshots or {}).get(leaf.leaf_id),
+                                        hold_output=answer if answer is not None else not buffered,
                                         warnings=task_warnings.get(t))
-            out = ExchangeBuffer(query.state.buffers).extend(batches) if buffered \
-                else list(batches)
+            if answer is not None:
+                deque(batches, maxlen=0)    # the collector keeps them as they come
+                out = []
+            else:
+                out = ExchangeBuffer(query.state.buffers).extend(batches) if buffered else list(batches)
             if progress is not None:
-                progress.task_done(stage.stage_id, out.rows if buffered else sum(b.num_rows for b in out))
+                progress.task_done(stage.stage_id, out.rows if buffered else answer.rows if answer is not None
+                                   else sum(b.num_rows for b in out))
             return out
 
         if len(tasks) == 1 or self._stage_input_rows(stage, inputs) < INLINE_STAGE_ROWS:

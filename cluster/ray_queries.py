@@ -35,6 +35,7 @@ from cluster.scheduler import Executor, Inputs, LeafDied, Output, Query, Where, 
 from cluster.specs import PartitionRef, TaskSpec, TransportOptions
 from engine.errors import CanopyInternalError
 from engine.core.deadline import Deadline
+from engine.exec.answer import AnswerCollector
 from engine.exec.operators.base import conform
 from engine.exec.profile import TaskProfile
 from engine.exec.statement_warnings import Warnings
@@ -137,8 +138,20 @@ class RayQueries(Executor):
                 decoded.setdefault(stage_id, []).extend(transport.decode(payload))
         task_profile = TaskProfile(stage.stage_id, stage.root) if query.profile is not None else None
         warnings = Warnings() if query.warnings is not None else None
-        batches = self.aggregator.task_batches(stage, task, decoded, task_profile, query.deadline, warnings=warnings)
-        if kind is None:
+        # the answer of a client's query (or a CTE's) goes to disk past memory_limit (engine.exec.answer)
+        answer = AnswerCollector.for_query(stage.root.schema, task.memory_limit) if kind is None else None
+        batches = self.aggregator.task_batches(stage, task, decoded, task_profile, query.deadline,
+                                               hold_output=answer if answer is not None else True, warnings=warnings)
+        if answer is not None:
+            try:
+                collections.deque(batches, maxlen=0)    # the collector keeps them as they come
+                table = answer.result()
+            except BaseException:
+                answer.close()
+                raise
+            if query.profile is not None:
+                query.profile.add_spilled(answer.spilled_by)
+        elif kind is None:
             table = _table(list(batches), stage.root.schema)
         else:
             sent, links = route_payloads(batches, stage.root.schema, task.exchange, task.transport)

@@ -290,6 +290,8 @@ class Cursor:
         self._reset()
 
     def _reset(self) -> None:
+        if getattr(self, "_table", None) is not None and hasattr(self._table, "close"):
+            self._table.close()         # an answer on disk (engine.exec.answer.SpilledAnswer): its file goes
         self._result: Optional["Result"] = None
         self._table: Optional["pa.Table"] = None
         self._pos = 0
@@ -451,20 +453,28 @@ def _columns(result: "Result") -> list["ColumnInfo"]:
 
 
 def _user_named(result: "Result") -> "pa.Table":
-    """The result table with the user-visible column names (Arrow allows duplicates)."""
+    """The result table with the user-visible column names (Arrow allows duplicates). An answer on disk
+    (engine.exec.answer.SpilledAnswer, read as it is fetched) gets a view that does the same per batch."""
     import pyarrow as pa
 
     columns = _columns(result)
     names = [c.name for c in columns]
     if len(names) != result.table.num_columns:
         raise InternalError(f"result has {result.table.num_columns} columns but {len(names)} descriptions")
+    # held as DECIMAL(20, 0); a client gets integers (Python int, Arrow uint64), as from MySQL
+    unsigned = [i for i, c in enumerate(columns)
+                if c.sql_type == "BIGINT UNSIGNED" and pa.types.is_decimal(result.table.schema.field(i).type)]
     # named so already (a query's result): no new table
+    if result.table.column_names == names and not unsigned:
+        return result.table
+    if hasattr(result.table, "map"):
+        schema = pa.schema([f.with_name(name).with_type(pa.uint64()) if i in unsigned else f.with_name(name)
+                            for i, (f, name) in enumerate(zip(result.table.schema, names))])
+        return result.table.map(lambda batch: pa.RecordBatch.from_arrays(
+            [c.cast(pa.uint64()) if i in unsigned else c for i, c in enumerate(batch.columns)], schema=schema), schema)
     table = result.table if result.table.column_names == names else result.table.rename_columns(names)
-    for i, c in enumerate(columns):
-        if c.sql_type == "BIGINT UNSIGNED" and pa.types.is_decimal(table.schema.field(i).type):
-            # held as DECIMAL(20, 0); a client gets integers (Python int, Arrow uint64), as from MySQL
-            table = table.set_column(i, table.schema.field(i).with_type(pa.uint64()),
-                                     table.column(i).cast(pa.uint64()))
+    for i in unsigned:
+        table = table.set_column(i, table.schema.field(i).with_type(pa.uint64()), table.column(i).cast(pa.uint64()))
     return table
 
 

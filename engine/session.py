@@ -45,6 +45,7 @@ import engine.lazy_pandas  # noqa: F401 - first: pyarrow must not import pandas 
 from engine import collation
 from engine.errors import (AccessDeniedError, BadDataError, BindError, CanopyInternalError, Error, MemoryLimitError,
                            ParseError, UnsupportedError)
+from engine.exec.answer import SpilledAnswer
 from engine.exec.memory import default_memory_limit, format_bytes, parse_memory_limit, statement_memory_limit
 from engine.core.deadline import Deadline, check_statement_deadline, statement_deadline
 from engine.exec import statement_warnings
@@ -562,7 +563,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
         return result
 
     def _run_planned(self, planned) -> Result:
-        result = run_query(planned, self.runner)
+        result = run_query(planned, self.runner, spill_answer=True)
         self.warnings = result.warnings
         return result
 
@@ -676,7 +677,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
         return plan_query(node, self.catalog, self.database, self.statistics, self.runner.num_partitions)
 
     def _query(self, node, statement) -> Result:
-        return run_query(self._plan(node), self.runner)
+        return run_query(self._plan(node), self.runner, spill_answer=True)
 
     def _stmt_Describe(self, node: exp.Describe, statement) -> Result:
         target = node.this
@@ -693,7 +694,9 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
         profiles: Optional[list] = None
         if style == "ANALYZE":          # runs the query; its rows are dropped, its counters shown
             profiles = []
-            run_query(planned, self.runner, profiles)
+            answer = run_query(planned, self.runner, profiles, spill_answer=True).table
+            if isinstance(answer, SpilledAnswer):
+                answer.close()          # its rows are dropped: its file goes now
         text = explain_text(planned, profiles)
         result = ddl.text_result(["EXPLAIN"], [(line,) for line in text.splitlines()])
         result.picture = PlanPicture(explain_parts(planned, profiles), text, execution_summary(profiles))

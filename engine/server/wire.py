@@ -38,6 +38,7 @@ from mysql_mimic.errors import MysqlError
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import ConnectionClosed
 from mysql_mimic.types import Capabilities, ServerStatus
+import pyarrow as pa
 
 from engine import collation
 from engine.errors import AccessDeniedError, Error, UnsupportedError
@@ -406,6 +407,11 @@ class WireConnection(Connection):
         if not self.deprecate_eof():         # old clients: an EOF (with the status flags of now) after them
             header = header + [self.eof()]
         self.stream.write_many(header)
+        if not isinstance(result.table, pa.Table):
+            await self._write_spilled_rows(result, columns, result_columns, binary)
+            await self.stream.write(self.ok_or_eof(affected_rows=result.table.num_rows, warnings=warnings,
+                                                   flags=flags))
+            return
         # a few values are converted here on the loop; more on the thread pool, not to hold up other clients
         small = result.table.num_rows * max(result.table.num_columns, 1) <= SMALL_RESULT_VALUES
         if binary:
@@ -416,6 +422,24 @@ class WireConnection(Connection):
             rows = text_rows(result.table) if small else await self.session.call(text_rows, result.table)
             self.stream.write_text_rows(rows, result_columns)
         await self.stream.write(self.ok_or_eof(affected_rows=len(rows), warnings=warnings, flags=flags))
+
+    async def _write_spilled_rows(self, result: Result, columns: list, result_columns: list, binary: bool) -> None:
+        """An answer past memory_limit, on disk (engine.exec.answer.SpilledAnswer): read, converted and
+        sent a batch at a time on the thread pool, each batch's packets drained before the next."""
+        answer = result.table
+        batches = answer.to_batches()
+        try:
+            while (batch := await self.session.call(next, batches, None)) is not None:
+                chunk = pa.Table.from_batches([batch])
+                if binary:
+                    rows = await self.session.call(binary_rows, chunk, columns)
+                    self.stream.write_many([packets.make_binary_resultrow(row, result_columns) for row in rows])
+                else:
+                    self.stream.write_text_rows(await self.session.call(text_rows, chunk), result_columns)
+                await self.stream.drain()
+        finally:
+            batches.close()
+            answer.close()
 
     def _result_header(self, result: Result) -> tuple[list[bytes], list, list]:
         """The column count and column definition packets of ``result``, with its wire columns and

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from engine.catalog import Catalog
 from engine.errors import BadDataError
+from engine.exec.answer import ANSWER, SpilledAnswer, answer_spill
 from engine.exec.memory import MemoryPool, SpilledRows, statement_memory_limit
 from engine.exec.operators.base import PhysicalOperator
 from engine.exec.operators.cte_scan import CteScanExec
@@ -99,29 +100,36 @@ def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], 
                         query.names, logical, estimates)
 
 
-def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]] = None) -> Result:
+def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]] = None,
+              spill_answer: bool = False) -> Result:
     """``profiles``: when a list, one QueryProfile per plan run (the init plans', then the main one's)
-    is appended to it (EXPLAIN ANALYZE)."""
+    is appended to it (EXPLAIN ANALYZE). ``spill_answer``: the answer goes to a client, which reads it
+    as it fetches: past memory_limit it may stay on disk (``Result.table`` is then an
+    engine.exec.answer.SpilledAnswer); otherwise it is held whole (the caller wants a Table)."""
     # the statement's warnings (SHOW WARNINGS): every plan of the query records into one sink
     warnings = Warnings()
     token = statement_sink.set(warnings)
     try:
-        result = _run_plans(planned, runner, profiles)
+        result = _run_plans(planned, runner, profiles, spill_answer)
     finally:
         statement_sink.reset(token)
     result.warnings = warnings.result()
     return result
 
 
-def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]]) -> Result:
-    def run(stages, params):
-        if profiles is None:
-            return runner.run(stages, params)
-        profiles.append(QueryProfile())
-        start = time.perf_counter()
-        table = runner.run(stages, params, profile=profiles[-1])
-        profiles[-1].seconds = time.perf_counter() - start
-        return table
+def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]], spill_answer: bool) -> Result:
+    def run(stages, params, spill_as: Optional[str] = None):
+        token = answer_spill.set(spill_as)
+        try:
+            if profiles is None:
+                return runner.run(stages, params)
+            profiles.append(QueryProfile())
+            start = time.perf_counter()
+            table = runner.run(stages, params, profile=profiles[-1])
+            profiles[-1].seconds = time.perf_counter() - start
+            return table
+        finally:
+            answer_spill.reset(token)
 
     # the scalar subqueries' values by $subquery number, each set by the init plan computing it
     params: list = [None] * sum(len(init.values) for init in planned.init_plans)
@@ -130,19 +138,27 @@ def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfi
     # query ends: together they count against memory_limit; one that does not fit goes to disk
     pool = MemoryPool(statement_memory_limit.get())
     held = pool.reservation("a materialized CTE")
+    spilled: list[SpilledAnswer] = []   # CTEs whose init plan's answer went to disk: read there
     try:
         for init in planned.init_plans:
-            table = run(with_ctes(init.stages, ctes), params)
+            # a CTE's answer may go to disk as it is made (its references read the file as a stream)
+            table = run(with_ctes(init.stages, ctes), params, spill_as=init.cte and "CTE " + init.cte)
             if init.cte is not None:
-                ctes.append(table if held.try_grow(table.nbytes) else _spilled_cte(pool, init.cte, table))
+                if isinstance(table, SpilledAnswer):
+                    spilled.append(table)
+                    ctes.append(table.spilled_rows())
+                else:
+                    ctes.append(table if held.try_grow(table.nbytes) else _spilled_cte(pool, init.cte, table))
                 continue
             for column, index in enumerate(init.values):
                 params[index] = _scalar_value(table, column, index)
-        table = run(with_ctes(planned.stages, ctes), params)
+        table = run(with_ctes(planned.stages, ctes), params, spill_as=ANSWER if spill_answer else None)
     finally:
         if profiles:
             profiles[-1].add_spilled(pool.spilled_by)
         pool.close()                    # the spilled CTEs' files: nobody reads them any more
+        for answer in spilled:
+            answer.close()
     return query_result(table, planned.fields, planned.names, planned.result_columns())
 
 
@@ -216,6 +232,13 @@ def query_result(table: pa.Table, fields: tuple[Field, ...], names: tuple[str, .
     (Arrow types, ColumnInfos) of the columns when the caller has them already."""
     targets, infos = described if described is not None else \
         ([f.type.to_arrow() for f in fields], [column_info(name, f) for f, name in zip(fields, names)])
+    if isinstance(table, SpilledAnswer):     # on disk: each batch named and cast as it is read
+        schema = pa.schema([pa.field(name, target) for name, target in zip(names, targets)])
+
+        def conform(batch: pa.RecordBatch) -> pa.RecordBatch:
+            return pa.RecordBatch.from_arrays([c if c.type == t else c.cast(t) for c, t in zip(batch.columns, targets)],
+                                              schema=schema)
+        return Result(table.map(conform, schema), list(infos), table.num_rows)
     arrays = []
     for i, target in enumerate(targets):
         column = table.column(i)

@@ -238,6 +238,32 @@ def test_disconnect_cancels_the_query(server, admin, lineitem):
     worker.join(30)
 
 
+def test_an_answer_past_memory_limit_is_sent_from_disk(server, admin, lineitem):
+    # 60,000 rows of lineitem (~6 MiB) under a 2 MiB limit: the answer waits on disk
+    # (engine.exec.answer) and the server sends it a batch at a time, in both protocols
+    sql = "SELECT l_orderkey, l_linenumber, l_comment, l_extendedprice FROM lineitem ORDER BY l_orderkey, l_linenumber"
+    whole = _query(admin, sql)
+    con = connect(server)
+    try:
+        _query(con, "SET memory_limit = '2MiB'")
+        assert _query(con, sql) == whole and len(whole) > 50_000
+        rows = _query(con, "EXPLAIN ANALYZE " + sql)
+        assert "spilled to disk: Answer" in rows[-1][0], rows[-1]
+    finally:
+        con.close()
+    mysql_connector = pytest.importorskip("mysql.connector")
+    binary = mysql_connector.connect(host=server.host, port=server.port, user=ADMIN, password=PASSWORD,
+                                     database="canopy", autocommit=True, use_pure=True, charset="utf8mb4",
+                                     collation="utf8mb4_general_ci")
+    try:
+        cur = binary.cursor(prepared=True)
+        cur.execute("SET memory_limit = '2MiB'")
+        cur.execute(sql.replace("ORDER BY", "WHERE l_orderkey > ? ORDER BY"), (0,))
+        assert [tuple(r) for r in cur.fetchall()] == [tuple(r) for r in whole]
+    finally:
+        binary.close()
+
+
 def test_load_data_local_infile_needs_the_clients_permission(server, admin, tmp_path):
     csv = tmp_path / "local.csv"
     csv.write_text("1,one\n2,two\n")

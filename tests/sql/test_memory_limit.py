@@ -239,6 +239,16 @@ UNPARTITIONED = [
     "ROWS BETWEEN UNBOUNDED PRECEDING AND 2 FOLLOWING) AS lv, SUM(a) OVER () AS ts, COUNT(*) OVER () AS tc, "
     "MAX(x) OVER () AS tm, FIRST_VALUE(id) OVER (ORDER BY x, id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
     "FOLLOWING) AS tf FROM t) q",
+    # a bounded start to UNBOUNDED FOLLOWING: the whole input's COUNT / SUM / AVG less the rows before the start
+    "SELECT COUNT(*), SUM(m * LENGTH(s)), SUM(c), SUM(n), SUM(f), SUM(z), COUNT(z) FROM (SELECT s, SUM(a) OVER (ORDER BY "
+    "x, id ROWS BETWEEN 3 PRECEDING AND UNBOUNDED FOLLOWING) AS m, COUNT(*) OVER (ORDER BY x, id ROWS BETWEEN 3 "
+    "PRECEDING AND UNBOUNDED FOLLOWING) AS c, COUNT(a) OVER (ORDER BY x, id ROWS BETWEEN 2 FOLLOWING AND UNBOUNDED "
+    "FOLLOWING) AS n, SUM(x) OVER (ORDER BY id ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS f, "
+    "SUM(CASE WHEN a > 4990 THEN a END) OVER (ORDER BY x, id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS z "
+    "FROM t) q",
+    "SELECT COUNT(*), SUM(m * LENGTH(s)), SUM(av), SUM(c) FROM (SELECT s, SUM(a) OVER (ORDER BY a RANGE BETWEEN "
+    "CURRENT ROW AND UNBOUNDED FOLLOWING) AS m, AVG(x) OVER (ORDER BY x, id ROWS BETWEEN CURRENT ROW AND UNBOUNDED "
+    "FOLLOWING) AS av, COUNT(*) OVER (ORDER BY a DESC RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS c FROM t) q",
 ]
 
 
@@ -342,6 +352,36 @@ def test_a_query_that_cannot_fit_fails_clearly_and_the_session_goes_on(both):
     assert_same_rows(got, duck.execute("SELECT COUNT(*), SUM(a) FROM t").fetchall())
 
 
+# Window frames that do not spill (docs/memory.md): past the limit each fails with the memory error
+# naming Window and the limit, never a raw MemoryError or an InternalError, with or without PARTITION BY
+UNSPILLABLE_WINDOWS = [
+    # a RANGE frame with a distance in the key
+    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (ORDER BY a RANGE BETWEEN 5 PRECEDING AND "
+    "CURRENT ROW) AS m FROM t) q",
+    # a bounded start to UNBOUNDED FOLLOWING, ROWS and RANGE
+    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, MAX(a) OVER (ORDER BY x, id ROWS BETWEEN 3 PRECEDING AND "
+    "UNBOUNDED FOLLOWING) AS m FROM t) q",
+    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, MIN(x) OVER (ORDER BY a RANGE BETWEEN CURRENT ROW AND "
+    "UNBOUNDED FOLLOWING) AS m FROM t) q",
+    # one peer group (half the rows) larger than the limit
+    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, RANK() OVER (ORDER BY a % 2) AS m FROM t) q",
+    # one PARTITION BY value holding half the rows, with a RANGE distance and with a bounded start to the end
+    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (PARTITION BY a % 2 ORDER BY a RANGE BETWEEN 5 "
+    "PRECEDING AND CURRENT ROW) AS m FROM t) q",
+    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (PARTITION BY a % 2 ORDER BY x, id ROWS BETWEEN "
+    "3 PRECEDING AND UNBOUNDED FOLLOWING) AS m FROM t) q",
+]
+
+
+@pytest.mark.parametrize("sql", UNSPILLABLE_WINDOWS)
+def test_window_frames_that_do_not_spill_fail_with_the_memory_error(both, sql):
+    con, duck = both
+    with pytest.raises(MemoryLimitError, match=r"^Window needs more memory than memory_limit = 2\.0 MiB") as info:
+        _run(con, sql, TINY)
+    assert info.value.operator == "Window" and info.value.limit == 2 << 20
+    assert_same_rows(_run(con, sql), duck.execute(sql).fetchall())      # unlimited: DuckDB's answer
+
+
 def test_the_error_names_the_operator():
     # one leaf, one partition: the gathered rows wait on disk, the window is the first to ask
     con = engine.connect(leaves=1, partitions_per_leaf=1, memory_limit="2MiB")
@@ -358,10 +398,55 @@ def test_the_error_names_the_operator():
 
 def test_an_exploding_join_stops_at_the_limit(both):
     con, _ = both
-    # ~700 rows per key value: hundreds of millions of pairs unless it stops at the limit
-    with pytest.raises(MemoryLimitError, match="memory_limit = 8.0 MiB"):
-        _run(con, "SELECT l.id, r.id FROM t l JOIN t r ON l.s = r.s", "8MiB")
+    # ~60 rows per key value: 3.6 million pairs (55 MiB), past what an answer may take on disk (8 times
+    # the limit: engine.exec.answer), so the query stops instead of writing on
+    with pytest.raises(MemoryLimitError, match=r"^Answer needs more than memory_limit = 4\.0 MiB allows, even on disk"):
+        _run(con, "SELECT l.id, r.id FROM t l JOIN t r ON l.s = r.s", "4MiB")
     assert _run(con, "SELECT COUNT(*) FROM t") == [(ROWS,)]
+
+
+def test_an_answer_larger_than_the_limit_waits_on_disk_and_is_fetched_from_there(both, tmp_path, monkeypatch):
+    con, duck = both
+    monkeypatch.setenv("CANOPY_SPILL_DIR", str(tmp_path))        # where the answer's file goes (this process)
+    sql = "SELECT id, a, s, x FROM t ORDER BY x DESC, id"      # ~3 MiB of rows, gathered here
+    unlimited = _run(con, sql)
+    want = duck.execute(sql).fetchall()
+    assert [tuple(r) for r in unlimited] == [tuple(r) for r in want]
+    _, spilled = _spilled(con, sql, TINY)
+    assert spilled.get("Answer", 0) > 1 << 20, spilled
+    cur = con.cursor()
+    cur.execute(f"SET memory_limit = '{TINY}'")
+    try:
+        cur.execute(sql)
+        assert cur.rowcount == ROWS and [d[0] for d in cur.description] == ["id", "a", "s", "x"]
+        assert any(tmp_path.iterdir())                          # the answer is on disk, not in memory
+        got = cur.fetchmany(7) + [cur.fetchone()] + cur.fetchmany(70_000 // 3)
+        rest = cur.fetch_arrow_table()
+        assert rest.column_names == ["id", "a", "s", "x"]
+        got += [tuple(row.values()) for row in rest.to_pylist()]
+        assert [tuple(r) for r in got] == [tuple(r) for r in unlimited]
+        assert cur.fetchall() == []
+        cur.execute(sql)                                        # the next statement drops the last one's file
+        assert cur.fetchall() == unlimited
+    finally:
+        cur.execute("SET memory_limit = DEFAULT")
+    assert list(tmp_path.iterdir()) == []
+
+
+# One materialised CTE (read three times) larger than the limit on its own: its init plan's answer goes
+# to disk as it is made and the references read the file as a stream (on Ray: the leaves, by path)
+BIG_CTE = ("WITH c AS (SELECT id, MAX(a) AS a, MAX(s) AS s, MAX(x) AS x FROM t GROUP BY id) "
+           "SELECT (SELECT COUNT(*) FROM c c1 JOIN c c2 ON c1.id = c2.id + 1 AND c1.s < c2.s), "
+           "(SELECT SUM(LENGTH(s)) + SUM(a) FROM c), (SELECT MAX(x) FROM c WHERE id > 100)")
+
+
+def test_a_cte_larger_than_the_limit_is_made_on_disk(both):
+    con, duck = both
+    unlimited = _run(con, BIG_CTE)
+    limited, spilled = _spilled(con, BIG_CTE, TINY)
+    assert spilled.get("CTE c", 0) > 1 << 20, spilled
+    assert_same_rows(limited, unlimited)
+    assert_same_rows(unlimited, duck.execute(BIG_CTE).fetchall())
 
 
 @pytest.mark.skipif(os.environ.get("CANOPY_RUNNER") == "ray", reason="the leaves' spill directories are "

@@ -17,11 +17,14 @@ sorted input alike):
   MAX of the chunk combined with the same aggregate of every row before it (carried), FIRST_VALUE the
   partition's first row, LAST_VALUE from the chunk and its halo;
 * the whole partition (``UNBOUNDED PRECEDING`` to ``UNBOUNDED FOLLOWING``, or no ORDER BY): COUNT, SUM,
-  AVG, MIN, MAX of the whole input (aggregated while it came), FIRST_VALUE its first row.
+  AVG, MIN, MAX of the whole input (aggregated while it came), FIRST_VALUE its first row;
+* a bounded start to the end (``n PRECEDING`` / ``CURRENT ROW`` / ``m FOLLOWING`` to ``UNBOUNDED
+  FOLLOWING``, ROWS, or RANGE from CURRENT ROW): COUNT, SUM, AVG as the whole input's aggregate less
+  that of the rows before the frame's start (carried, and a running frame over the chunk and its halos).
 
-Calls outside these (a RANGE frame with offsets, a frame ending UNBOUNDED FOLLOWING from a bounded
-start, LAST_VALUE / NTH_VALUE over the whole partition, a collated MIN / MAX on a running frame) do
-not stream: past the limit such a window fails with MemoryLimitError naming Window (``streams``).
+Calls outside these (a RANGE frame with offsets, MIN / MAX / FIRST_VALUE / ... from a bounded start to
+UNBOUNDED FOLLOWING, LAST_VALUE / NTH_VALUE over the whole partition, a collated MIN / MAX on a running
+frame) do not stream: past the limit such a window fails with MemoryLimitError naming Window (``streams``).
 A single peer group larger than the limit fails likewise (it is one chunk).
 """
 from __future__ import annotations
@@ -36,7 +39,7 @@ import pyarrow.compute as pc
 import kernels
 from engine import types as T
 from engine.core.expressions import Call, ColumnRef
-from engine.core.fields import WindowCall
+from engine.core.fields import FrameBound, WindowCall, WindowFrame
 from engine.exec.evaluate import evaluate_array
 from engine.exec.memory import Reservation, SpillFile
 from engine.exec.operators.base import TaskContext, conform, table_to_batches
@@ -69,7 +72,11 @@ def _kind(call: WindowCall, ordered: bool) -> Optional[tuple[str, int, int]]:
     if frame.units == "range" and ("preceding" in (start, end) or "following" in (start, end)):
         return None                                 # a distance in the key: no bounded halo in rows
     if "unbounded_following" == end:
-        return None
+        # a bounded start to the end: the whole input's COUNT / SUM / AVG less the rows before the start
+        if func not in ("count_star", "count", "sum", "avg"):
+            return None
+        offset = int(frame.start.offset or 0)
+        return ("suffix", offset if start == "preceding" else 0, offset if start == "following" else 0)
     reach = {"preceding": lambda b: (int(b.offset or 0), 0), "following": lambda b: (0, int(b.offset or 0)),
              "current_row": lambda b: (0, 0)}
     if start == "unbounded_preceding":
@@ -161,7 +168,7 @@ class SortedWindow:
         self.held: list[pa.RecordBatch] = []
         self.runs: list[SpillFile] = []
         self.rows = 0
-        self.totals = {i: _Aggregate() for i, k in enumerate(self.kinds) if k[0] == "whole"}
+        self.totals = {i: _Aggregate() for i, k in enumerate(self.kinds) if k[0] in ("whole", "suffix")}
 
     def add(self, batch: pa.RecordBatch) -> None:
         batch = conform(batch, self.schema)
@@ -208,7 +215,7 @@ class SortedWindow:
         target = min(max(limit // 32, 32 << 10), 16 << 20)      # bytes of rows per chunk
         self.base = 0
         self.groups = 0                                 # peer groups before the chunk (DENSE_RANK)
-        self.carried = {i: _Aggregate() for i, k in enumerate(self.kinds) if k[0] == "running"}
+        self.carried = {i: _Aggregate() for i, k in enumerate(self.kinds) if k[0] in ("running", "suffix")}
         self.halo = self.schema.empty_table()           # the rows just before the chunk
         pending: list[pa.RecordBatch] = []
         size = rows = 0
@@ -296,6 +303,8 @@ class SortedWindow:
             return pa.array(self.groups * self.ordered + groups)
         if kind == "whole":
             return self._whole(i, call, chunk)
+        if kind == "suffix":
+            return self._suffix(i, call, cut, ext)
         if kind == "local":
             start = self.halo.num_rows
             rows = self._local_rows(ext)
@@ -331,6 +340,51 @@ class SortedWindow:
         if carried.sum is not None:
             total = pc.if_else(total.is_null(), carried.sum.cast(total.type), _add(total, carried.sum))
         return total if call.func == "sum" else _average(total, counts, call, params)
+
+    def _suffix(self, i: int, call: WindowCall, cut: int, ext: pa.Table) -> pa.Array:
+        """COUNT, SUM or AVG over a frame from a bounded start to UNBOUNDED FOLLOWING: the whole input's
+        aggregate (taken while it came) less that of the rows before the frame's start: those before the
+        chunk's halo (carried, less the halo's own) and, in the chunk with its halos, a running frame
+        that ends just before the start (for RANGE CURRENT ROW: before the row's peer group)."""
+        from engine.exec.operators.window import _compute
+        frame, bound = call.frame, call.frame.start
+        offset = int(bound.offset or 0)
+        if frame.units == "range" or bound.kind == "current_row" or (bound.kind == "following" and not offset):
+            end = FrameBound("preceding", 1)
+        elif bound.kind == "preceding":
+            end = FrameBound("preceding", offset + 1)
+        else:
+            end = FrameBound("following", offset - 1)
+        before = WindowFrame("rows", FrameBound("unbounded_preceding"), end)
+        halo = self.halo.num_rows
+        batch = ext.to_batches()[0]
+        rows = self._local_rows(ext)
+        keys, order_by, params = self._order_keys(batch), self.window.order_by, self.ctx.params
+        part = {}
+        for func in (("sum", "count") if call.func in ("sum", "avg") else (call.func,)):   # a SUM: NULL on no value
+            values = _compute(dataclasses.replace(call, func=func, frame=before), batch, rows, keys, order_by, params)
+            if frame.units == "range":      # the rows before the row's peer group
+                values = values.take(pa.array(rows.peer_start))
+            part[func] = values.slice(halo, cut)
+        earlier = _Aggregate()              # the halo's rows: counted in the carried aggregate already
+        if halo:
+            earlier.add(self._argument(i, self.halo.to_batches()[0]), halo)
+        carried, total = self.carried[i], self.totals[i]
+        if call.func == "count_star":
+            return pc.subtract(pa.scalar(total.rows - carried.rows + earlier.rows, pa.int64()), part["count_star"])
+        counts = pc.subtract(pa.scalar(total.count - carried.count + earlier.count, pa.int64()), part["count"])
+        if call.func == "count":
+            return counts
+        if total.sum is None:               # no value at all: every frame's SUM is NULL
+            return pa.nulls(cut, part["sum"].type)
+        # total - (carried - halo) - the running part, exactly (decimals through decimal256)
+        outside = _add(total.sum, pc.negate(carried.sum)) if carried.sum is not None else total.sum
+        if earlier.sum is not None:
+            outside = _add(outside, earlier.sum)
+        running = pc.fill_null(part["sum"], pa.scalar(0, part["sum"].type))
+        sums = _add(pc.negate(running.cast(outside.type)), outside)
+        sums = pc.if_else(pc.equal(counts, 0), pa.scalar(None, sums.type), sums)
+        return sums if call.func == "sum" else _average(sums, counts, call, params)
 
     def _whole(self, i: int, call: WindowCall, chunk: pa.Table) -> pa.Array:
         total = self.totals[i]
