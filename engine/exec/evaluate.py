@@ -21,7 +21,7 @@ from typing import Callable, Optional, Sequence, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.exec import arrow_errors, decimal128, statement_warnings, unsigned
+from engine.exec import arrow_errors, cast_range, decimal128, statement_warnings, unsigned
 from engine.core.collation_keys import collation_keys, list_keys
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
 from engine.core.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
@@ -466,6 +466,46 @@ def _in_list(expr, a):
     return pc.invert(found) if negated else found
 
 
+@function("in_list_warning")
+def _in_list_warning(expr, a):
+    """``x IN (...)`` whose list holds text that warns when read as x's type (``id IN (1, 'x2', 3)``):
+    MariaDB compares a row with the list's values in order and, where the text is read as a DECIMAL
+    (beside integers), warns each time it reaches such a value: once per row that no earlier value
+    matched (not for NULL x), a row's warnings in list order; text read as a DOUBLE is converted once
+    and warns once. ``options``: the in_list's (values, NOT) and (position, per row, level, code,
+    message) of each value that warns."""
+    values, negated, warned = expr.options
+    found = _in_list(Call("in_list", expr.args, expr.type, (values, negated)), a)
+    if statement_warnings.recording():
+        rows = [w for w in warned if w[1]]
+        for _, _, level, code, message in (w for w in warned if not w[1]):
+            statement_warnings.repeated(level, code, [message], 1, once=True)
+        if rows:
+            scalar = isinstance(a, pa.Scalar)
+            column = pa.array([a.as_py()], a.type) if scalar else _whole(a)
+            depth = pa.repeat(pa.scalar(0, pa.int64()), len(column))      # per row: warning values reached
+            for position, *_ in rows:
+                before = [v for v in values[:position] if v is not None]
+                reached = pc.is_valid(column)
+                if before:
+                    reached = pc.and_(reached, pc.invert(pc.is_in(column, value_set=pa.array(before, column.type))))
+                depth = pc.add(depth, reached.cast(pa.int64()))
+            total = pc.sum(depth).as_py() or 0
+            # only the first rows' messages are kept (SHOW WARNINGS lists MAX_WARNINGS), each row's in order
+            first = pc.filter(depth, pc.greater(depth, 0)).slice(0, statement_warnings.MAX_WARNINGS).to_pylist()
+            messages = [(rows[k][2], rows[k][3], rows[k][4]) for d in first for k in range(d)]
+            statement_warnings.repeated(None, None, messages, total)
+    return found
+
+
+def constant_warnings(expr: Expr) -> list[tuple[str, int, str]]:
+    """The (level, code, message) warnings that evaluating the constant ``expr`` records."""
+    warned = statement_warnings.Warnings()
+    with statement_warnings.collecting(warned):
+        evaluate_array(expr, pa.RecordBatch.from_pydict({"_": [0]}))
+    return [tuple(w) for w in warned.result()]
+
+
 @function("like", "not_like")
 def _like(expr, a, pattern):
     if not _is_scalar(pattern):
@@ -562,6 +602,9 @@ def _collated_extreme(beats, name: str, args: list):
 # A cast's option: text compared with integers, which MariaDB's warnings name a DECIMAL value (the
 # binder's coerce_compared); it is read as any text read as a number is
 TEXT_AS_DECIMAL = "text_as_decimal"
+# A cast's option: a second reading of a value the user wrote once (BETWEEN's upper bound), which
+# converts alike but records no warning (MariaDB warns once for x BETWEEN a AND b)
+QUIET = "quiet"
 
 
 @function("cast")
@@ -569,8 +612,12 @@ def _cast(expr, a):
     """CAST, and the binder's implicit conversions. Text to a number reads MySQL's way outside writes:
     its leading number, 0 without one (``'abc' = 0`` is true, ``'12abc' + 1`` is 13); a cast marked
     ``strict`` (a value entering a column, a DEFAULT) leaves a bad value an error."""
+    if QUIET in expr.options:
+        with statement_warnings.collecting(None):
+            return _cast(Call(expr.op, expr.args, expr.type, tuple(o for o in expr.options if o != QUIET)), a)
+    clip = cast_range.CLIP in expr.options       # an explicit CAST: MariaDB clips (cast_range)
     if "strict" in expr.options or not pa.types.is_string(a.type) or not _is_number(expr.type):
-        return _cast_value(expr, a)
+        return _cast_value(expr, a, clip)
     # MySQL warns 1292 'Truncated incorrect INTEGER value: '12x'' for each text it reads only in part
     # (engine.exec.statement_warnings): checked where a value failed Arrow's cast, and for UNSIGNED
     # (which reads the leading integer itself); where Arrow's cast took every text whole, only a
@@ -583,10 +630,13 @@ def _cast(expr, a):
         statement_warnings.truncated(a, number, name)
         return _cast_value(expr, a)
     try:
-        value = _cast_value(expr, a)
+        value = _cast_value(expr, a, clip)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         statement_warnings.truncated(a, number, name)
-        return _cast_value(expr, _leading_number(a, integer))
+        if clip and expr.type.to_arrow() == pa.int64():
+            # past BIGINT's range too: MariaDB's reading
+            return cast_range.text_to_bigint(a, cast_range.STRICT in expr.options)
+        return _cast_value(expr, _leading_number(a, integer), clip)
     if statement_warnings.recording() and statement_warnings.trailing_space(a):
         statement_warnings.truncated(a, number, name)       # ' 7 ': a Note
     return value
@@ -610,7 +660,9 @@ def _leading_number(s: Datum, integer: bool) -> Datum:
     return pc.if_else(pc.and_(pc.is_null(found), pc.is_valid(s)), "0", found)
 
 
-def _cast_value(expr, a):
+def _cast_value(expr, a, clip: bool = False):
+    """``a`` as ``expr``'s type; with ``clip`` a number past SIGNED's or DECIMAL(p, s)'s range becomes its
+    bound with a warning (engine.exec.cast_range) where the checked cast would fail."""
     target = expr.type.to_arrow()
     if expr.type.unsigned and expr.type.kind == "decimal" and not expr.args[0].type.unsigned:
         return unsigned.to_unsigned(a)          # CAST(x AS UNSIGNED): wraps and clips as MySQL
@@ -621,6 +673,14 @@ def _cast_value(expr, a):
         a = source = unsigned.to_signed(a)      # CAST(x AS SIGNED) of a BIGINT UNSIGNED wraps
         if a.type == target:
             return a
+    if clip and pa.types.is_decimal(target) and not expr.type.unsigned and \
+            (pa.types.is_decimal(source) or pa.types.is_floating(source) or pa.types.is_integer(source)):
+        return cast_range.to_decimal(a, target, lambda v: _cast_value(expr, v), str(expr),
+                                     cast_range.STRICT in expr.options)
+    if clip and target == pa.int64() and pa.types.is_decimal(source):
+        return cast_range.decimal_to_bigint(a, cast_range.STRICT in expr.options)
+    if clip and target == pa.int64() and pa.types.is_floating(source):
+        return cast_range.double_to_bigint(a)
     if pa.types.is_decimal(target) and pa.types.is_decimal(source):
         return decimal128.rescale(_whole(a), target)        # rounded half away, checked
     if pa.types.is_decimal(target) and pa.types.is_floating(source):
@@ -630,7 +690,11 @@ def _cast_value(expr, a):
     if pa.types.is_decimal(target) and pa.types.is_string(source) and target.scale < spare_scale:
         # parse with spare digits, then round: CAST('1.239' AS DECIMAL(5,2)) is 1.24 in MySQL
         wide = pa.decimal128(MAX_DECIMAL_PRECISION, spare_scale)
-        return decimal128.rescale(_whole(pc.utf8_trim_whitespace(a).cast(wide)), target)
+        parsed = _whole(pc.utf8_trim_whitespace(a).cast(wide))
+        if clip:
+            return cast_range.to_decimal(parsed, target, lambda v: decimal128.rescale(_whole(v), target), str(expr),
+                                         cast_range.STRICT in expr.options)
+        return decimal128.rescale(parsed, target)
     if pa.types.is_string(source) and (pa.types.is_integer(target) or pa.types.is_floating(target)):
         return pc.utf8_trim_whitespace(a).cast(target)      # MySQL reads ' 42 ' as 42
     if pa.types.is_decimal(target) and pa.types.is_integer(source):

@@ -194,6 +194,20 @@ def flagged(values: Union[pa.Array, pa.ChunkedArray, pa.Scalar], rows, level: st
         sink.add(level, code, [message(v) for v in first], found)
 
 
+def repeated(level: Optional[str], code: Optional[int], messages: list, count: int, once: bool = False) -> None:
+    """``count`` warnings whose first are ``messages`` (strings of ``level`` and ``code``, or (level, code,
+    message) tuples where those are None); ``once``: a constant's, counted once per statement."""
+    sink = _CURRENT.sink
+    if sink is None or not count:
+        return
+    if level is not None:
+        sink.add(level, code, messages, count, constant=once)
+        return
+    with sink._lock:
+        sink.total += count
+        sink.rows.extend(messages[:max(MAX_WARNINGS - len(sink.rows), 0)])
+
+
 def trailing_space(values: Union[pa.Array, pa.ChunkedArray, pa.Scalar]) -> bool:
     """Whether some string of ``values`` ends with whitespace (a Note where it is read as a number)."""
     if isinstance(values, pa.Scalar):

@@ -92,6 +92,10 @@ _CHECK_EVERY = 1024         # expressions bound between two checks of statement_
 # sets this, engine.sql.handlers.writes), x / 0, x DIV 0 and x MOD 0 of a non-NULL x are errors there
 strict_division: ContextVar[bool] = ContextVar("strict_division", default=False)
 ZERO_DIVISOR_IS_ERROR = "zero_divisor_is_error"
+# MySQL's strict mode (Canopy always runs in it) while an INSERT or UPDATE is bound (the session sets
+# this, engine.sql.handlers.writes): an explicit CAST past its type's range fails there; elsewhere it
+# clips with a warning, as MariaDB (engine.exec.cast_range)
+strict_writes: ContextVar[bool] = ContextVar("strict_writes", default=False)
 # MySQL's strict mode in an UPDATE (SET and WHERE): text read as a number must be one ('abc' = 0 is an
 # error there, 'Truncated incorrect DOUBLE value', where a SELECT reads 'abc' as 0)
 strict_text_numbers: ContextVar[bool] = ContextVar("strict_text_numbers", default=False)

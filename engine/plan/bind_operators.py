@@ -3,6 +3,7 @@ CASE / IF / COALESCE / NULLIF / GREATEST / LEAST, COLLATE and CAST. A mixin of
 :class:`engine.plan.binder.Binder`."""
 from __future__ import annotations
 
+import dataclasses
 import decimal
 from typing import Optional
 
@@ -14,7 +15,9 @@ from engine.errors import BindError, TypeMismatchError, UnsupportedError
 from engine.core.collation_keys import list_keys
 from engine.plan.bind_collation import common_collation, is_string, keyed, needs_key
 from engine.core.expressions import Call, Expr, Literal
-from engine.plan.bind_context import ZERO_DIVISOR_IS_ERROR, node_name, strict_division
+from engine.exec.cast_range import CLIP, STRICT
+from engine.exec.evaluate import QUIET, TEXT_AS_DECIMAL, constant_warnings
+from engine.plan.bind_context import ZERO_DIVISOR_IS_ERROR, node_name, strict_division, strict_writes
 from engine.plan.bind_helpers import _BINARY_OPS, _COMPARISON_OPS, _MICROSECONDS_PER, _QUANTIFIABLE
 
 
@@ -141,8 +144,9 @@ class OperatorBinding:
     def _bind_Between(self, node: exp.Between, ctx) -> Expr:
         x = self.bind_expr(node.this, ctx)
         low, high = self.bind_expr(node.args["low"], ctx), self.bind_expr(node.args["high"], ctx)
-        return self._fold(Call("and", (self.make_comparison("ge", x, low), self.make_comparison("le", x, high)),
-                               T.BOOLEAN))
+        # MySQL reads x once: a text x read as a number warns once (MariaDB), not once per bound
+        high_side = _quiet_casts(self.make_comparison("le", x, high), x)
+        return self._fold(Call("and", (self.make_comparison("ge", x, low), high_side), T.BOOLEAN))
 
     def _bind_In(self, node: exp.In, ctx) -> Expr:
         if node.args.get("query") is not None:
@@ -161,6 +165,15 @@ class OperatorBinding:
             if is_string(x2):
                 name = common_collation([x] + [v for v in values if is_string(v)], "IN")
                 x2 = keyed(x2, name)        # the evaluator keys the list's values alike
+            # text in the list read as a number warns as in MariaDB: per row that reaches it where it is read
+            # as a DECIMAL (beside integers), once where it is read as a DOUBLE (converted once)
+            warned = tuple((i, TEXT_AS_DECIMAL in getattr(c, "options", ()), *w)
+                           for i, c in enumerate(self.coerce_compared(v, common, x.type) if v.type.kind == "string"
+                                                 else None for v in values)
+                           if c is not None for w in constant_warnings(c)) \
+                if common.kind != "string" and any(v.type.kind == "string" for v in values) else ()
+            if warned:
+                return self._fold(Call("in_list_warning", (x2,), T.BOOLEAN, (coerced, False, warned)))
             return self._fold(Call("in_list", (x2,), T.BOOLEAN, (coerced, False)))
         result = None
         for v in values:
@@ -282,7 +295,11 @@ class OperatorBinding:
         target = self.sql_type(to)
         if a.type.kind == "string" and target.kind == "string":
             return a
-        return self._fold(Call("cast", (a,), target))
+        # a value past SIGNED's or DECIMAL(p, s)'s range clips and warns (Note) or fails (a Warning in a
+        # write: strict mode) as in MariaDB (engine.exec.cast_range)
+        clips = target.kind in ("int", "decimal") and not target.unsigned
+        options = ((CLIP, STRICT) if strict_writes.get() else (CLIP,)) if clips else ()
+        return self._fold(Call("cast", (a,), target, options))
 
     _bind_TryCast = _bind_Cast
 
@@ -294,3 +311,14 @@ class OperatorBinding:
         if name == "CHAR" and not params:
             return T.TEXT      # CAST(x AS CHAR)
         return T.from_sql_name(name, params)
+
+
+def _quiet_casts(expr: Expr, x: Expr) -> Expr:
+    """``expr`` with its casts of ``x`` marked QUIET: they convert as before but record no warning (a
+    second reading of a value the user wrote once)."""
+    if not isinstance(expr, Call):
+        return expr
+    if expr.op == "cast" and expr.args and expr.args[0] == x:
+        return Call("cast", expr.args, expr.type, expr.options + (QUIET,))
+    args = tuple(_quiet_casts(a, x) for a in expr.args)
+    return expr if args == expr.args else dataclasses.replace(expr, args=args)

@@ -14,6 +14,8 @@ primary key, which Canopy shards by).
 """
 from __future__ import annotations
 
+from decimal import Decimal as D
+
 ERROR, ROWCOUNT, QUERY = "error", "rowcount", "query"
 
 T = "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))"
@@ -127,6 +129,53 @@ CASES: dict[str, list] = {
         (QUERY, "SELECT id, i, u, d FROM r ORDER BY id", [(1, 2, 2, 3), (2, 4, 0, -3), (4, 3, 3, 3), (5, -3, 4, -3)]),
         ("INSERT INTO r VALUES (6, 1, 1, 1), (7, '12abc', 1, 1)", ERROR),         # no lenient reading in a write
         (QUERY, "SELECT COUNT(*) FROM r", [(4,)])],
+    # issue 16: a CAST past SIGNED's or DECIMAL(p, s)'s range clips with MariaDB's warnings in a query;
+    # in a write (strict mode) what MariaDB warns of with a Warning fails, a Note does not
+    "CAST past its type's range: clipped in a query, an error in a write": [
+        (QUERY, "SELECT CAST(99999999999999999999 AS SIGNED), CAST(-99999999999999999999.5 AS SIGNED)",
+         [(9223372036854775807, -9223372036854775808)]),
+        (QUERY, "SHOW WARNINGS",
+         [("Warning", 1916, "Got overflow when converting '99999999999999999999' to INT. Value truncated"),
+          ("Warning", 1916, "Got overflow when converting '-99999999999999999999.5' to INT. Value truncated")]),
+        (QUERY, "SELECT CAST(1e30 AS SIGNED), CAST(-2.5e30 AS SIGNED)", [(9223372036854775807, -9223372036854775808)]),
+        (QUERY, "SHOW WARNINGS",
+         [("Note", 1916, "Got overflow when converting '1e30' to SIGNED BIGINT. Value truncated"),
+          ("Note", 1916, "Got overflow when converting '-2.5e30' to SIGNED BIGINT. Value truncated")]),
+        (QUERY, "SELECT CAST('-99999999999999999999' AS SIGNED), CAST('18446744073709551616' AS SIGNED), "
+                "CAST('9223372036854775808' AS SIGNED)", [(-9223372036854775808, -1, -9223372036854775808)]),
+        (QUERY, "SHOW WARNINGS",
+         [("Warning", 1292, "Truncated incorrect INTEGER value: '-99999999999999999999'"),
+          ("Warning", 1292, "Truncated incorrect INTEGER value: '18446744073709551616'"),
+          ("Note", 1105, "Cast to signed converted positive out-of-range integer to it's negative complement")]),
+        (QUERY, "SELECT CAST(123.456 AS DECIMAL(4,2)), CAST(-1e30 AS DECIMAL(5,1)), CAST('123456' AS DECIMAL(4,2)), "
+                "CAST(99.999 AS DECIMAL(4,2)), CAST(9.999 AS DECIMAL(4,2))",
+         [(D("99.99"), D("-9999.9"), D("99.99"), D("99.99"), D("10.00"))]),
+        "CREATE TABLE w (id INT PRIMARY KEY, x DECIMAL(10,2), y BIGINT, v VARCHAR(10))",
+        ("INSERT INTO w VALUES (1, CAST(123.456 AS DECIMAL(4,2)), 1, 'a')", ERROR, "Out of range value"),
+        ("INSERT INTO w SELECT 1, 1, CAST(99999999999999999999 AS SIGNED), 'a'", ERROR, "Got overflow"),
+        ("INSERT INTO w SELECT 1, 1, CAST('-99999999999999999999' AS SIGNED), 'a'", ERROR,
+         "Truncated incorrect INTEGER value"),
+        "INSERT INTO w SELECT 1, 1, CAST(1e30 AS SIGNED), '1'",
+        "INSERT INTO w SELECT 2, 2, CAST('9223372036854775808' AS SIGNED), 'abc'",
+        "INSERT INTO w VALUES (3, 3, 3, '7')",
+        ("UPDATE w SET x = CAST(y AS DECIMAL(4,2))", ERROR),
+        ("CREATE TABLE w2 AS SELECT CAST(123.456 AS DECIMAL(4,2)) AS x", ERROR),
+        (QUERY, "SELECT id, x, y FROM w ORDER BY id",
+         [(1, D("1.00"), 9223372036854775807), (2, D("2.00"), -9223372036854775808), (3, D("3.00"), 3)]),
+        # x BETWEEN a AND b reads x once: one warning for the one bad text
+        (QUERY, "SELECT id FROM w WHERE v BETWEEN 0 AND 2 ORDER BY id", [(1,), (2,)]),
+        (QUERY, "SHOW WARNINGS", [("Warning", 1292, "Truncated incorrect DECIMAL value: 'abc'")])],
+    # issue 16: text in an IN list read as a number warns as MariaDB: beside integers (a DECIMAL reading)
+    # once per row that reaches it (no earlier value matched; a row's warnings in list order), beside a
+    # DOUBLE once (converted once)
+    "text in an IN list warns per row that reaches it": [
+        "CREATE TABLE m (id INT PRIMARY KEY, f DOUBLE)", "INSERT INTO m VALUES (1, 1.5), (2, 2.5), (3, NULL)",
+        (QUERY, "SELECT id FROM m WHERE id IN (1, 'x2', 3) ORDER BY id", [(1,), (3,)]),
+        (QUERY, "SHOW WARNINGS", [("Warning", 1292, "Truncated incorrect DECIMAL value: 'x2'")] * 2),
+        (QUERY, "SELECT id FROM m WHERE id NOT IN ('a', 'b', 2) ORDER BY id", [(1,), (3,)]),
+        (QUERY, "SHOW WARNINGS", [("Warning", 1292, f"Truncated incorrect DECIMAL value: '{c}'") for c in "ababab"]),
+        (QUERY, "SELECT id FROM m WHERE f IN (1.5, 'zz') ORDER BY id", [(1,)]),
+        (QUERY, "SHOW WARNINGS", [("Warning", 1292, "Truncated incorrect DOUBLE value: 'zz'")])],
     "unsigned arithmetic": [
         "CREATE TABLE n (id INT PRIMARY KEY, a BIGINT UNSIGNED, b INT UNSIGNED, c INT)",
         "INSERT INTO n VALUES (1, 18446744073709551615, 4294967295, -5), (2, 1, 0, 5)",

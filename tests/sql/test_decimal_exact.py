@@ -185,5 +185,12 @@ def test_casts_and_round_rescale_exactly(con):
         assert row == (q(value, 0), int(q(value, 0)), q(value, 0), q(value, 1),
                        q(value.scaleb(-2), 0).scaleb(2), Decimal("-98765432109876543210987654.3210"),
                        int(value.to_integral_value(decimal.ROUND_FLOOR)), int(value.to_integral_value(decimal.ROUND_CEILING)))
-    with pytest.raises(errors.DataError, match="out of range"):
-        _rows(con, "SELECT CAST(m AS DECIMAL(10,0)) FROM r")
+    # past the target's digits: clipped to its largest value with MariaDB's warning 1264 (engine.exec.cast_range)
+    cur = con.cursor()
+    cur.execute("SELECT id, CAST(m AS DECIMAL(10,0)) FROM r ORDER BY id")
+    assert cur.fetchall() == [(1, Decimal("9999999999")), (2, Decimal("-3")), (3, Decimal("150")), (4, Decimal("0"))]
+    cur.execute("SHOW WARNINGS")
+    assert [(level, int(code), message.split(" at row")[0]) for level, code, message in cur.fetchall()] == \
+        [("Warning", 1264, "Out of range value for column 'CAST(m AS DECIMAL(10,0))'")]
+    with pytest.raises(errors.DataError, match="out of range"):      # arithmetic past 38 digits still fails
+        _rows(con, "SELECT m * 100000000000000000000000000 FROM r")

@@ -119,7 +119,12 @@ class CatalogStatements:
 
     def _create_table_as(self, node: exp.Create, statement: Statement, database: str) -> Result:
         from engine.catalog import ColumnDef, TableDef
-        planned = self._plan(node.expression)
+        from engine.plan.bind_context import strict_writes
+        token = strict_writes.set(True)     # strict mode: a CAST past its range fails, as in an INSERT
+        try:
+            planned = self._plan(node.expression)
+        finally:
+            strict_writes.reset(token)
         from engine.types import TEXT
         columns = tuple(ColumnDef(name, f.type if f.type.kind != "null" else TEXT, f.nullable)
                         for name, f in zip(planned.names, planned.fields))

@@ -23,13 +23,17 @@ from engine.sql.query import run_query
 @contextlib.contextmanager
 def data_change(session):
     """Around an INSERT or UPDATE: x / 0 is MySQL's 'Division by 0' error when the session's sql_mode
-    says so (strict mode with ERROR_FOR_DIVISION_BY_ZERO, the default), NULL otherwise."""
+    says so (strict mode with ERROR_FOR_DIVISION_BY_ZERO, the default), NULL otherwise; a CAST past its
+    type's range is an error (strict mode), where a SELECT clips it with a warning."""
+    from engine.plan.bind_context import strict_writes
     from engine.plan.binder import strict_division
     from engine.sql.sql_modes import divides_strictly
     token = strict_division.set(divides_strictly(str(session.variables["sql_mode"])))
+    writes = strict_writes.set(True)        # strict mode: a CAST past its range fails, not clips
     try:
         yield
     finally:
+        strict_writes.reset(writes)
         strict_division.reset(token)
 
 
