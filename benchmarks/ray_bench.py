@@ -32,7 +32,7 @@ and UPDATE did before (still the path of a WHERE with a subquery: ``(SELECT c)``
 otherwise). Each statement changes fresh rows; ``--repeat`` rounds alternate the two paths.
 
 ``load``: LOAD DATA of TPC-H lineitem (``--sf``) into in-memory Ray leaves, which the driver streams to
-the leaves as chunks while it parses (``cluster.ray_load.RayLoad``), with compression ``never``,
+the leaves as chunks while it parses (``cluster.load.StreamingLoad`` over ``cluster.ray_writes.RayLeaves``), with compression ``never``,
 ``always`` and ``adaptive`` (a chunk goes LZ4 when more than 4 to its leaf are unacknowledged), on
 loopback and on links throttled to ``--throttle-mb`` MB/s per leaf (the transport's benchmark mode).
 ``--repeat`` rounds alternate the modes on one deployment (the table emptied between loads); MB/s is

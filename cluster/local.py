@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 from cluster.exchange import route_batches
 from cluster.exchange_buffer import Chain, ExchangeBuffer
 from cluster.leaf import Leaf, LeafStorage
-from cluster.local_writes import LocalLeaves, LocalLoad
+from cluster.load import LoadStats, StreamingLoad
+from cluster.local_writes import LocalLeaves
 from cluster.placement import Placement
 from cluster.scheduler import Inputs, Output, Query, ScheduledRunner, Where, where
 from cluster.specs import ExchangeSpec, PartitionRef, TaskSpec
@@ -108,6 +109,7 @@ class LocalRunner(ScheduledRunner):
         self._threads = threads or max(2, min(self.num_partitions, os.cpu_count() or 1))
         self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="canopy-leaf")
         self.placement = Placement(leaves, partitions_per_leaf)
+        self.last_load: Optional[LoadStats] = None   # what the latest committed load staged on the leaves
         self._leaves_writes = LocalLeaves(self)     # the leaves' LeafWrites, as the commit protocol reaches them
         self._closed = False
         # The aggregator's catalog; "canopy" is the database a new session starts in.
@@ -149,8 +151,16 @@ class LocalRunner(ScheduledRunner):
         write(self._leaves_writes, [(table, self._leaves_writes.place(table, data), False)])
         return data.num_rows
 
-    def begin_load(self, table: TableDef) -> LocalLoad:
-        return LocalLoad(self, table)
+    def begin_load(self, table: TableDef) -> StreamingLoad:
+        return StreamingLoad(self, table)
+
+    def _write(self, writes, on_commit=None, delete=None, staged: Optional[StreamingLoad] = None) -> int:
+        """One transaction of the commit protocol over the leaves; ``staged``: a streaming load whose
+        rows the leaves already hold (its load id is the transaction's id)."""
+        if staged is None:
+            return write(self._leaves_writes, writes, on_commit, delete)
+        return write(self._leaves_writes, writes, on_commit, delete, staged=staged.staged_rows(),
+                     txn=staged.load_id, get=staged.get)
 
     def replace_table(self, table: TableDef, data: Optional[pa.Table]) -> None:
         self.replace_tables([(table, data)])

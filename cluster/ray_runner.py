@@ -9,8 +9,9 @@ stages that read no table.
 
 Queries go through the one scheduler (:mod:`cluster.scheduler`); this runner is its executor through
 :class:`cluster.ray_queries.RayQueries` (tasks submitted to the leaf actors, exchange data moving leaf ->
-object store -> leaf). A load streams (:mod:`cluster.ray_load`): the driver places each parsed block and
-sends every leaf its rows in chunks as it goes, which the leaves stage until the load's transaction.
+object store -> leaf). A load streams (:mod:`cluster.load`, the driver both runners share): the driver places each parsed
+block and sends every leaf its rows in chunks as it goes (:mod:`cluster.ray_writes`: transport payloads),
+which the leaves stage until the load's transaction.
 
 Durability: with a ``data_dir`` the driver opens it as the embedded runner does (``cluster.json``,
 ``catalog.json``, ``commit.log``, the lock) and each leaf opens its columnstores under ``leaf-N`` of it.
@@ -55,7 +56,7 @@ import engine.catalog
 from cluster.actors import AggregatorActor, DurableLeaf, LeafActor
 from cluster.leaf import Leaf
 from cluster.placement import Placement
-from cluster.ray_load import LoadStats, RayLoad
+from cluster.load import LoadStats, StreamingLoad
 from cluster.ray_queries import RayQueries
 from cluster.ray_start import init_ray
 from cluster.ray_writes import RayLeaves
@@ -285,8 +286,8 @@ class RayRunner(RayQueries, ScheduledRunner):
         self._write([(table, self._place(table, data), False)])
         return data.num_rows
 
-    def begin_load(self, table: TableDef) -> "RayLoad":
-        return RayLoad(self, table)
+    def begin_load(self, table: TableDef) -> StreamingLoad:
+        return StreamingLoad(self, table)
 
     def replace_table(self, table: TableDef, data: Optional[pa.Table]) -> None:
         self.replace_tables([(table, data)])
@@ -307,7 +308,7 @@ class RayRunner(RayQueries, ScheduledRunner):
         """{leaf: {partition (None: the reference copy): [batches]}}, routed here on the driver."""
         return self.placement.by_leaf(table, data)
 
-    def _write(self, writes: Sequence[Write], on_commit=None, delete=None, staged: Optional["RayLoad"] = None) -> int:
+    def _write(self, writes: Sequence[Write], on_commit=None, delete=None, staged: Optional[StreamingLoad] = None) -> int:
         """One transaction of the commit protocol (:func:`cluster.writes.write`) over the leaf actors
         (:class:`cluster.ray_writes.RayLeaves`); ``staged``: a streaming load whose rows the leaves
         already hold (its load id is the transaction's id)."""

@@ -22,9 +22,10 @@ measured 0.83x raw speed). ``compression="always"|"never"`` forces either (bench
 ``len / rate`` seconds, one frame may wait in the socket buffer behind the one on the wire (so encoding
 the next frame overlaps sending this one), and ``finish`` returns once the last byte is across.
 
-A streaming load's chunks (``cluster.ray_load.RayLoad``) are payloads of the same layout, built
-whole by :func:`encode_payload`; the load applies the queue rule itself, per leaf, counting the chunks
-its leaf has not acknowledged yet.
+A streaming load's chunks (``cluster.load.StreamingLoad``, sent by
+``cluster.ray_writes.RayLeaves.stage_chunk``) are payloads of the same layout, built whole by
+:func:`encode_payload`; the load applies the queue rule itself, per leaf, counting the chunks its leaf
+has not acknowledged yet.
 
 Payload layout (little-endian)::
 
@@ -255,8 +256,8 @@ def encode_payload(batches: Iterable[pa.RecordBatch], schema: pa.Schema,
                    compress: bool) -> tuple[bytes, LinkCounters]:
     """One payload of ``batches``, every frame LZ4-compressed or every one raw, built in the calling
     thread (no sender thread, no queue): for callers that decide compression per payload themselves (a
-    load's chunks, see ``cluster.ray_load.RayLoad``). Empty batches are kept, so the payload's
-    frames stay aligned with whatever the caller sends beside it. Returns the payload and its counters."""
+    load's chunks, see ``cluster.ray_writes.RayLeaves.stage_chunk``). Empty batches are kept, so the
+    payload's frames stay aligned with whatever the caller sends beside it. Returns the payload and its counters."""
     plain = _plain_schema(schema)
     parts: list = [_header(plain)]
     counters = LinkCounters()

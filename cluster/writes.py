@@ -74,6 +74,45 @@ class WriteTarget(ABC):
     def finish(self, stores: list) -> None:
         """After the transaction (its hold released): what follows a commit, e.g. due flushes."""
 
+    # -- a streaming load's chunks (cluster.load.StreamingLoad, the one driver of both runners) -----
+    @abstractmethod
+    def place(self, table: TableDef, data: "pa.Table | list[pa.RecordBatch]") -> dict:
+        """``{leaf: {partition (None: the reference copy): [batches]}}`` of ``data``'s rows."""
+
+    @abstractmethod
+    def load_compression(self) -> str:
+        """How chunks travel to the leaves: "never" (in process), "adaptive" or "always" (LZ4)."""
+
+    @abstractmethod
+    def stage_chunk(self, leaf: int, load: str, table: TableDef, seq: int, partition: Optional[int],
+                    pieces: list, outstanding: int, final: bool):
+        """Stage chunk ``seq`` of ``load`` on ``leaf``: ``pieces`` (batches of ``partition``, in order)
+        as one batch, ``LeafWrites.stage``; ``outstanding`` chunks to that leaf are unacknowledged;
+        ``final``: the commit's last pieces. Returns a :class:`cluster.load.ChunkSent`."""
+
+    @abstractmethod
+    def acknowledged(self, handles: list) -> int:
+        """How many of ``handles`` (chunks to one leaf, oldest first), from the first, are staged:
+        without waiting."""
+
+    @abstractmethod
+    def load_results(self, handles, doing: str, table: TableDef):
+        """The result of a load's handle, or of a list of them (waiting); a leaf's error, or its death,
+        raised as the engine's error naming the load."""
+
+    @abstractmethod
+    def rollback_staged(self, leaf: int, load: str, mark: int, keep: dict):
+        """``LeafWrites.rollback_staged`` on ``leaf`` (after its chunks below ``mark`` are staged); a
+        handle, or None when done."""
+
+    @abstractmethod
+    def drop_staged(self, leaf: int, load: str) -> None:
+        """``LeafWrites.drop_staged`` on ``leaf``, without waiting where the runner can."""
+
+    def cancel_staging(self, handles: list) -> None:
+        """The load is aborted: chunks on their way need not arrive (but one arriving lands before the
+        drop that follows)."""
+
 
 def write(target: WriteTarget, writes: Sequence[Write], on_commit: Optional[Callable[[], None]] = None,
           delete=None, staged: Optional[dict[int, int]] = None, txn: Optional[str] = None,

@@ -15,8 +15,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import cluster.ray_load as ray_load
+import cluster.load as load
 import cluster.ray_runner as ray_runner
+import cluster.ray_writes as ray_writes
 import engine
 from engine.load import delimited
 from ray_helpers import wait_restarted
@@ -39,7 +40,7 @@ def con(request, ray_session, tmp_path_factory):
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch):
     """Chunks of 100 rows per leaf and parsed blocks of 4 KiB: a 3000-row file sends dozens of chunks."""
-    monkeypatch.setattr(ray_load, "LOAD_CHUNK_ROWS", 100)
+    monkeypatch.setattr(load, "LOAD_CHUNK_ROWS", 100)
     monkeypatch.setattr(delimited, "STREAM_CHUNK_BYTES", 4096)
 
 
@@ -158,10 +159,26 @@ def test_forced_compression_round_trips(con, tmp_path, monkeypatch, mode):
         assert stats.bytes_sent < stats.bytes_raw
 
 
+class _VirtualClock:
+    """The modelled link's clock (``cluster.ray_writes``' ``time``), moved only by the load's waits:
+    chunks cross the throttled link in virtual time, so whether they back up does not depend on how
+    fast a loaded machine parses the file between them."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
+
+
 def test_adaptive_compresses_on_a_slow_link(con, tmp_path, monkeypatch):
     """Throttled to 200 KB/s, chunks of ~2 KB back up behind the link: past 4 unacknowledged to a
-    leaf, the next go compressed."""
+    leaf, the next go compressed, and at 8 the load waits for the oldest."""
     monkeypatch.setitem(con.session.runner.transport_options, "throttle_bytes_per_s", 200_000)
+    monkeypatch.setattr(ray_writes, "time", _VirtualClock())
     _create(con, "slow", "sharded")
     path = _csv(tmp_path / "a.csv")
     con.execute(f"LOAD DATA INFILE '{path}' INTO TABLE slow {CSV}")
