@@ -1,7 +1,7 @@
 """Logical plan nodes: what a query computes, with typed expressions and an output schema.
 
 Every node is a frozen dataclass whose ``fields`` is its output: a tuple of :class:`Field` whose ids
-are unique within the query. ``pretty()`` renders the tree for EXPLAIN LOGICAL and for tests.
+are unique within the query. ``pretty()`` renders the tree for tests and debugging.
 """
 from __future__ import annotations
 
