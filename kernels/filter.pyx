@@ -244,12 +244,36 @@ def gather_bits(const uint8_t[::1] table, Py_ssize_t table_size, const code_t[::
     out : ndarray[uint8]
         Modified: bit i is ``table[codes[i]]``.
     """
-    cdef Py_ssize_t n = codes.shape[0], i, start
+    cdef Py_ssize_t n = codes.shape[0], i, start, whole
     cdef uint64_t c, size = <uint64_t>table_size
     cdef uint8_t byte
+    cdef uint8_t lut[256]
+    cdef const int8_t *small
     _check_bits(out, n)
     if table.shape[0] < (table_size + 7) // 8:
         raise ValueError("table is shorter than table_size")
+    if code_t is int8_t:
+        # A byte per possible code (0 for a negative one or one past the table): no bounds test and
+        # no variable shift per row, eight rows a byte unrolled (the narrowed codes of a scan's
+        # dictionary columns; ~2x the general loop)
+        whole = n - (n & 7)
+        with nogil:
+            for i in range(256):
+                c = <uint64_t>i
+                lut[i] = ((table[c >> 3] >> (c & 7)) & 1) if (c < 128 and c < size) else 0
+            if n:
+                small = &codes[0]
+                for start in range(0, whole, 8):
+                    out[start >> 3] = (lut[<uint8_t>small[start]] | (lut[<uint8_t>small[start + 1]] << 1)
+                                       | (lut[<uint8_t>small[start + 2]] << 2) | (lut[<uint8_t>small[start + 3]] << 3)
+                                       | (lut[<uint8_t>small[start + 4]] << 4) | (lut[<uint8_t>small[start + 5]] << 5)
+                                       | (lut[<uint8_t>small[start + 6]] << 6) | (lut[<uint8_t>small[start + 7]] << 7))
+                if whole < n:
+                    byte = 0
+                    for i in range(whole, n):
+                        byte |= lut[<uint8_t>small[i]] << (i - whole)
+                    out[whole >> 3] = byte
+        return
     with nogil:
         for start in range(0, n, 8):
             byte = 0

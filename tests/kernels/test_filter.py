@@ -464,3 +464,25 @@ def test_kernel_filter_on_an_encoded_batch_matches_arrow(batches, a, b, op, othe
         if pa.types.is_dictionary(column.type) or pa.types.is_run_end_encoded(column.type):
             column = reference._decode(column)
         assert column.equals(want.column(name)), name
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32), st.integers(0, 100), st.integers(0, 140),
+       st.sampled_from([np.int8, np.int16, np.int32]))
+def test_gather_bits_gives_each_row_its_entry_bit(seed, n, size, dtype):
+    """gather_bits (int8 codes: a byte table, eight rows a byte) gives row i the bit of entry
+    codes[i], and 0 for a negative code or one past the table (allowed under NULL rows)."""
+    from kernels.filter import gather_bits
+
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    codes = rng.integers(max(info.min, -200), min(info.max, 200) + 1, n).astype(dtype)
+    bits = rng.integers(0, 2, size).astype(np.uint8)
+    table = np.packbits(bits, bitorder="little") if size else np.zeros(1, np.uint8)
+    out = np.zeros((n + 7) // 8, np.uint8)
+    gather_bits(table, size, codes, out)
+    c = codes.astype(np.int64)
+    inside = (c >= 0) & (c < size)
+    want = np.zeros(n, np.uint8)
+    want[inside] = bits[c[inside]]
+    assert np.unpackbits(out, bitorder="little")[:n].tolist() == want.tolist()
