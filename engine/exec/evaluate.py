@@ -542,11 +542,33 @@ def _case(expr, batch, params):
     pairs = [(args[i], args[i + 1]) for i in range(0, len(args) - 1, 2)]
     conditions = [_broadcast(pc.fill_null(evaluate(c, batch, params), False), n, pa.bool_()) for c, _ in pairs]
     values = [_broadcast(evaluate(v, batch, params), n, t) for _, v in pairs]
+    if len(pairs) == 1 and isinstance(args[-1], Literal) and args[-1].value is None:
+        masked = _masked(conditions[0], values[0])
+        if masked is not None:
+            return masked
     otherwise = _broadcast(evaluate(args[-1], batch, params), n, t)
     if not conditions:
         return otherwise
     struct = pa.StructArray.from_arrays(conditions, names=[f"c{i}" for i in range(len(conditions))])
     return pc.case_when(struct, *values, otherwise)
+
+
+def _masked(condition: pa.Array, value: pa.Array) -> Optional[pa.Array]:
+    """``CASE WHEN condition THEN value END`` (no ELSE) as ``value`` itself with a validity bitmap of
+    ``condition AND value IS NOT NULL``: the data buffers are shared, not copied (``pc.case_when``
+    copies every row: 19 ms against 0.2 ms for 2.9M decimals). Aggregates skip NULLs, so an
+    aggregate over it reads only the condition's rows: this is how ``agg(x) FILTER (WHERE c)`` and
+    the per-aggregate filters of engine.optimizer.rules.merge_scalar_aggregates reach the aggregate
+    kernels, whose masked rows are a bitmap test. None for a type whose buffers are not a validity
+    bitmap and flat data (dictionaries, nested types), or unaligned offsets: the caller computes it."""
+    t = value.type
+    if not (pa.types.is_primitive(t) or pa.types.is_decimal(t) or pa.types.is_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_string(t) or pa.types.is_large_binary(t)):
+        return None
+    mask = condition if value.null_count == 0 else pc.and_(condition, pc.is_valid(value))
+    if mask.offset != value.offset or mask.null_count:
+        return None
+    return pa.Array.from_buffers(t, len(value), [mask.buffers()[1]] + value.buffers()[1:], offset=value.offset)
 
 
 @function("if")
