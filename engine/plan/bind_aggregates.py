@@ -120,3 +120,41 @@ def _group_concat(binder, node, inner_ctx, sql: str) -> AggCall:
     # DISTINCT compares the values under their collation (the third option): 'a' and 'A' are one
     return AggCall("group_concat", value, T.TEXT, distinct, extra=order,
                    options=(text, descending, value.type.collation or collation.DEFAULT))
+
+
+# FILTER (WHERE c) masks these arguments of an aggregate (sqlglot's arg names); every aggregate listed
+# skips a NULL input (a row, or for CORR / COVAR a pair, with a NULL adds nothing)
+_FILTERED_ARGS = {exp.Count: ("this",), exp.Sum: ("this",), exp.Avg: ("this",), exp.Min: ("this",),
+                  exp.Max: ("this",), exp.StddevSamp: ("this",), exp.StddevPop: ("this",), exp.Stddev: ("this",),
+                  exp.Variance: ("this",), exp.VariancePop: ("this",), exp.Median: ("this",),
+                  exp.Corr: ("this", "expression"), exp.CovarSamp: ("this", "expression"),
+                  exp.CovarPop: ("this", "expression"), exp.ApproxDistinct: ("this",),
+                  exp.BitwiseAndAgg: ("this",), exp.BitwiseOrAgg: ("this",), exp.BitwiseXorAgg: ("this",)}
+
+
+def unfiltered(node: exp.Filter, sql: str) -> exp.Expression:
+    """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)``: the aggregate of the rows where
+    ``c`` is TRUE, for an aggregate that skips NULLs (``COUNT(*)`` counts ``CASE WHEN c THEN 1 END``).
+    Evaluated as ``x`` with ``c`` for its validity, no copy (engine.exec.evaluate._masked), so each
+    aggregate's kernel accumulates only the rows of its own filter."""
+    aggregate, where = node.this, node.expression
+    if isinstance(node.parent, exp.Window):
+        raise UnsupportedError(f"FILTER (WHERE ...) on a window function: {sql}")
+    names = _FILTERED_ARGS.get(type(aggregate))
+    if names is None:
+        raise UnsupportedError(f"FILTER (WHERE ...) on {aggregate.sql(dialect='mysql').split('(')[0].upper()}: {sql}")
+    condition = where.this if isinstance(where, exp.Where) else where
+    out = aggregate.copy()
+    for name in names:
+        target = out.args.get(name)
+        if name == "this" and isinstance(target, exp.Distinct):
+            target.set("expressions", [_when(condition, e) for e in target.expressions])
+        elif target is None or isinstance(target, exp.Star):
+            out.set(name, _when(condition, exp.Literal.number(1)))       # COUNT(*)
+        else:
+            out.set(name, _when(condition, target))
+    return out
+
+
+def _when(condition: exp.Expression, value: exp.Expression) -> exp.Case:
+    return exp.Case(ifs=[exp.If(this=condition.copy(), true=value)])

@@ -12,7 +12,7 @@ from engine.errors import BadDataError, BindError, TypeMismatchError, Unsupporte
 from engine.exec.evaluate import TEXT_AS_DECIMAL, ConstantWarns, fold_constant
 from engine.core.deadline import check_statement_deadline
 from engine.plan.bind_collation import common_collation, is_string, keyed
-from engine.plan.bind_aggregates import EXTENDED, bind_extended
+from engine.plan.bind_aggregates import EXTENDED, bind_extended, unfiltered
 from engine.plan.bind_grouping import grouping_call
 from engine.plan.decorrelate import SubqueryCollector, SubqueryUse
 from engine.plan import bind_window
@@ -184,6 +184,11 @@ class ExpressionBinding:
             return self._collector(ctx, "correlated scalar subquery").add(SubqueryUse("scalar", plan, result))
         self.subqueries.append(Query(plan, tuple(names), ()))
         return ScalarParam(len(self.subqueries) - 1, plan.fields[0].type)
+
+    def _bind_Filter(self, node: exp.Filter, ctx: ExprContext) -> Expr:
+        if _contains_aggregate(node.expression):
+            raise BindError(f"aggregate functions are not allowed in FILTER (WHERE ...): {node_name(node)}")
+        return self.bind_expr(unfiltered(node, node_name(node)), ctx)
 
     def _bind_Window(self, node: exp.Window, ctx: ExprContext) -> Expr:
         return bind_window.bind_window_call(self, node, ctx)
