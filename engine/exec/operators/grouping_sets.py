@@ -93,13 +93,22 @@ class GroupingSetsExec(PhysicalOperator):
         del held
         for n, grouping_set in enumerate(self.sets):
             chosen = tuple(by_column[i] for i in grouping_set)
-            source = self._states_for(merged, grouping_set)
             rest = self.sets[n + 1:]
-            if not grouping_set or not any(set(s) < set(grouping_set) for s in rest):
+            if grouping_set and tuple(grouping_set) == finest:
+                # the finest set (every ROLLUP's and CUBE's first): its merged states are one row a
+                # group already; aggregating them again by the same keys would hash every row again
+                # for nothing (TPC-DS q67: the largest of its 9 sets)
+                held = merged[finest]
+                final = HashAggregateExec(held, AggregateMode.FINAL, chosen, self.aggregates)
+                finished = final._finish(pa.Table.from_batches(held.batches, schema=held.schema))
+                yield from self._output(finished.to_batches(), grouping_set)
+            elif not grouping_set or not any(set(s) < set(grouping_set) for s in rest):
+                source = self._states_for(merged, grouping_set)
                 aggregate = HashAggregateExec(source, AggregateMode.FINAL, chosen, self.aggregates)
                 yield from self._output(aggregate.execute(partition, ctx), grouping_set)
             else:
                 # a later set rolls up from this one: keep its merged states, and finish them as they are
+                source = self._states_for(merged, grouping_set)
                 step = HashAggregateExec(source, AggregateMode.MERGE, chosen, self.aggregates)
                 states = _Held(step.schema, tuple(b for b in step.execute(partition, ctx) if b.num_rows))
                 merged[tuple(grouping_set)] = states
