@@ -34,13 +34,14 @@ QUERIES = [
      "ELSE (SELECT AVG(j) FROM t WHERE j > 2) END FROM u", 1),
     # in WHERE
     ("SELECT k FROM t WHERE j > (SELECT AVG(j) FROM t WHERE i > 0) AND j <= (SELECT MAX(j) FROM t WHERE i < 5)", 2),
-    # filters that keep no row: COUNT 0, SUM / AVG / MIN NULL, COUNT(DISTINCT) 0
+    # filters that keep no row: COUNT 0, SUM / AVG / MIN NULL, COUNT(DISTINCT) 0 (over one table, apart:
+    # its rows go to one task)
     ("SELECT (SELECT COUNT(*) FROM t WHERE i > 100), (SELECT SUM(j) FROM t WHERE i > 100), "
-     "(SELECT COUNT(DISTINCT j) FROM t WHERE i > 100), (SELECT AVG(d) FROM t WHERE i < 100)", 1),
-    # derived tables cross-joined, as q28: DISTINCT aggregates, NULL comparisons dropping rows
+     "(SELECT COUNT(DISTINCT j) FROM t WHERE i > 100), (SELECT AVG(d) FROM t WHERE i < 100)", 2),
+    # derived tables cross-joined, as q28: DISTINCT aggregates (apart over one table), NULL comparisons
     ("SELECT * FROM (SELECT AVG(j) a1, COUNT(j) c1, COUNT(DISTINCT j) cd1 FROM t WHERE i BETWEEN 0 AND 3) x, "
      "(SELECT AVG(j) a2, COUNT(j) c2, COUNT(DISTINCT j) cd2 FROM t WHERE i > 3 OR s = 'ab') y, "
-     "(SELECT COUNT(*) n3, MIN(s) m3 FROM t WHERE s IS NULL) z", 1),
+     "(SELECT COUNT(*) n3, MIN(s) m3 FROM t WHERE s IS NULL) z", 3),
     # one with no filter of its own beside filtered ones; statistics and bit aggregates
     ("SELECT * FROM (SELECT COUNT(*) n, STDDEV_SAMP(j) sd FROM t) x, (SELECT VAR_POP(i) v, BIT_OR(j) b FROM t "
      "WHERE k > 4) y, (SELECT SUM(d) sm FROM t WHERE k > 4) z", 1),
@@ -53,6 +54,9 @@ QUERIES = [
     ("SELECT * FROM (SELECT COUNT(*) c1 FROM t, u WHERE k = uk AND g = 'a' AND i > 0) x, "
      "(SELECT COUNT(*) c2 FROM t, u WHERE k = uk AND g = 'a' AND i <= 0) y, "
      "(SELECT SUM(j) s3 FROM t, u WHERE k = uk AND g = 'a' AND j IS NOT NULL) z", 1),
+    # DISTINCT over a join tree: merged (the joins are what is shared)
+    ("SELECT * FROM (SELECT COUNT(DISTINCT j) c1 FROM t, u WHERE k = uk AND i > 0) x, "
+     "(SELECT COUNT(DISTINCT j) c2, SUM(i) s2 FROM t, u WHERE k = uk AND i <= 0) y", 1),
     # different trees: one joins u, the other reads t alone; not merged
     ("SELECT * FROM (SELECT COUNT(*) c1 FROM t, u WHERE k = uk) x, (SELECT COUNT(*) c2 FROM t WHERE i > 0) y", 2),
     # a scalar subquery reading another's value is not merged; the one it reads is, with a third
