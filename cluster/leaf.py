@@ -82,8 +82,8 @@ class LeafStorage:
 
     def scan(self, table_id: int, partition: Optional[int], columns: Sequence[str],
              batch_rows: Optional[int] = None, bounds=None, encoded: bool = False,
-             snapshot=None) -> Iterator[pa.RecordBatch]:
-        return self.store(table_id, partition).scan(columns, batch_rows, bounds, encoded, snapshot)
+             snapshot=None, stats: Optional[dict] = None) -> Iterator[pa.RecordBatch]:
+        return self.store(table_id, partition).scan(columns, batch_rows, bounds, encoded, snapshot, stats)
 
 
 class Leaf:

@@ -29,7 +29,7 @@ class PartitionStore(ABC):
     @abstractmethod
     def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
              bounds: Optional[Sequence[tuple[str, str, object]]] = None,
-             encoded: bool = False, snapshot=None) -> Iterator[pa.RecordBatch]:
+             encoded: bool = False, snapshot=None, stats: Optional[dict] = None) -> Iterator[pa.RecordBatch]:
         """Yield the partition's rows, only ``columns`` (all when None), at most ``batch_rows`` a batch;
         those of ``snapshot`` (from :meth:`snapshot`) when given, else the rows as of now.
 
@@ -38,7 +38,11 @@ class PartitionStore(ABC):
 
         ``bounds``: (column, op, value) conjuncts of the query's filter (op: eq, ne, lt, le, gt, ge,
         ``between`` with a (low, high) pair, ``in`` with a tuple). A store may skip rows it can prove
-        fail them (segment elimination by min/max); it need not filter, the caller still does."""
+        fail them (segment elimination by min/max); it need not filter, the caller still does.
+
+        ``stats``: counts what this scan reads (``segments_read``, ``rows_read``, ``index_lookups``),
+        as the store's own ``scan_stats`` counts every scan's (EXPLAIN ANALYZE: a store's counters also
+        move with the scans of other queries and of the background statistics collection)."""
 
     @abstractmethod
     def row_count(self) -> int:

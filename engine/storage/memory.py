@@ -63,11 +63,12 @@ class MemoryPartitionStore(PartitionStore):
             return self._segments, self._tail
 
     def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
-             bounds=None, encoded: bool = False, snapshot=None) -> Iterator[pa.RecordBatch]:
+             bounds=None, encoded: bool = False, snapshot=None, stats: Optional[dict] = None) -> Iterator[pa.RecordBatch]:
         segments, tail = snapshot if snapshot is not None else self.snapshot()
         names = list(columns) if columns is not None else self.schema.names
         return scan_snapshot(segments, tail, names, batch_rows, bounds, encoded,
-                             index_lookup(self.schema, bounds), self.scan_stats)
+                             index_lookup(self.schema, bounds),
+                             (self.scan_stats,) if stats is None else (self.scan_stats, stats))
 
     def row_count(self) -> int:
         with self._lock:

@@ -105,3 +105,21 @@ def test_delete_marks_rows_in_segments_and_filters_the_tail():
     assert [r["a"] for r in _rows(store)] == list(range(2005, 2010))
     store.merge(force=True)
     assert [r["a"] for r in _rows(store)] == list(range(2005, 2010))
+
+
+def test_a_scan_counts_only_its_own_reads():
+    """EXPLAIN ANALYZE's rows from storage: a scan given ``stats`` counts what it read, however other
+    scans of the store (another query's, the background statistics collection) interleave with it;
+    the store's own scan_stats count both."""
+    store = MemoryPartitionStore(pa.schema([("k", pa.int64())]))
+    for start in range(0, 3000, 1000):
+        store.append(pa.record_batch([pa.array(np.arange(start, start + 1000))], names=["k"]))
+    mine = {"segments_read": 0, "rows_read": 0, "index_lookups": 0}
+    before = store.scan_stats["rows_read"]
+    scan, other = store.scan(["k"], stats=mine), store.scan(["k"])
+    rows = 0
+    for batch, _ in zip(scan, other):       # the two scans read batch for batch, interleaved
+        rows += batch.num_rows
+    rows += sum(b.num_rows for b in scan)
+    assert rows == 3000 and mine["rows_read"] == 3000
+    assert store.scan_stats["rows_read"] - before > mine["rows_read"]     # the other scan's reads too

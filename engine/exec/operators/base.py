@@ -52,14 +52,14 @@ class TaskContext:
 
     def scan(self, table_id: int, task: int, columns: Sequence[str], replicated: bool,
              batch_rows: Optional[int] = None, bounds=None, encoded: bool = False,
-             only: Optional[frozenset] = None) -> Iterator[pa.RecordBatch]:
-        """``bounds``, ``encoded``: see :meth:`engine.storage.PartitionStore.scan`; ``only``: the
-        partitions that can hold the wanted rows (None: all of the task's)."""
+             only: Optional[frozenset] = None, stats: Optional[dict] = None) -> Iterator[pa.RecordBatch]:
+        """``bounds``, ``encoded``, ``stats``: see :meth:`engine.storage.PartitionStore.scan`; ``only``:
+        the partitions that can hold the wanted rows (None: all of the task's)."""
         for partition in self.scan_partitions(replicated):
             if only is not None and partition not in only:
                 continue
             yield from self.storage.scan(table_id, partition, columns, batch_rows, bounds, encoded,
-                                         self.snapshots.get((table_id, partition)))
+                                         self.snapshots.get((table_id, partition)), stats)
 
     def scan_partitions(self, replicated: bool) -> tuple[Optional[int], ...]:
         """The storage partitions a scan of this task reads (None: the leaf's reference copy)."""

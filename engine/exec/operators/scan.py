@@ -125,13 +125,12 @@ class ScanExec(PhysicalOperator):
         # (encoded) key column, so the rows they drop are never decoded.
         runtime = [_RuntimeFilter(f.column, ctx.runtime_filters[f.filter_id]) for f in self.runtime_filters
                    if f.filter_id in ctx.runtime_filters]
-        # EXPLAIN ANALYZE: what the stores read for this scan (their scan_stats before and after; a
-        # concurrent query's scan of the same partition would be counted here too)
-        stores = _stores(ctx, self) if ctx.profile is not None else []
-        before = [_read_stats(s) for s in stores]
+        # EXPLAIN ANALYZE: what the stores read for this scan, counted by the scan itself (the stores'
+        # own counters also move with other queries' scans and the background statistics collection)
+        read = {"segments_read": 0, "rows_read": 0, "index_lookups": 0} if ctx.profile is not None else None
         holding = self.key_partitions(ctx.num_partitions)
         for batch in ctx.scan(self.table_id, partition, self.column_names + self.filter_columns, self.replicated,
-                              self.batch_rows, bounds, encoded=True, only=holding):
+                              self.batch_rows, bounds, encoded=True, only=holding, stats=read):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
             if runtime:
                 selected = None
@@ -155,8 +154,7 @@ class ScanExec(PhysicalOperator):
         if ctx.profile is not None:
             for f in runtime:
                 ctx.profile.runtime_filter(self, f.rows_in, f.rows_kept)
-            read = [(a[0] - b[0], a[1] - b[1]) for a, b in zip(map(_read_stats, stores), before)]
-            ctx.profile.storage_read(self, sum(r[0] for r in read), sum(r[1] for r in read))
+            ctx.profile.storage_read(self, read["segments_read"], read["rows_read"])
 
 
 def _key_partitions(scan: ScanExec, num_partitions: int) -> Optional[frozenset]:
@@ -201,17 +199,6 @@ def _hashed_partitions(values: tuple, arrow_type: pa.DataType, collation: Option
     if collation is not None:
         array = collation_keys(array, collation)
     return frozenset(int(i) for i in np.asarray(kernels.partition_ids(kernels.hash_columns([array]), num_partitions)))
-
-
-def _stores(ctx: TaskContext, scan: ScanExec) -> list:
-    if ctx.storage is None:
-        return []
-    return [ctx.storage.store(scan.table_id, p) for p in ctx.scan_partitions(scan.replicated)]
-
-
-def _read_stats(store) -> tuple[int, int]:
-    stats = getattr(store, "scan_stats", None) or {}
-    return stats.get("segments_read", 0), stats.get("rows_read", 0)
 
 
 class _RuntimeFilter:

@@ -167,13 +167,14 @@ class ColumnstorePartitionStore(PartitionStore):
 
     def scan(self, columns: Optional[Sequence[str]] = None, batch_rows: Optional[int] = None,
              bounds: Optional[Sequence[tuple[str, str, object]]] = None,
-             encoded: bool = False, snapshot=None) -> Iterator[pa.RecordBatch]:
+             encoded: bool = False, snapshot=None, stats: Optional[dict] = None) -> Iterator[pa.RecordBatch]:
         segments, buffer = snapshot if snapshot is not None else self.snapshot()
         names = list(columns) if columns is not None else self.schema.names
         lookup = index_lookup(self.schema, bounds)
         if lookup is not None and lookup[0] not in self._indexed:
             self._indexed.add(lookup[0])
-        return scan_snapshot(segments, buffer, names, batch_rows, bounds, encoded, lookup, self.scan_stats)
+        return scan_snapshot(segments, buffer, names, batch_rows, bounds, encoded, lookup,
+                             (self.scan_stats,) if stats is None else (self.scan_stats, stats))
 
     def snapshot(self) -> tuple[tuple[Segment, ...], tuple[pa.RecordBatch, ...]]:
         """The segments and write-buffer batches a scan starting now reads (both immutable)."""
@@ -523,11 +524,12 @@ def _index_column(name: str) -> str:
 
 
 def scan_snapshot(segments, tail, names: list[str], batch_rows: Optional[int], bounds, encoded: bool,
-                  lookup: Optional[tuple[str, pa.Array]], stats: dict) -> Iterator[pa.RecordBatch]:
+                  lookup: Optional[tuple[str, pa.Array]], stats: tuple[dict, ...]) -> Iterator[pa.RecordBatch]:
     """Read a store's snapshot (``segments`` then the plain ``tail`` batches), columns ``names``:
     segments whose zone maps rule out ``bounds`` are skipped, and with an index ``lookup``
     (:func:`index_lookup`) only each segment's candidate rows are read. Both stores (files and
-    memory) scan through here; ``stats`` counts segments and rows read and lookups made."""
+    memory) scan through here; each of ``stats`` counts segments and rows read and lookups made (the
+    store's, and the scan's own where it asked)."""
     for segment in segments:
         if bounds and not segment.info.may_match(bounds):
             continue
@@ -535,20 +537,20 @@ def scan_snapshot(segments, tail, names: list[str], batch_rows: Optional[int], b
         if index is not None:
             # an equality on an indexed column: only this segment's candidate rows are read
             positions = index.lookup(lookup[1])
-            stats["index_lookups"] += 1
+            _count(stats, "index_lookups", 1)
             if not len(positions):
                 continue
-            stats["segments_read"] += 1
+            _count(stats, "segments_read", 1)
             batch = segment.rows_at(names, positions)
             if batch is not None:
-                stats["rows_read"] += batch.num_rows
+                _count(stats, "rows_read", batch.num_rows)
                 yield batch
             continue
-        stats["segments_read"] += 1
-        stats["rows_read"] += segment.info.live_rows
+        _count(stats, "segments_read", 1)
+        _count(stats, "rows_read", segment.info.live_rows)
         yield from segment.batches(names, batch_rows, encoded)
     for batch in tail:          # plain batches (a write buffer): no index, every row read
-        stats["rows_read"] += batch.num_rows
+        _count(stats, "rows_read", batch.num_rows)
         batch = batch.select(names)
         if batch_rows and batch.num_rows > batch_rows:
             for start in range(0, batch.num_rows, batch_rows):
@@ -584,3 +586,8 @@ def merge_candidates(segments, options: StoreOptions, force: bool) -> list:
         small = []
     chosen = {id(s) for s in small + dead}
     return [s for s in segments if id(s) in chosen]
+
+
+def _count(stats: tuple[dict, ...], key: str, n: int) -> None:
+    for counters in stats:
+        counters[key] += n
