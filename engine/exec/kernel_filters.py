@@ -395,7 +395,12 @@ def _cheap(p, batch: pa.RecordBatch) -> bool:
     """Whether ``p`` (a KernelPredicate, or a KernelDisjunction of them) costs less per row of
     ``batch`` (encoded, as stored) than a Bloom filter probe (see ``KernelFilter.cheap_rows``)."""
     if isinstance(p, KernelDisjunction):
-        return all(_cheap(q, batch) for conjunction in p.disjuncts for q in conjunction)
+        # An OR over one encoded column is one lookup per row (KernelDisjunction.select). Over several
+        # columns it is a pass per conjunct plus the ANDs and ORs of their masks: dearer than one
+        # probe (TPC-DS q91's marital-and-education OR over 1.9M customer_demographics rows took
+        # longer before its Bloom filter than the probe, which keeps 0.25% of them).
+        names = {q.column for conjunction in p.disjuncts for q in conjunction}
+        return len(names) == 1 and all(_cheap(q, batch) for conjunction in p.disjuncts for q in conjunction)
     column_type = batch.column(p.column).type
     if pa.types.is_dictionary(column_type) or pa.types.is_run_end_encoded(column_type):
         return True
