@@ -38,6 +38,7 @@ from engine.core.deadline import Deadline
 from engine.exec.answer import AnswerCollector, SpilledAnswer
 from engine.exec.memory import MemoryPool, statement_memory_limit
 from engine.exec.profile import TaskProfile
+from engine.exec.operators.base import conform
 from engine.exec.statement_warnings import Warnings
 from engine.exec.stages import StageSpec, decode_stage, encode_stage, scans_of
 from engine.storage.columnstore import Committer
@@ -251,7 +252,7 @@ class LocalRunner(ScheduledRunner):
         answer = AnswerCollector.for_query(schema, statement_memory_limit.get()) if len(tasks) == 1 else None
         if answer is None:
             result = [b for out in self._run_tasks(query, stage, tasks, inputs) for b in out]
-            return pa.Table.from_batches([_conform(b, schema) for b in result], schema=schema)
+            return pa.Table.from_batches([conform(b, schema) for b in result], schema=schema)
         try:
             self._run_tasks(query, stage, tasks, inputs, answer=answer)
             result = answer.result()
@@ -432,7 +433,3 @@ def _sigint_deferred(on_sigint):
             signal.raise_signal(signal.SIGINT)
 
 
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    if batch.schema.equals(schema):
-        return batch
-    return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(batch.columns, schema)], schema=schema)

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from engine.errors import MemoryLimitError
 from engine.exec.memory import MemoryPool, Reservation, SpilledRows, format_bytes, held_bytes
+from engine.exec.operators.base import conform
 
 # An answer may take this many times memory_limit on disk (uncompressed Arrow bytes) before the query
 # stops: far above any answer a client fetches whole, far below the disk a runaway join would fill.
@@ -87,12 +88,12 @@ class AnswerCollector:
                 f"answer may take {ANSWER_DISK_FACTOR} times memory_limit there ({format_bytes(written)} so far"
                 f"{self._pool.where}); raise it with SET memory_limit = '...' or ask for fewer rows",
                 operator=self.name, limit=self.limit)
-        self._file.write(_conform(batch, self.schema))
+        self._file.write(conform(batch, self.schema))
 
     def result(self) -> "pa.Table | SpilledAnswer":
         """The answer: a Table when it stayed in memory, else a SpilledAnswer that owns the file."""
         if self._file is None:
-            table = pa.Table.from_batches([_conform(b, self.schema) for b in self._held], schema=self.schema)
+            table = pa.Table.from_batches([conform(b, self.schema) for b in self._held], schema=self.schema)
             self._held = []
             self._pool.close()
             return table
@@ -203,7 +204,3 @@ class _Owner:
         self._finalizer()
 
 
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    if batch.schema.equals(schema):
-        return batch
-    return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(batch.columns, schema)], schema=schema)

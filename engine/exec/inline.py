@@ -17,7 +17,7 @@ import pyarrow as pa
 from engine.core.deadline import statement_deadline
 from engine.exec import statement_warnings
 from engine.exec.memory import MemoryPool, statement_memory_limit
-from engine.exec.operators.base import TaskContext
+from engine.exec.operators.base import TaskContext, conform
 from engine.exec.stages import StageSpec
 
 
@@ -47,8 +47,7 @@ class InlineRunner:
         ctx = TaskContext(0, self.num_partitions, params, deadline=statement_deadline.get(), memory=memory)
         schema = stage.root.schema
         try:
-            batches = [b if b.schema.equals(schema) else
-                       pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(b.columns, schema)], schema=schema)
+            batches = [conform(b, schema)
                        for b in statement_warnings.collected(stage.root.execute(0, ctx),
                                                              statement_warnings.statement_sink.get())
                        if b.num_rows]
