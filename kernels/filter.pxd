@@ -1,6 +1,7 @@
-# The comparison loops, for kernels that cimport them: `from kernels.filter cimport canopy_pack_bytes`.
-# Definitions and contracts live in kernels/src/canopy_filter.h; the Python functions of
-# kernels/filter.pyx are declared for type checkers in kernels/filter.pyi.
+# Shared by the filter family (kernels/filter.pyx and the modules it re-exports): the comparison loops
+# of kernels/src/canopy_filter.h, where their definitions and contracts live, and the bitmap length
+# check of every low-level kernel: `from kernels.filter cimport canopy_pack_bytes, _check_bits`. The
+# Python functions are declared for type checkers in kernels/filter.pyi.
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 
 
@@ -27,3 +28,10 @@ cdef extern from "canopy_filter.h" nogil:
     void canopy_range_d128(const uint64_t *words, size_t n, uint64_t lo_low, int64_t lo_high,
                            uint64_t hi_low, int64_t hi_high, int negate, uint8_t *out)
     int canopy_str_match(int kind, const uint8_t *s, size_t length, const uint8_t *q, size_t k)
+
+
+cdef inline int _check_bits(Py_ssize_t nbytes, Py_ssize_t n) except -1:
+    """ValueError unless a packed bitmap of ``nbytes`` bytes holds ``n`` rows."""
+    if nbytes < (n + 7) // 8:
+        raise ValueError(f"bitmap of {nbytes} bytes is too short for {n} rows")
+    return 0

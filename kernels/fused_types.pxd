@@ -33,3 +33,29 @@ ctypedef fused float_t:
 ctypedef fused offset_t:
     int32_t
     int64_t
+
+# signed integers only (the comparison loops of kernels/src/canopy_filter.h)
+ctypedef fused signed_t:
+    int8_t
+    int16_t
+    int32_t
+    int64_t
+
+# Arrow run-end-encoded run ends
+ctypedef fused run_t:
+    int16_t
+    int32_t
+    int64_t
+
+# any integer-like or floating value (MIN / MAX per group)
+ctypedef fused number_t:
+    int8_t
+    int16_t
+    int32_t
+    int64_t
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+    float
+    double

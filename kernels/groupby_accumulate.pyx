@@ -4,10 +4,10 @@ before the loops; outputs are caller-allocated and accumulate (call once per bat
 ``GroupedAggregate`` (kernels/groupby_aggregate.pyx) drives them; see kernels/groupby.pyx.
 """
 cimport cython
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 from kernels.buffers cimport _valid, _validity_ptr
-from kernels.fused_types cimport float_t, intlike_t
+from kernels.fused_types cimport float_t, intlike_t, number_t
 
 __all__ = [
     "group_count",
@@ -23,18 +23,6 @@ __all__ = [
     "group_max_decimal128",
 ]
 
-
-ctypedef fused number_t:
-    int8_t
-    int16_t
-    int32_t
-    int64_t
-    uint8_t
-    uint16_t
-    uint32_t
-    uint64_t
-    float
-    double
 
 cdef int _check_ids(const int64_t[::1] ids, Py_ssize_t num_groups) except -1:
     cdef Py_ssize_t i, n = ids.shape[0], bad = -1

@@ -1,6 +1,7 @@
-# The row hash, for kernels that cimport it (hash join, hash group-by): `from kernels.hashing cimport
-# canopy_hash_word`. The definitions and their contract live in kernels/src/canopy_hash.h; the Python
-# functions of kernels/hashing.pyx are declared for type checkers in kernels/hashing.pyi.
+# The row hash, for kernels that cimport it (the hashing family's modules, hash join, hash group-by):
+# `from kernels.hashing cimport canopy_hash_word`. The definitions and their contract live in
+# kernels/src/canopy_hash.h; the Python functions of kernels/hashing.pyx (its re-exports included) are
+# declared for type checkers in kernels/hashing.pyi.
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 
 

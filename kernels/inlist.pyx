@@ -24,7 +24,8 @@ from kernels.fused_types cimport offset_t
 import numpy as np
 import pyarrow as pa
 
-from kernels.filter import _over_encoding, _string_parts, _tristate, _values, _with_validity, _zeros
+from kernels.filter_tristate import (_over_encoding, _string_parts, _tristate, _values, _with_validity,
+                                     _zeros)
 
 __all__ = ["InList", "supports_in_list", "any_equal", "probe_integer_set", "probe_string_set"]
 

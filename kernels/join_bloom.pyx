@@ -10,7 +10,7 @@ from kernels.inlist cimport canopy_bloom_mask, canopy_bloom_word, canopy_int_key
 import numpy as np
 import pyarrow as pa
 
-from kernels.filter import _over_encoding, _string_parts, _values, _with_validity, _zeros
+from kernels.filter_tristate import _over_encoding, _string_parts, _values, _with_validity, _zeros
 from kernels.join_keys import _check_compatible, _key_kind, _log2_ceil, _offsets_data, _plain_array, _words
 
 __all__ = ["JoinBloom", "bloom_insert_ints", "bloom_insert_bytes", "bloom_probe_ints", "bloom_probe_bytes"]

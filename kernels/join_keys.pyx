@@ -4,7 +4,7 @@ column's rows as the words, integers or offsets the join kernels take. See kerne
 import numpy as np
 import pyarrow as pa
 
-from kernels.filter import _values
+from kernels.filter_tristate import _values
 from kernels.groupby_keys import _key_kind as _group_key_kind
 
 __all__ = ["supports_join_key"]
