@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from kernels.groupby_keys import (_as_array, _key_kind, _plain, _validity, _words, count_codes,
                                   dense_codes, mix_codes)
+from kernels.groupby_packing import KeyPacking, column_range
 from kernels.hashtable import DistinctSet, HashTable
 
 __all__ = ["Factorizer", "factorize", "DistinctCount", "estimate_distinct", "sketch_words"]
@@ -119,11 +120,18 @@ class Factorizer:
             self._keys_in_table = kind == "word" and pa.types.is_integer(self.types[0])
         else:
             # Byte-string columns enter the composite key as their own dense ids (one word), integer
-            # columns as their value, decimals as two words; a last word holds the null flags.
-            self._subs = [Factorizer([t], keep_uniques=False) if kind == "bytes" else None
-                          for t, kind in zip(self.types, kinds)]
-            width = sum(2 if kind == "decimal" else 1 for kind in kinds) + 1
-            self._table = HashTable(width)
+            # columns as their value, decimals as two words. While the columns' codes fit in 64 bits
+            # (kernels/groupby_packing.py) the key is one packed word in an inline table, its columns
+            # read back from the words (strings from their factorizers' own distinct keys); else
+            # ("wide") a row of words, a last word holding the null flags.
+            self._packing = None
+            self._reserved = 0
+            self._packable = all(kind in ("bytes", "word") for kind in kinds) and not any(
+                pa.types.is_unsigned_integer(t) and t.bit_width == 64 for t in self.types)
+            self._subs = [Factorizer([t], keep_uniques=keep_uniques and self._packable) if kind == "bytes"
+                          else None for t, kind in zip(self.types, kinds)]
+            self._wide_width = sum(2 if kind == "decimal" else 1 for kind in kinds) + 1
+            self._table = HashTable(1, inline_keys=True) if self._packable else HashTable(self._wide_width)
             self._keys_in_table = False
 
     @property
@@ -140,6 +148,8 @@ class Factorizer:
         """Size the hash table for ``groups`` groups in all, so that it does not rehash on the way
         there (a caller that knows, or has estimated, how many keys will come)."""
         self._table.reserve(groups)
+        if self._subs is not None:
+            self._reserved = max(self._reserved, groups)
 
     def factorize(self, columns):
         """Group ids (ndarray[int64]) of the rows of ``columns`` (one Array per key column)."""
@@ -183,6 +193,10 @@ class Factorizer:
         coded = self._factorize_code_combinations(columns, n) if combine else None
         if coded is not None:
             return coded
+        if self._packable:
+            ids = self._factorize_packed(columns, n)
+            if ids is not None:
+                return ids
         width = self._table.width
         rows = np.empty((n, width), dtype=np.int64)
         nulls = np.zeros(n, dtype=np.int64)
@@ -209,6 +223,94 @@ class Factorizer:
             for chunks, arr in zip(self._chunks, columns):
                 chunks.append(arr.take(taken))
         return ids
+
+    def _column_words(self, columns):
+        """Each key column as (int64 words, bool validity mask or None): a byte-string column's
+        dense ids from its own factorizer (never null: null is one of its keys), others' values."""
+        out = []
+        for arr, sub in zip(columns, self._subs):
+            if sub is not None:
+                out.append((sub.factorize([arr]), None))
+                continue
+            if pa.types.is_dictionary(arr.type):
+                arr = arr.dictionary_decode()
+            words = np.ascontiguousarray(_words(arr)[:, 0])
+            out.append((words, np.asarray(arr.is_valid()) if arr.null_count else None))
+        return out
+
+    def _factorize_packed(self, columns, n):
+        """Ids of the rows with their key columns packed into one word (``KeyPacking``), or None
+        (the batch's values need more than 64 bits: the table has gone wide, its groups kept)."""
+        columnar = self._column_words(columns)
+        ranges = [column_range(words, valid) for words, valid in columnar]
+        growing = [j for j, sub in enumerate(self._subs) if sub is not None]
+        packing = self._packing
+        if packing is None or not packing.covers(ranges):
+            packing = KeyPacking.fit(ranges, growing) if packing is None else packing.widened(ranges, growing)
+            self._repack(packing)
+            if packing is None:
+                return self._factorize_wide_words(columns, columnar, n)
+        ids = np.empty(n, dtype=np.int64)
+        packed = packing.pack([w for w, _ in columnar], [v for _, v in columnar])
+        self._table.factorize_words(packed.reshape(n, 1), None, 0, ids)
+        return ids
+
+    def _repack(self, packing):
+        """Move the groups so far to a table of ``packing`` (None: the wide table), ids unchanged."""
+        old, self._packing = self._packing, packing
+        groups = self._table.num_groups
+        if packing is None:
+            self._packable = False
+            table = HashTable(self._wide_width)
+        else:
+            table = HashTable(1, inline_keys=True)
+        table.reserve(max(groups, self._reserved))
+        if groups:
+            unpacked = old.unpack(self._table.group_words()[:, 0])
+            ids = np.empty(groups, dtype=np.int64)
+            if packing is None:
+                rows = self._wide_rows(unpacked, groups)
+                if self._keep:
+                    for chunks, arr in zip(self._chunks, self._packed_uniques(unpacked)):
+                        chunks.append(arr)
+            else:
+                rows = packing.pack([v for v, _ in unpacked], [None if m is None else ~m for _, m in unpacked])
+                rows = rows.reshape(groups, 1)
+            table.factorize_words(rows, None, 0, ids)
+        self._table = table
+
+    def _wide_rows(self, columnar, n):
+        """The wide table's rows of columns given as (words, null mask or None)."""
+        rows = np.zeros((n, self._wide_width), dtype=np.int64)
+        nulls = np.zeros(n, dtype=np.int64)
+        for j, (words, null) in enumerate(columnar):
+            rows[:, j] = words
+            if null is not None:
+                rows[null, j] = 0
+                nulls |= null.astype(np.int64) << j
+        rows[:, len(columnar)] = nulls
+        return rows
+
+    def _factorize_wide_words(self, columns, columnar, n):
+        """The wide table's ids of a batch already as words (a batch that made the table go wide)."""
+        ids = np.empty(n, dtype=np.int64)
+        rows = self._wide_rows([(w, None if v is None else ~v) for w, v in columnar], n)
+        new_rows = self._table.factorize_words(rows, None, 0, ids)
+        if self._keep and len(new_rows):
+            taken = pa.array(new_rows)
+            for chunks, arr in zip(self._chunks, columns):
+                chunks.append(arr.take(taken))
+        return ids
+
+    def _packed_uniques(self, unpacked):
+        """The key columns of the groups, from their unpacked words."""
+        out = []
+        for t, sub, (values, null) in zip(self.types, self._subs, unpacked):
+            if sub is not None:
+                out.append(sub.uniques()[0].take(pa.array(values)))
+            else:
+                out.append(_from_words(values, null, t))
+        return out
 
     def _factorize_code_combinations(self, columns, n):
         """Ids of rows whose key columns are all dictionary arrays with few combinations of codes,
@@ -310,12 +412,24 @@ class Factorizer:
                 return [pa.array(words.view(np.uint64), type=t, mask=mask)]
             arr = pa.array(words, type=pa.int64(), mask=mask)
             return [arr if t == pa.int64() else arr.cast(t)]       # values of t: the cast is exact
+        if self._subs is not None and self._packing is not None:
+            return self._packed_uniques(self._packing.unpack(self._table.group_words()[:, 0]))
+        if self._subs is not None and self._packable:
+            return [pa.array([], type=t) for t in self.types]      # no batch yet
         out = []
         for t, chunks in zip(self.types, self._chunks):
             chunks = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in chunks]
             chunks = [c if c.type == t else c.cast(t) for c in chunks]
             out.append(pa.concat_arrays(chunks) if chunks else pa.array([], type=t))
         return out
+
+
+def _from_words(values, null, t):
+    """An Arrow array of type ``t`` (integer-like, not uint64) from its rows' int64 words."""
+    arr = pa.array(values, type=pa.int64(), mask=null)
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return arr if t == pa.int64() else arr.cast(t)        # values of t: the cast is exact
+    return (arr if t.bit_width == 64 else arr.cast(pa.int32())).view(t)
 
 
 def factorize(columns):

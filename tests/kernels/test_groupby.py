@@ -560,3 +560,66 @@ def test_decimal_sum_is_exact_when_its_running_total_passes_2_to_the_127(impl):
         agg.update(None if ids is None else ids[:2], 1, pa.array([big, big], type=t))
         with pytest.raises(OverflowError):
             agg.result(1)
+
+
+@st.composite
+def growing_key_batches(draw):
+    """Streams whose composite keys (strings, ints, dates, with nulls) fit the packed one-word key at
+    first, then need a wider layout (values past the first batches' ranges, below them, many new
+    strings), and sometimes more than 64 bits (the table goes wide with its groups kept)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    types = draw(st.lists(st.sampled_from([pa.string(), pa.int32(), pa.int64(), pa.date32(), pa.int8()]),
+                          min_size=2, max_size=4))
+    batches = []
+    spread = 4
+    for _ in range(draw(st.integers(2, 5))):
+        n = int(draw(st.sampled_from([0, 1, 50, 700])))
+        spread = min(spread * int(draw(st.sampled_from([1, 4, 1000, 2 ** 20]))), 2 ** 62)
+        columns = []
+        for t in types:
+            mask = rng.random(n) < 0.1
+            if pa.types.is_string(t):
+                arr = pa.array([f"s{v}" for v in rng.integers(0, min(spread, 5000), n)], t, mask=mask)
+            elif t == pa.int8():
+                arr = pa.array(rng.integers(-128, 128, n), t, mask=mask)
+            else:
+                low = -spread if draw(st.booleans()) else 0
+                top = min(spread, 2 ** 31 - 1) if t != pa.int64() else spread
+                values = rng.integers(max(low, -2 ** 31), top, n)
+                arr = pa.array(values.astype(np.int32) if t != pa.int64() else values,
+                               pa.int32() if t != pa.int64() else t, mask=mask)
+                arr = arr.view(t) if t == pa.date32() else arr
+            columns.append(arr.dictionary_encode() if draw(st.booleans()) and n else arr)
+        batches.append(columns)
+    return types, batches
+
+
+@needs_compiled
+@SETTINGS
+@given(growing_key_batches())
+def test_packed_keys_across_layouts_match_reference(case):
+    types, batches = case
+    got_ids, got_keys, got_n = _run(compiled, types, batches)
+    want_ids, want_keys, want_n = _run(reference, types, batches)
+    assert got_n == want_n
+    for g, w in zip(got_ids, want_ids):
+        np.testing.assert_array_equal(g, w)
+    for g, w in zip(got_keys, want_keys):
+        assert g.equals(w), (g, w)
+
+
+def test_key_packing_layouts():
+    from kernels.groupby_packing import KeyPacking
+
+    packing = KeyPacking.fit([(5, 9), None, (0, 2)], growing=[2])
+    assert packing.covers([(5, 9), None, (0, 2)]) and not packing.covers([(4, 9), None, None])
+    words = [np.array([5, 9, 7]), np.array([0, 0, 0]), np.array([2, 0, 1])]
+    valids = [None, np.array([False, False, False]), np.array([True, False, True])]
+    unpacked = packing.unpack(packing.pack(words, valids))
+    assert unpacked[0][0].tolist() == [5, 9, 7] and unpacked[0][1] is None
+    assert unpacked[1][1].tolist() == [True, True, True]
+    assert unpacked[2][1].tolist() == [False, True, False] and unpacked[2][0][[0, 2]].tolist() == [2, 1]
+    wider = packing.widened([(-3, 100), None, (0, 50)], growing=[2])
+    assert wider.covers([(5, 9), None, (0, 2)]) and wider.covers([(-3, 100), None, (0, 50)])
+    assert KeyPacking.fit([(-2 ** 62, 2 ** 62), (0, 1)]) is None          # past 64 bits
+    assert KeyPacking.fit([(-2 ** 63, -2 ** 63)]) is None
