@@ -21,13 +21,13 @@ import collections
 import contextlib
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import pyarrow as pa
 
 from engine.errors import CanopyInternalError, ExecutionError
-from engine.storage.columnstore.commit import _on_threads
 
 STAGED_IDLE_S = 3600.0      # a load whose chunks stopped arriving this long ago is dropped (its driver died)
 # An in-memory prepare writing this many rows prepares its partitions on threads (the encoding kernels
@@ -303,3 +303,24 @@ class LeafWrites:
         """The leaf reopened its partitions from disk: what it had prepared is gone with the old stores."""
         with self._lock:
             self._pending.clear()
+
+
+def _on_threads(fn: Callable, items: list) -> tuple[list, Optional[BaseException]]:
+    """``fn`` over ``items``, on threads when there are several (a DELETE evaluates its predicate and
+    fsyncs its files in every partition: the kernels and fsync release the GIL); the results in
+    order (None where ``fn`` raised) and the first error, raised by the caller once all finished."""
+    if len(items) <= 1:
+        try:
+            return [fn(item) for item in items], None
+        except BaseException as error:    # noqa: BLE001 - returned to the caller, which raises it
+            return [None] * len(items), error
+    with ThreadPoolExecutor(max_workers=min(len(items), 8), thread_name_prefix="canopy-commit") as pool:
+        futures = [pool.submit(fn, item) for item in items]
+    results, first = [], None
+    for future in futures:
+        try:
+            results.append(future.result())
+        except BaseException as error:    # noqa: BLE001 - returned to the caller, which raises it
+            results.append(None)
+            first = first or error
+    return results, first

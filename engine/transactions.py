@@ -23,6 +23,10 @@ Model (SingleStore's): READ COMMITTED with table-level write locks.
   gets :class:`engine.errors.LockWaitTimeoutError` and its statement does nothing; its transaction
   stays open (MySQL's default). Two transactions that wait for each other's tables both time out.
 
+This is the session's job (which statements a transaction groups, what it reads, whom it waits for),
+not a second write path: each statement and the COMMIT reach storage through the runner's one commit
+protocol (:mod:`cluster.writes` driving the leaves' :mod:`cluster.leaf_writes`, both runners).
+
 Cost: a transaction's first write to a table copies the table, and its COMMIT rewrites it — meant for
 the everyday transactions of an application, not for bulk loads (those are atomic on their own).
 """

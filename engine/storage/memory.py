@@ -11,8 +11,8 @@ Writes are *prepared* then *applied* (:meth:`MemoryPartitionStore.prepare_write`
 :meth:`MemoryPartitionStore.delete_rows`): the expensive part (encoding a bulk insert, evaluating a
 DELETE's predicate) happens in prepare, outside the lock that publishes statements to readers; apply
 swaps immutable tuples. The caller (a transaction of :mod:`cluster.writes`, whose embedded runner holds
-the writers' exclusive lock from prepare to apply, or whose Ray driver runs one at a time; or
-``Transaction.commit``) makes sure no other write comes between.
+the writers' exclusive lock from prepare to apply, or whose Ray driver runs one at a time) makes sure
+no other write comes between.
 """
 from __future__ import annotations
 

@@ -84,9 +84,8 @@ def test_a_merge_that_raced_a_delete_is_abandoned(tmp_path):
     before = set(p.name for p in (tmp_path / "part").iterdir())
 
     def delete_then_lock():
-        txn = committer.begin()              # a DELETE commits while the merge wrote its segments
-        txn.delete(store, _DeleteK())
-        txn.commit()
+        # a DELETE commits while the merge wrote its segments
+        committer.commit_alone(store, lambda csn: store.prepare_delete(csn, _DeleteK()), exclusive=True)
         return committer.lock.shared()
 
     assert store.merge(force=True, commit_lock=delete_then_lock) == 0

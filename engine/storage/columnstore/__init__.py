@@ -10,9 +10,8 @@
 * :mod:`.verify`   — read-only checks of a data directory against its commit log (open, ``engine.fsck``)
 * :mod:`.files`    — atomic file replacement, checksummed JSON and group-committed fsync
 """
-from engine.storage.columnstore.commit import CommitLog, Committer, Transaction
+from engine.storage.columnstore.commit import CommitLog, Committer
 from engine.errors import StorageCorruptionError
 from engine.storage.columnstore.store import ColumnstorePartitionStore, StoreOptions
 
-__all__ = ["ColumnstorePartitionStore", "CommitLog", "Committer", "StorageCorruptionError", "StoreOptions",
-           "Transaction"]
+__all__ = ["ColumnstorePartitionStore", "CommitLog", "Committer", "StorageCorruptionError", "StoreOptions"]

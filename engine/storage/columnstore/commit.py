@@ -19,19 +19,23 @@ Concurrency: INSERTs hold the commit lock shared, so concurrent statements prepa
 together; deletes, rewrites, flushes and merges hold it exclusively (they swap a partition's WAL or segments,
 which must not happen under a statement that is between prepare and apply). The lock is granted first
 come, first served, so neither kind starves the other.
+
+Who runs the steps: for every statement of either runner, the leaves' :mod:`cluster.leaf_writes` prepares
+(1, 2) and applies (4) and the aggregator's :mod:`cluster.writes` writes the commit record (3): one
+write path, whatever the runner. This module holds the commit log and the locks they use, and
+``Committer.commit_alone``, the same four steps in one call for one store's own ``append`` /
+``replace`` (storage tests and tools). Its former ``Transaction`` (several stores, deletes,
+re-inserts, in-memory stores) was a second copy of the leaves' protocol that no runner used: removed.
 """
 from __future__ import annotations
 
 import json
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional
 
-import pyarrow as pa
-
-from engine.errors import StorageCorruptionError
+from engine.errors import CanopyInternalError, StorageCorruptionError
 from engine.fair_locks import FairLocks
 from engine.storage.columnstore.files import SyncedAppendFile, write_atomic
 from engine.storage.columnstore.wal import LogScan, encode_record, scan_log
@@ -172,8 +176,9 @@ class CommitLog:
 
 
 class Committer:
-    """Runs transactions over partition stores. Without a commit log (in-memory tables) a transaction
-    is the stores' own append/replace under the exclusive lock, as before there was a columnstore."""
+    """What the statements of one process's partition stores share: the commit log (None: in-memory
+    stores, or a Ray leaf's columnstores, whose commit log is the driver's), the commit lock, the lock
+    that publishes a statement to readers, and the flushes and merges after a statement."""
 
     def __init__(self, log: Optional[CommitLog] = None, background_merges: bool = False,
                  background_flushes: bool = False):
@@ -190,8 +195,34 @@ class Committer:
             from engine.storage.columnstore.merger import BackgroundMerger
             self.merger = BackgroundMerger(self.lock, flushes=background_flushes)
 
-    def begin(self) -> "Transaction":
-        return Transaction(self)
+    def commit_alone(self, store, prepare: Callable[[int], object], exclusive: bool = False,
+                     maintain: bool = True):
+        """One durable partition's statement on its own, in this process: ``prepare(csn)`` (the store's
+        ``prepare_append`` / ``prepare_replace`` / ``prepare_delete``), synced, the commit record,
+        applied under ``published``; then, with ``maintain``, its flushes and merges. ``exclusive``: the
+        statement replaces or deletes rows. Returns the applied part.
+
+        A store's own ``append`` / ``replace`` (the storage tests and tools) and nothing else: every
+        statement of a runner is the same steps spread over the leaves (:mod:`cluster.leaf_writes`
+        prepares and applies, :mod:`cluster.writes` writes the commit record), whatever the runner."""
+        if self.log is None:
+            raise CanopyInternalError("a columnstore whose statements come from its leaf (cluster.leaf_writes) "
+                                      "cannot commit on its own")
+        hold = self.lock.exclusive if exclusive else self.lock.shared
+        with hold():
+            csn = self.log.next_csn()
+            part = prepare(csn)
+            try:
+                part.sync()
+                self.log.commit(csn, [store.participant] if part.wal_record else [])
+            except BaseException:
+                part.abort()
+                raise
+            with self.published:
+                part.apply()
+        if maintain:
+            self.maintain([store])
+        return part
 
     def maintain(self, stores) -> None:
         """Flush write buffers past their threshold — synchronously, by the statement that crossed
@@ -222,131 +253,3 @@ class Committer:
         """Stop the background merger (before the stores close)."""
         if self.merger is not None:
             self.merger.close()
-
-
-# An in-memory statement writing this many rows prepares its partitions on threads.
-_THREADED_WRITE_ROWS = 1 << 17
-
-
-class Transaction:
-    """The writes of one statement: ``append`` / ``replace`` per store, then ``commit`` once."""
-
-    def __init__(self, committer: Committer):
-        self.committer = committer
-        self._appends: dict[int, tuple[object, list[pa.RecordBatch]]] = {}
-        self._replaces: dict[int, tuple[object, list[pa.RecordBatch]]] = {}
-        self._deletes: dict[int, tuple[object, object]] = {}
-        self._reinsert: Optional[Callable] = None
-        self.deleted: dict[int, int] = {}      # id(store) -> rows its delete removed (after commit)
-
-    def append(self, store, batch: pa.RecordBatch) -> None:
-        if batch.num_rows:
-            self._appends.setdefault(id(store), (store, []))[1].append(batch)
-
-    def replace(self, store, batches) -> None:
-        self._replaces[id(store)] = (store, [b for b in batches if b.num_rows])
-
-    def delete(self, store, matcher) -> None:
-        """Delete the rows of ``store`` that ``matcher`` selects (see ``prepare_delete``), evaluated
-        under the exclusive lock, so on exactly the rows committed before this statement."""
-        self._deletes[id(store)] = (store, matcher)
-
-    def reinsert(self, fn: Callable) -> None:
-        """UPDATE: ``fn([(store, its deleted rows)])`` returns ``[(store, batch)]`` appended in the
-        same statement (the new versions of the rows its deletes removed)."""
-        self._reinsert = fn
-
-    def _deletes_then_reinserts(self, prepare, parts: list) -> None:
-        """Run the deletes (``prepare(store, matcher)`` -> a part with ``deleted`` and
-        ``deleted_rows``, collected into ``parts`` as they come, for an abort), then queue the
-        re-inserted rows as appends."""
-        items = list(self._deletes.values())
-        results, error = _on_threads(lambda item: prepare(*item), items)
-        parts.extend(r for r in results if r is not None)
-        if error is not None:
-            raise error
-        done = list(zip([store for store, _ in items], results))
-        self.deleted = {id(store): part.deleted for store, part in done}
-        if self._reinsert is not None:
-            for store, batch in self._reinsert([(store, part.deleted_rows) for store, part in done]):
-                self.append(store, batch)
-
-    def commit(self, on_commit: Optional[Callable[[], None]] = None) -> None:
-        committer, log = self.committer, self.committer.log
-        if log is None:
-            with committer.lock.exclusive():
-                parts: list = []         # computed first, applied once nothing can fail any more
-                self._deletes_then_reinserts(
-                    lambda store, matcher: store.delete_rows(matcher, collect=self._reinsert is not None), parts)
-                # bulk rows are encoded into segments here, before readers are held off, on threads
-                # when there are many (the encoding kernels release the GIL)
-                writes = [(store, batches, False) for store, batches in self._appends.values()] + \
-                    [(store, batches, True) for store, batches in self._replaces.values()]
-                prepare = lambda write: write[0].prepare_write(write[1], write[2])  # noqa: E731
-                if sum(b.num_rows for _, batches, _ in writes for b in batches) >= _THREADED_WRITE_ROWS:
-                    prepared, error = _on_threads(prepare, writes)
-                    if error is not None:
-                        raise error
-                    parts += prepared
-                else:
-                    parts += [prepare(write) for write in writes]
-                with committer.published:
-                    for part in parts:
-                        part.apply()
-                    if on_commit is not None:
-                        on_commit()
-            return
-        hold = committer.lock.exclusive if self._replaces or self._deletes else committer.lock.shared
-        with hold():
-            csn = log.next_csn()
-            prepared = []
-            try:
-                # deletes first: one may start a new WAL, which this statement's appends then use
-                collect = self._reinsert is not None
-                self._deletes_then_reinserts(lambda store, matcher: store.prepare_delete(csn, matcher, collect),
-                                             prepared)
-                for store, batches in self._appends.values():
-                    prepared.append(store.prepare_append(csn, batches))
-                for store, batches in self._replaces.values():
-                    prepared.append(store.prepare_replace(csn, batches))
-                for p in prepared:
-                    p.sync()
-                log.commit(csn, [p.store.participant for p in prepared if p.wal_record])
-            except BaseException:
-                for p in prepared:
-                    p.abort()
-                raise
-            # a DELETE's parts first (their stores may start a new WAL the appends then fill), on
-            # threads: each installs a manifest (two fsyncs), partitions are independent
-            deletes = len(self._deletes)
-            with committer.published:
-                _, error = _on_threads(lambda p: p.apply(), prepared[:deletes])
-                if error is not None:
-                    raise error
-                for p in prepared[deletes:]:
-                    p.apply()
-                if on_commit is not None:
-                    on_commit()
-        committer.maintain([store for store, _ in self._appends.values()] +
-                           [store for store, _ in self._deletes.values()])
-
-
-def _on_threads(fn: Callable, items: list) -> tuple[list, Optional[BaseException]]:
-    """``fn`` over ``items``, on threads when there are several (a DELETE evaluates its predicate and
-    fsyncs its files in every partition: the kernels and fsync release the GIL); the results in
-    order (None where ``fn`` raised) and the first error, raised by the caller once all finished."""
-    if len(items) <= 1:
-        try:
-            return [fn(item) for item in items], None
-        except BaseException as error:    # noqa: BLE001 - returned to the caller, which raises it
-            return [None] * len(items), error
-    with ThreadPoolExecutor(max_workers=min(len(items), 8), thread_name_prefix="canopy-commit") as pool:
-        futures = [pool.submit(fn, item) for item in items]
-    results, first = [], None
-    for future in futures:
-        try:
-            results.append(future.result())
-        except BaseException as error:    # noqa: BLE001 - returned to the caller, which raises it
-            results.append(None)
-            first = first or error
-    return results, first

@@ -66,8 +66,9 @@ def _new_name(prefix: str, suffix: str) -> str:
 
 
 class ColumnstorePartitionStore(PartitionStore):
-    """One partition of one table on disk. Writes go through ``committer`` transactions (see
-    :mod:`.commit`); ``append``/``replace`` called directly are one-partition transactions."""
+    """One partition of one table on disk. A runner's statements prepare and apply through
+    ``prepare_append`` / ``prepare_replace`` / ``prepare_delete`` (see :mod:`.commit`);
+    ``append``/``replace`` called directly are one-partition statements (``Committer.commit_alone``)."""
 
     def __init__(self, directory: Path, schema: pa.Schema, sort_key: Sequence[str], options: StoreOptions,
                  committer, committed: frozenset[int] = frozenset(), indexed: Sequence[str] = ()):
@@ -152,14 +153,13 @@ class ColumnstorePartitionStore(PartitionStore):
 
     # -- PartitionStore ---------------------------------------------------------------------------
     def append(self, batch: pa.RecordBatch) -> None:
-        txn = self.committer.begin()
-        txn.append(self, batch)
-        txn.commit()
+        if batch.num_rows:
+            self.committer.commit_alone(self, lambda csn: self.prepare_append(csn, [batch]))
 
     def replace(self, batches: Sequence[pa.RecordBatch]) -> None:
-        txn = self.committer.begin()
-        txn.replace(self, batches)
-        txn.commit()
+        batches = [b for b in batches if b.num_rows]
+        self.committer.commit_alone(self, lambda csn: self.prepare_replace(csn, batches), exclusive=True,
+                                    maintain=False)
 
     def row_count(self) -> int:
         with self._lock:
