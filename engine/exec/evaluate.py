@@ -21,7 +21,7 @@ from typing import Callable, Optional, Sequence, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.exec import arrow_errors, cast_range, decimal128, statement_warnings, unsigned
+from engine.exec import arrow_errors, cast_range, decimal128, decimal_scaled, statement_warnings, unsigned
 from engine.core.collation_keys import collation_keys, list_keys
 from engine.errors import BadDataError, CanopyInternalError, UnsupportedError
 from engine.core.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
@@ -107,6 +107,16 @@ def _evaluate(expr: Expr, batch: pa.RecordBatch, params: Sequence = ()) -> Datum
         slot = memo.slots.get(id(expr)) if memo.slots is not None and memo.batch is batch else None
         if slot is not None and slot in memo.values:
             return memo.values[slot]
+        if expr.op in _SCALED_OPS and expr.type.kind == "decimal" and decimal_scaled.is_tree(expr):
+            # the whole + - * tree in int64 when its values fit (one decimal128 array built, at the root)
+            if memo.batch is batch and memo.slots is not None:
+                value = decimal_scaled.evaluate(expr, batch, memo.values.setdefault("scaled", {}), memo.slots)
+            else:
+                value = decimal_scaled.evaluate(expr, batch)
+            if value is not None:
+                if slot is not None:
+                    memo.values[slot] = value
+                return value
         args = [evaluate(a, batch, params) for a in expr.args]
         try:
             value = fn(expr, *args)
@@ -235,6 +245,8 @@ def _decimal_shrink(d: Datum, precision: int) -> Datum:
 
 def _decimal_operand(d: Datum, scale_hint: int = 0) -> Datum:
     t = d.type
+    if pa.types.is_dictionary(t):       # a scan's stored dictionary (decimal_scaled.scaled_columns)
+        return _decimal_operand(d.cast(t.value_type), scale_hint)
     if pa.types.is_decimal(t):
         return d
     if pa.types.is_integer(t):
@@ -531,6 +543,7 @@ def _broadcast(d: Datum, n: int, t: pa.DataType) -> pa.Array:
 
 
 _LAZY = {"case", "char_length", "octet_length"}
+_SCALED_OPS = frozenset(("add", "subtract", "multiply"))
 
 
 @function("case")
