@@ -327,25 +327,40 @@ class KernelFilter:
             lo, hi = lo + first, lo + stop
         return batch if hi - lo == batch.num_rows else batch.slice(lo, hi - lo)
 
-    def cheap_rows(self, batch: pa.RecordBatch) -> Optional[np.ndarray]:
-        """The positions (ascending) of the rows of ``batch`` (encoded, as stored) that the conjuncts
-        cheaper per row than a runtime join filter's hash and probe keep, or None when there are
-        none (every row). Cheap: those on a dictionary or run-end column (compared per distinct
-        value or run, then a lookup per row) and the comparisons of plain non-string columns. The
-        rows are still to be filtered by :meth:`apply`: this only picks the rows worth probing."""
-        mask = None
+    def apply_at(self, batch: pa.RecordBatch, positions: np.ndarray, params: Sequence = (),
+                 keep: frozenset = frozenset(), output: Optional[list[str]] = None,
+                 done: frozenset = frozenset()) -> pa.RecordBatch:
+        """:meth:`apply` to the rows ``positions`` (ascending) of ``batch`` only, the conjuncts whose
+        ids are in ``done`` already applied: each other kernel conjunct runs on its own columns taken
+        at the positions left, then the output columns are taken once (and decoded), then the residual
+        filters them. A scan's runtime join filters leave the positions (engine.exec.runtime_filtering)."""
+        from engine.exec.evaluate import evaluate_predicate
+
         for p in (*self.kernel, *self.disjunctions):
-            if not _cheap(p, batch):
+            if id(p) in done:
                 continue
+            names = sorted({p.column} if isinstance(p, KernelPredicate) else
+                           {q.column for conjunction in p.disjuncts for q in conjunction})
+            columns = pa.RecordBatch.from_arrays([take_column(batch.column(n), positions) for n in names], names=names)
             try:
-                result = p.select(batch)
+                result = p.select(columns)
             except TypeError:
-                continue
-            mask = result if mask is None else kernels.and_kleene(mask, result)
-        if mask is None:
-            return None
-        kept = kernels.count_true(mask)
-        return None if kept == len(mask) else mask_indices(mask, kept)
+                # A constant or column layout the kernels do not take: the evaluator's answer.
+                result = kernels.selection(evaluate_predicate(p.source, decode_batch(columns), params))
+            kept = kernels.count_true(result)
+            if kept < len(result):
+                positions = positions[mask_indices(result, kept)]
+            if not len(positions):
+                break
+        late = output if self.residual is not None else None      # the residual reads the batch
+        if output is not None and late is None:
+            batch = batch.select(output)
+        batch = take_encoded(batch, positions, keep=keep if self.residual is None else frozenset())
+        if self.residual is not None and batch.num_rows:
+            batch = batch.filter(evaluate_predicate(self.residual, batch, params))
+        if late is not None:
+            batch = batch.select(late)
+        return batch
 
     def _kernel_rows(self, batch: pa.RecordBatch, params: Sequence, keep: frozenset,
                      output: Optional[list[str]] = None) -> pa.RecordBatch:
@@ -391,16 +406,16 @@ class KernelFilter:
         return decode_batch(batch, keep=keep) if mask is None else _filter_encoded(batch, mask, keep, kept)
 
 
-def _cheap(p, batch: pa.RecordBatch) -> bool:
+def is_cheap(p, batch: pa.RecordBatch) -> bool:
     """Whether ``p`` (a KernelPredicate, or a KernelDisjunction of them) costs less per row of
-    ``batch`` (encoded, as stored) than a Bloom filter probe (see ``KernelFilter.cheap_rows``)."""
+    ``batch`` (encoded, as stored) than a Bloom filter probe of a plain column (engine.exec.runtime_filtering)."""
     if isinstance(p, KernelDisjunction):
         # An OR over one encoded column is one lookup per row (KernelDisjunction.select). Over several
         # columns it is a pass per conjunct plus the ANDs and ORs of their masks: dearer than one
         # probe (TPC-DS q91's marital-and-education OR over 1.9M customer_demographics rows took
         # longer before its Bloom filter than the probe, which keeps 0.25% of them).
         names = {q.column for conjunction in p.disjuncts for q in conjunction}
-        return len(names) == 1 and all(_cheap(q, batch) for conjunction in p.disjuncts for q in conjunction)
+        return len(names) == 1 and all(is_cheap(q, batch) for conjunction in p.disjuncts for q in conjunction)
     column_type = batch.column(p.column).type
     if pa.types.is_dictionary(column_type) or pa.types.is_run_end_encoded(column_type):
         return True

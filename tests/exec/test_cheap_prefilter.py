@@ -1,11 +1,11 @@
-"""Which scan conjuncts run before a runtime join filter's hash and probe (``KernelFilter.cheap_rows``):
-those cheaper per row than a probe. An OR over one dictionary column is one lookup per row and goes
+"""Which scan conjuncts run before a runtime join filter's hash and probe (``is_cheap``; see
+engine.exec.runtime_filtering): those cheaper per row than a probe. An OR over one dictionary column is one lookup per row and goes
 first; an OR over several columns costs a pass per conjunct and waits for the probe's survivors."""
 from __future__ import annotations
 
 import pyarrow as pa
 
-from engine.exec.kernel_filters import KernelDisjunction, KernelPredicate, _cheap
+from engine.exec.kernel_filters import KernelDisjunction, KernelPredicate, is_cheap
 
 
 def _eq(column: str, value: str) -> KernelPredicate:
@@ -19,15 +19,15 @@ BATCH = pa.RecordBatch.from_arrays(
 
 def test_an_or_over_one_dictionary_column_goes_before_the_probe():
     one_column = KernelDisjunction(((_eq("marital", "M"),), (_eq("marital", "W"),)), None)
-    assert _cheap(one_column, BATCH)
+    assert is_cheap(one_column, BATCH)
 
 
 def test_an_or_of_ands_over_two_columns_waits_for_the_probe():
     two_columns = KernelDisjunction(((_eq("marital", "M"), _eq("education", "U")),
                                      (_eq("marital", "W"), _eq("education", "A"))), None)
-    assert not _cheap(two_columns, BATCH)
+    assert not is_cheap(two_columns, BATCH)
 
 
 def test_a_plain_string_comparison_waits_for_the_probe():
-    assert not _cheap(_eq("plain", "x"), BATCH)
-    assert _cheap(_eq("marital", "M"), BATCH)
+    assert not is_cheap(_eq("plain", "x"), BATCH)
+    assert is_cheap(_eq("marital", "M"), BATCH)

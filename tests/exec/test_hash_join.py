@@ -117,7 +117,8 @@ def test_bloom_filter_through_a_renaming_projection(selective):
 
 def test_bloom_filter_on_each_key_of_several(selective):
     # a two-key join (TPC-H Q2's partsupp probe) filters its scan on each key (fk drops most rows);
-    # the scan's counts sum its filters' (the second tests what the first kept)
+    # the scan's counts sum its filters' (the one on a dictionary column, probed per distinct value,
+    # tests every row; the one on the plain column those that the first kept, or every row when first)
     sql = ("SELECT SUM(qty), COUNT(*) FROM fact JOIN (SELECT pk, pk % 50 AS q FROM dim WHERE name = 'n7') d "
            "ON fk = d.pk AND qty = d.q")
     lines = [r[0] for r in selective.execute("EXPLAIN ANALYZE " + sql).fetchall()]
@@ -126,7 +127,7 @@ def test_bloom_filter_on_each_key_of_several(selective):
     kept, tested = (int(x.replace(",", "")) for x in
                     scan.split("bloom filter kept ")[1].split(" rows")[0].split(" of "))
     assert re.search(r"bloom filters #\d+ on fk, #\d+ on qty", scan), scan
-    assert 200_000 <= tested < 300_000 and kept < 0.1 * tested, scan
+    assert 200_000 <= tested <= 400_000 and kept < 0.1 * tested, scan
     assert selective.execute(sql).fetchall() == selective.execute(SELECTIVE).fetchall()
 
 

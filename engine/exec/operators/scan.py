@@ -10,18 +10,13 @@ import pyarrow as pa
 import kernels
 from engine.core.collation_keys import collation_keys
 from engine.exec.distribution import ANY, REPLICATED, collated_id, hashed
-from engine.exec.kernel_filters import KernelFilter, mask_indices, take_column, take_encoded
+from engine.exec.kernel_filters import KernelFilter
+from engine.exec.runtime_filtering import BloomProbe, ScanFilters
 from engine.exec.operators.base import PhysicalOperator, TaskContext
 from engine.core.expressions import Expr, and_all
 from engine.core.fields import Field
 from engine.storage.columnstore.encoding import decode_batch
 from engine.storage.hash_index import index_column, index_name, uca_lookup_keys
-
-# A runtime join filter is dropped by a scan once it has seen this many rows and kept more than
-# RUNTIME_FILTER_MAX_KEPT of them: past that, hashing every row costs more than the rows it saves.
-RUNTIME_FILTER_TRIAL_ROWS = 1 << 16
-RUNTIME_FILTER_MAX_KEPT = 0.5
-
 
 @dataclass(frozen=True)
 class RuntimeFilter:
@@ -121,10 +116,12 @@ class ScanExec(PhysicalOperator):
         bounds = _storage_bounds(predicate, self.stored_names(), self.indexed) if predicate else None
         # Columns come as stored (run-end / dictionary encoded): the kernel conjuncts compare them
         # encoded and only the surviving rows are decoded. Every batch leaving the scan is plain.
-        # Runtime join filters (Bloom filters from hash joins above): applied first, on the stored
-        # (encoded) key column, so the rows they drop are never decoded.
-        runtime = [_RuntimeFilter(f.column, ctx.runtime_filters[f.filter_id]) for f in self.runtime_filters
+        # Runtime join filters (Bloom filters from hash joins above) run with the kernel conjuncts as
+        # one selection, cheapest per row first, on the stored (encoded) columns: the rows they drop
+        # are never decoded (engine.exec.runtime_filtering).
+        runtime = [BloomProbe(f.column, ctx.runtime_filters[f.filter_id]) for f in self.runtime_filters
                    if f.filter_id in ctx.runtime_filters]
+        filters = ScanFilters(runtime, predicate)
         # EXPLAIN ANALYZE: what the stores read for this scan, counted by the scan itself (the stores'
         # own counters also move with other queries' scans and the background statistics collection)
         read = {"segments_read": 0, "rows_read": 0, "index_lookups": 0} if ctx.profile is not None else None
@@ -133,19 +130,8 @@ class ScanExec(PhysicalOperator):
                               self.batch_rows, bounds, encoded=True, only=holding, stats=read):
             batch = pa.RecordBatch.from_arrays(batch.columns, names=ids)
             if runtime:
-                selected = None
-                if predicate is not None:
-                    batch = predicate.narrowed(batch)       # a sort key range first: fewer rows to hash
-                    if any(f.active for f in runtime):
-                        # and the conjuncts cheaper per row than a hash and a probe (TPC-H Q19: its
-                        # ship mode and instruction leave 7% of lineitem to probe, not all of it)
-                        selected = predicate.cheap_rows(batch)
-                if selected is not None and not len(selected):
-                    continue
-                batch = _apply_runtime_filters(runtime, batch, selected)
-                if not batch.num_rows:
-                    continue
-            if predicate is not None:
+                batch = filters.apply(batch, ctx.params, keep, output)
+            elif predicate is not None:
                 batch = predicate.apply(batch, ctx.params, keep, output)
             else:
                 batch = decode_batch(batch if output is None else batch.select(output), keep=keep)
@@ -199,52 +185,6 @@ def _hashed_partitions(values: tuple, arrow_type: pa.DataType, collation: Option
     if collation is not None:
         array = collation_keys(array, collation)
     return frozenset(int(i) for i in np.asarray(kernels.partition_ids(kernels.hash_columns([array]), num_partitions)))
-
-
-class _RuntimeFilter:
-    """One runtime join filter of one scan run, switched off when it does not drop enough rows."""
-
-    def __init__(self, column: str, bloom):
-        self.column, self.bloom = column, bloom
-        self.rows_in = self.rows_kept = 0
-        self.active = True
-
-    def kept_fraction(self) -> float:
-        """The fraction of the rows it tested that it kept (0 before it has tested any)."""
-        return self.rows_kept / self.rows_in if self.rows_in else 0.0
-
-    def kept(self, column: pa.Array) -> Optional[np.ndarray]:
-        """The positions in ``column`` whose value may be in the filter, or None for all of them."""
-        mask = self.bloom.might_contain(column)
-        kept = kernels.count_true(mask)
-        self.rows_in += len(column)
-        self.rows_kept += kept
-        if self.rows_in >= RUNTIME_FILTER_TRIAL_ROWS and self.rows_kept > RUNTIME_FILTER_MAX_KEPT * self.rows_in:
-            self.active = False
-        return None if kept == len(column) else mask_indices(kernels.selection(mask), kept)
-
-
-def _apply_runtime_filters(filters: list[_RuntimeFilter], batch: pa.RecordBatch,
-                           selected: Optional[np.ndarray] = None) -> pa.RecordBatch:
-    """The rows of a stored (encoded) batch that pass every active filter, still encoded (dictionary
-    columns; run-end ones come back plain). Each filter probes only the rows the ones before it kept
-    (their key column taken at those rows), and the other columns are taken once, at the end: a scan
-    with two join filters keeping 2% of a batch touches the rest of the batch for those 2% alone. The
-    filters go most selective first, as measured on the batches before. ``selected``: the positions
-    to probe (ascending; None: every row), the rest of the batch dropped."""
-    # the filter that has dropped the most rows so far goes first: it leaves the fewest to probe
-    for f in sorted(filters, key=_RuntimeFilter.kept_fraction) if len(filters) > 1 else filters:
-        if not f.active:
-            continue
-        column = batch.column(f.column)
-        if selected is not None:
-            column = take_column(column, selected)
-        kept = f.kept(column)
-        if kept is not None:
-            selected = kept if selected is None else selected[kept]
-            if not len(selected):
-                break
-    return batch if selected is None else take_encoded(batch, selected, decode=False)
 
 
 def _storage_bounds(predicate: KernelFilter, names: dict[str, str],
