@@ -109,11 +109,10 @@ def test_memory_limit_is_a_session_variable_with_a_default_below_physical_memory
 
 # Each leaf's sort holds its whole input (MiBs); what it returns, and so the final sort's input and
 # the answer (which is held whole), fit in the limit.
-# a window without PARTITION BY whose frame is a RANGE distance needs its one partition whole: past
-# the limit it fails (1.4 MB of rows reach it: a Ray task's output, which counts while the task
-# runs, fits; the window's rows and their ordered copy do not)
-WINDOW = ("SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (ORDER BY x RANGE BETWEEN 0.01 "
-          "PRECEDING AND 0.01 FOLLOWING) AS m FROM t) q")
+# a window without PARTITION BY whose default frame (RANGE ... CURRENT ROW: a row's peers) meets one
+# peer group of half the rows needs that group whole: past the limit it fails (1.4 MB of rows reach
+# it: a Ray task's output, which counts while the task runs, fits; the group and its copy do not)
+WINDOW = "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (ORDER BY a % 2) AS m FROM t) q"
 ORDERED = [
     "SELECT id, a, s, x FROM t ORDER BY a, x DESC LIMIT 3000",
     "SELECT s, a, id FROM t ORDER BY s DESC, a, id LIMIT 9000",
@@ -265,6 +264,64 @@ def test_a_window_without_partition_by_sorts_on_disk_past_the_limit(both, sql, m
     assert RAY or peaks and max(peaks) <= 2 << 20, peaks    # (and every pool of this process)
 
 
+# Frames that reach past a chunk's rows, and one peer group or one window partition larger than the
+# limit (window_stream.py): RANGE distances keep a halo of the rows whose keys they reach (ascending,
+# descending, NULL keys, decimals, doubles); frames from a bounded start to UNBOUNDED FOLLOWING take
+# MIN / MAX / LAST_VALUE from a first pass over the sorted rows on disk (each row's MIN / MAX to the
+# end); chunks end inside a peer group when no call needs whole ones; a PARTITION BY value larger
+# than the limit streams as a window without PARTITION BY
+FRAMES = [
+    "SELECT COUNT(*), SUM(m * LENGTH(s)), SUM(c), SUM(f) FROM (SELECT s, SUM(a) OVER (ORDER BY a DESC RANGE BETWEEN "
+    "7 PRECEDING AND 3 FOLLOWING) AS m, COUNT(*) OVER (ORDER BY a DESC RANGE BETWEEN 2 FOLLOWING AND 9 FOLLOWING) AS c, "
+    "MAX(id) OVER (ORDER BY a DESC RANGE BETWEEN 10 PRECEDING AND 4 PRECEDING) AS f FROM t) q",
+    "SELECT COUNT(*), SUM(m), SUM(c), COUNT(m), MAX(LENGTH(s)) FROM (SELECT s, SUM(id) OVER (ORDER BY k RANGE BETWEEN "
+    "5 PRECEDING AND 5 FOLLOWING) AS m, COUNT(k) OVER (ORDER BY k DESC RANGE BETWEEN 3 PRECEDING AND CURRENT ROW) "
+    "AS c FROM (SELECT id, s, CASE WHEN a % 97 = 0 THEN NULL ELSE a END AS k FROM t) z) q",
+    "SELECT COUNT(*), SUM(m), SUM(av), MAX(LENGTH(s)) FROM (SELECT s, SUM(d) OVER (ORDER BY d RANGE BETWEEN 1.25 "
+    "PRECEDING AND 0.5 FOLLOWING) AS m, AVG(d) OVER (ORDER BY d RANGE BETWEEN 0.75 PRECEDING AND CURRENT ROW) AS av "
+    "FROM (SELECT s, CAST(a / 100 AS DECIMAL(10,2)) AS d FROM t) z) q",
+    "SELECT COUNT(*), SUM(m * LENGTH(s)), SUM(r) FROM (SELECT s, SUM(x) OVER (ORDER BY x RANGE BETWEEN 0.001 PRECEDING "
+    "AND 0.001 FOLLOWING) AS m, MIN(a) OVER (ORDER BY x RANGE BETWEEN UNBOUNDED PRECEDING AND 0.01 FOLLOWING) AS r "
+    "FROM t) q",
+    "SELECT COUNT(*), SUM(f), SUM(l), SUM(nv), SUM(mn), SUM(LENGTH(ms)), SUM(LENGTH(mi)) FROM (SELECT FIRST_VALUE(id) "
+    "OVER (ORDER BY x, id ROWS BETWEEN 4 FOLLOWING AND UNBOUNDED FOLLOWING) AS f, LAST_VALUE(id) OVER (ORDER BY x, id "
+    "ROWS BETWEEN 2 PRECEDING AND UNBOUNDED FOLLOWING) AS l, NTH_VALUE(a, 3) OVER (ORDER BY x, id ROWS BETWEEN 4 "
+    "FOLLOWING AND UNBOUNDED FOLLOWING) AS nv, MAX(k) OVER (ORDER BY x, id ROWS BETWEEN 3 PRECEDING AND UNBOUNDED "
+    "FOLLOWING) AS mn, MAX(s) OVER (ORDER BY x, id ROWS BETWEEN 4 FOLLOWING AND UNBOUNDED FOLLOWING) AS ms, "
+    "MIN(UPPER(s)) OVER (ORDER BY x, id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS mi "
+    "FROM (SELECT id, a, x, s, CASE WHEN a % 7 = 0 THEN NULL ELSE id END AS k FROM t) z) q",
+    "SELECT COUNT(*), SUM(m * LENGTH(s)), SUM(l), SUM(nv), SUM(fv) FROM (SELECT s, MIN(x) OVER (ORDER BY a RANGE "
+    "BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS m, LAST_VALUE(id) OVER (ORDER BY a, id ROWS BETWEEN UNBOUNDED "
+    "PRECEDING AND UNBOUNDED FOLLOWING) AS l, NTH_VALUE(id, 5) OVER (ORDER BY a, id ROWS BETWEEN UNBOUNDED PRECEDING "
+    "AND UNBOUNDED FOLLOWING) AS nv, FIRST_VALUE(a) OVER (ORDER BY a RANGE BETWEEN 3 PRECEDING AND UNBOUNDED FOLLOWING) "
+    "AS fv FROM t) q",
+    # peer groups of a third of the rows: ranking, ROWS frames and LAG need no whole group
+    "SELECT COUNT(*), SUM(rn), SUM(rk), SUM(dr), SUM(pr), SUM(nt), SUM(c), SUM(lg), MAX(LENGTH(s)) FROM (SELECT s, "
+    "ROW_NUMBER() OVER w AS rn, RANK() OVER w AS rk, DENSE_RANK() OVER w AS dr, PERCENT_RANK() OVER w AS pr, "
+    "NTILE(5) OVER w AS nt, COUNT(*) OVER (ORDER BY a % 3 DESC ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS c, "
+    "LAG(a % 3, 2) OVER w AS lg FROM t WINDOW w AS (ORDER BY a % 3 DESC)) q",
+    # one PARTITION BY value holding half the rows
+    "SELECT COUNT(*), SUM(m * LENGTH(s)), SUM(c), SUM(r) FROM (SELECT s, MIN(x) OVER (PARTITION BY a % 2 ORDER BY x, "
+    "id ROWS BETWEEN 3 PRECEDING AND UNBOUNDED FOLLOWING) AS m, COUNT(*) OVER (PARTITION BY a % 2 ORDER BY x, id) AS c, "
+    "SUM(a) OVER (PARTITION BY a % 2 ORDER BY x, id ROWS BETWEEN 3 PRECEDING AND UNBOUNDED FOLLOWING) AS r FROM t) q",
+    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (PARTITION BY a % 2 ORDER BY a RANGE BETWEEN 5 "
+    "PRECEDING AND CURRENT ROW) AS m FROM t) q",
+]
+
+
+@pytest.mark.parametrize("sql", FRAMES)
+def test_frames_past_a_chunk_and_large_groups_stream_past_the_limit(both, sql, monkeypatch):
+    con, duck = both
+    unlimited = _run(con, sql)
+    peaks = _pool_peaks(monkeypatch)
+    limited, spilled = _spilled(con, sql, TINY)
+    assert spilled.get("Window", 0) > 256 << 10, spilled
+    assert_same_rows(limited, unlimited)
+    assert_same_rows(unlimited, duck.execute(sql).fetchall())
+    assert 0 < spilled.peak <= 2 << 20, spilled.peak
+    assert RAY or peaks and max(peaks) <= 2 << 20, peaks
+
+
 def limit_bytes(limit: str) -> int:
     return parse_memory_limit(limit)
 
@@ -355,21 +412,17 @@ def test_a_query_that_cannot_fit_fails_clearly_and_the_session_goes_on(both):
 # Window frames that do not spill (docs/memory.md): past the limit each fails with the memory error
 # naming Window and the limit, never a raw MemoryError or an InternalError, with or without PARTITION BY
 UNSPILLABLE_WINDOWS = [
-    # a RANGE frame with a distance in the key
+    # one peer group (half the rows) larger than the limit, for calls that need a row's whole peer group
+    WINDOW,
+    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, CUME_DIST() OVER (ORDER BY a % 2) AS m FROM t) q",
+    # SUM from a RANGE distance to UNBOUNDED FOLLOWING; NTH_VALUE from a RANGE start to the end
     "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (ORDER BY a RANGE BETWEEN 5 PRECEDING AND "
-    "CURRENT ROW) AS m FROM t) q",
-    # a bounded start to UNBOUNDED FOLLOWING, ROWS and RANGE
-    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, MAX(a) OVER (ORDER BY x, id ROWS BETWEEN 3 PRECEDING AND "
     "UNBOUNDED FOLLOWING) AS m FROM t) q",
-    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, MIN(x) OVER (ORDER BY a RANGE BETWEEN CURRENT ROW AND "
-    "UNBOUNDED FOLLOWING) AS m FROM t) q",
-    # one peer group (half the rows) larger than the limit
-    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, RANK() OVER (ORDER BY a % 2) AS m FROM t) q",
-    # one PARTITION BY value holding half the rows, with a RANGE distance and with a bounded start to the end
+    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, NTH_VALUE(id, 2) OVER (ORDER BY id RANGE BETWEEN CURRENT ROW "
+    "AND UNBOUNDED FOLLOWING) AS m FROM t) q",
+    # one PARTITION BY value holding half the rows, with such a frame
     "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (PARTITION BY a % 2 ORDER BY a RANGE BETWEEN 5 "
-    "PRECEDING AND CURRENT ROW) AS m FROM t) q",
-    "SELECT COUNT(*), SUM(m * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (PARTITION BY a % 2 ORDER BY x, id ROWS BETWEEN "
-    "3 PRECEDING AND UNBOUNDED FOLLOWING) AS m FROM t) q",
+    "PRECEDING AND UNBOUNDED FOLLOWING) AS m FROM t) q",
 ]
 
 
@@ -495,16 +548,20 @@ def test_a_spilled_partition_over_the_limit_is_split_again(both, sql, monkeypatc
 
 
 def test_a_partition_of_one_key_is_not_split_forever(both, monkeypatch):
-    con, _ = both
+    con, duck = both
     # one PARTITION BY value: every row in one spilled partition, which no split spreads; after one
-    # split that left every row in one partition it fails past the limit instead of splitting on
+    # split that left every row in one partition it is not split again: it streams as a window
+    # without PARTITION BY (sorted on disk), or fails past the limit when its calls cannot
     splits = []
     split = spill_partitions.SpillPartitions.split
     monkeypatch.setattr(spill_partitions.SpillPartitions, "split",
                         lambda self, index: splits.append(self.level) or split(self, index))
     sql = "SELECT COUNT(*), SUM(r * LENGTH(s)) FROM (SELECT s, ROW_NUMBER() OVER (PARTITION BY a >= 0 ORDER BY x, id) AS r FROM t) q"
+    assert_same_rows(_run(con, sql, TINY), duck.execute(sql).fetchall())
+    assert RAY or splits == [0], splits
+    splits.clear()
+    sql = ("SELECT COUNT(*), SUM(r * LENGTH(s)) FROM (SELECT s, SUM(a) OVER (PARTITION BY a >= 0 ORDER BY a RANGE "
+           "BETWEEN 5 PRECEDING AND UNBOUNDED FOLLOWING) AS r FROM t) q")
     with pytest.raises(MemoryLimitError, match=r"^Window needs more memory than memory_limit = 2\.0 MiB"):
         _run(con, sql, TINY)
     assert RAY or splits == [0], splits
-
-

@@ -121,18 +121,28 @@ class SpillPartitions:
         types = [t.value_type if pa.types.is_dictionary(t) else t for t in types]
         return cls(pool, schema, keys, [hash_type(t) or t for t in types], params, operator=operator)
 
-    def each(self, memory, cost=lambda rows, size: size) -> Iterator[pa.Table]:
+    def each(self, memory, cost=lambda rows, size: size, stream: bool = False) -> Iterator:
         """Every non-empty partition in turn, ``memory`` (the operator's reservation) holding it
         alone; one whose ``cost(rows, bytes)`` (what working on it holds) does not fit is split
-        again first (``split``). The files are deleted as read (all of them, also when the consumer
-        stops early)."""
+        again first (``split``). With ``stream``, one that still does not fit and cannot be split
+        (one key's rows) comes as its ``SpillFile``, for the caller to read a batch at a time. The
+        files are deleted as read (all of them, also when the consumer stops early)."""
         try:
             for index in range(len(self.files)):
                 if self.files[index] is None:
                     continue
                 memory.free()
-                if self.splittable(index) and not memory.try_grow(cost(self.rows(index), self.bytes(index))):
-                    yield from self.split(index).each(memory, cost)
+                if self.splittable(index):
+                    if not memory.try_grow(cost(self.rows(index), self.bytes(index))):
+                        yield from self.split(index).each(memory, cost, stream)
+                        continue
+                elif stream and not memory.try_grow(cost(self.rows(index), self.bytes(index))):
+                    memory.free()
+                    spilled, self.files[index] = self.files[index], None
+                    try:
+                        yield spilled
+                    finally:
+                        spilled.delete()
                     continue
                 table = self.read(index)
                 if table.num_rows:

@@ -31,7 +31,7 @@ import kernels
 from engine import types as T
 from engine.core.collation_keys import collation_keys
 from engine.exec.evaluate import evaluate_array
-from engine.exec.memory import Reservation
+from engine.exec.memory import Reservation, SpillFile
 from engine.exec.operators.base import PhysicalOperator, TaskContext, conform, table_to_batches
 from engine.exec.operators.spill_partitions import SpillPartitions, hold_or_spill
 from engine.exec.operators.window_stream import SortedWindow, streams
@@ -93,9 +93,28 @@ class WindowExec(PhysicalOperator):
             yield from self._windowed(table, ctx)
             return
         # each hash partition of the PARTITION BY keys holds whole window partitions: computed alone
-        # (a partition and its copy in window order: one that alone exceeds the limit fails)
-        for table in spilled.each(_Twice(memory)):
-            yield from self._windowed(table, ctx)
+        # (a partition and its copy in window order); one that alone exceeds the limit holds one
+        # PARTITION BY value (re-partitioning spreads any others): it streams as a window without
+        # PARTITION BY does, when its calls allow (else it fails)
+        for part in spilled.each(_Twice(memory), stream=streams(self.calls, bool(self.order_by))):
+            if isinstance(part, SpillFile):
+                yield from self._streamed(part, ctx, memory)
+            else:
+                yield from self._windowed(part, ctx)
+
+    def _streamed(self, spilled: SpillFile, ctx: TaskContext, memory: Reservation) -> Iterator[pa.RecordBatch]:
+        """One window partition larger than the limit, sorted on disk and computed a chunk at a time
+        (``SortedWindow``); its rows must share their PARTITION BY values (else it fails)."""
+        with ctx.memory.reservation("Window", spillable=True) as own:
+            window = SortedWindow(self, ctx, own)
+            first = None
+            for batch in spilled.read():
+                keys = [_plain(evaluate_array(e, batch, ctx.params)) for e in self.partition_by]
+                first = first or [k.slice(0, 1) for k in keys]
+                if not all(_same(k, f) for k, f in zip(keys, first)):
+                    raise ctx.memory.error("Window", spilled.bytes, spilled=True)
+                window.add(batch)
+            yield from window.windowed(memory)
 
     def _spilled_partitions(self, ctx: TaskContext) -> SpillPartitions:
         return SpillPartitions.over(ctx.memory, self.input.schema, self.partition_by, ctx.params, "Window")
@@ -156,6 +175,13 @@ def _sort_order(part_keys, order_keys, order_by, n: int):
     keys = pa.table(part_keys + order_keys, names=[k[0] for k in sort_keys])
     # null_placement per key needs pyarrow >= 17's SortOptions tuples of three; older ones take one
     return pc.sort_indices(keys, sort_keys=sort_keys)
+
+
+def _same(values: pa.Array, first: pa.Array) -> bool:
+    """Whether every value equals ``first``'s one value (NULL equals NULL)."""
+    if not first.is_valid()[0].as_py():
+        return values.null_count == len(values)
+    return values.null_count == 0 and pc.all(pc.equal(values, first[0])).as_py()
 
 
 def _changes(arr: pa.Array) -> np.ndarray:
