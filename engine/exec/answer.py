@@ -11,10 +11,12 @@ The answer on disk has its own bound: at most ``ANSWER_DISK_FACTOR`` times ``mem
 past the spill directory's disk bound): a join that explodes stops with :class:`MemoryLimitError`
 after writing a bounded amount instead of filling the disk before the client sees a row.
 
-Only where the answer goes to a client (a SELECT, EXPLAIN ANALYZE) or to a materialised CTE, whose
-references read the file as a stream (``SpilledRows``), may it spill: ``answer_spill`` names it for
-the running plan. Elsewhere (INSERT ... SELECT, CREATE TABLE ... AS, a scalar subquery) the answer is
-held whole and counts against the limit as before.
+Only where the answer's reader takes it as a stream may it spill: a client (a SELECT, EXPLAIN
+ANALYZE), a materialised CTE, whose references read the file (``SpilledRows``), a plain INSERT ...
+SELECT or CREATE TABLE ... AS, which load it into the table a batch at a time, a scalar subquery (on
+disk: more than one row, an error). ``answer_spill`` names it for the running plan. Elsewhere (INSERT
+IGNORE / REPLACE / ON DUPLICATE KEY UPDATE ... SELECT, AUTO_INCREMENT) it is held whole and counts
+against the limit.
 """
 from __future__ import annotations
 

@@ -101,10 +101,11 @@ def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], 
 
 
 def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]] = None,
-              spill_answer: bool = False) -> Result:
+              spill_answer: "bool | str" = False) -> Result:
     """``profiles``: when a list, one QueryProfile per plan run (the init plans', then the main one's)
     is appended to it (EXPLAIN ANALYZE). ``spill_answer``: the answer goes to a client, which reads it
-    as it fetches: past memory_limit it may stay on disk (``Result.table`` is then an
+    as it fetches, or to a writer that streams it (a string: what the answer is called, e.g.
+    ``INSERT ... SELECT``): past memory_limit it may stay on disk (``Result.table`` is then an
     engine.exec.answer.SpilledAnswer); otherwise it is held whole (the caller wants a Table)."""
     # the statement's warnings (SHOW WARNINGS): every plan of the query records into one sink
     warnings = Warnings()
@@ -117,7 +118,7 @@ def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfil
     return result
 
 
-def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]], spill_answer: bool) -> Result:
+def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]], spill_answer) -> Result:
     def run(stages, params, spill_as: Optional[str] = None):
         token = answer_spill.set(spill_as)
         try:
@@ -141,8 +142,10 @@ def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfi
     spilled: list[SpilledAnswer] = []   # CTEs whose init plan's answer went to disk: read there
     try:
         for init in planned.init_plans:
-            # a CTE's answer may go to disk as it is made (its references read the file as a stream)
-            table = run(with_ctes(init.stages, ctes), params, spill_as=init.cte and "CTE " + init.cte)
+            # a CTE's answer may go to disk as it is made (its references read the file as a stream); a
+            # scalar subquery's too, so that one of many rows fails as one that returns more than a row
+            table = run(with_ctes(init.stages, ctes), params,
+                        spill_as="CTE " + init.cte if init.cte is not None else SUBQUERY)
             if init.cte is not None:
                 if isinstance(table, SpilledAnswer):
                     spilled.append(table)
@@ -150,9 +153,14 @@ def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfi
                 else:
                     ctes.append(table if held.try_grow(table.nbytes) else _spilled_cte(pool, init.cte, table))
                 continue
+            if isinstance(table, SpilledAnswer):        # far more than one row
+                table.close()
+                raise BadDataError(f"Subquery returns more than 1 row (scalar subquery $subquery{init.values[0]} "
+                                   f"returned {table.num_rows})")
             for column, index in enumerate(init.values):
                 params[index] = _scalar_value(table, column, index)
-        table = run(with_ctes(planned.stages, ctes), params, spill_as=ANSWER if spill_answer else None)
+        name = (spill_answer if isinstance(spill_answer, str) else ANSWER) if spill_answer else None
+        table = run(with_ctes(planned.stages, ctes), params, spill_as=name)
     finally:
         if profiles:
             profiles[-1].add_spilled(pool.spilled_by)
@@ -160,6 +168,9 @@ def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfi
         for answer in spilled:
             answer.close()
     return query_result(table, planned.fields, planned.names, planned.result_columns())
+
+
+SUBQUERY = "Subquery"      # a scalar subquery's answer, on disk (EXPLAIN ANALYZE, the error past its bound)
 
 
 def _spilled_cte(pool: MemoryPool, name: str, table: pa.Table) -> SpilledRows:

@@ -565,3 +565,37 @@ def test_a_partition_of_one_key_is_not_split_forever(both, monkeypatch):
     with pytest.raises(MemoryLimitError, match=r"^Window needs more memory than memory_limit = 2\.0 MiB"):
         _run(con, sql, TINY)
     assert RAY or splits == [0], splits
+
+
+# INSERT ... SELECT and CREATE TABLE ... AS of a SELECT larger than the limit: its answer waits on
+# disk and goes into the table a batch at a time as one load (engine/sql/handlers/spilled_insert.py)
+def test_insert_select_and_create_table_as_past_the_limit_stream_into_the_table(both):
+    con, duck = both
+    cur = con.cursor()
+    want = duck.execute("SELECT COUNT(*), SUM(id), SUM(a), SUM(LENGTH(s)), SUM(x) FROM t").fetchall()
+    try:
+        cur.execute("CREATE TABLE copied (id BIGINT, a BIGINT, s TEXT, x DOUBLE, SHARD KEY (a))")
+        cur.execute(f"SET memory_limit = '{TINY}'")
+        cur.execute("INSERT INTO copied SELECT id, a, s, x FROM t")
+        assert cur.rowcount == ROWS
+        cur.execute("CREATE TABLE made AS SELECT id, a, CONCAT(s, '!') AS s, x FROM t")
+        assert cur.rowcount == ROWS
+        cur.execute("SET memory_limit = DEFAULT")
+        for name, extra in (("copied", 0), ("made", ROWS)):
+            got = _run(con, f"SELECT COUNT(*), SUM(id), SUM(a), SUM(LENGTH(s)), SUM(x) FROM {name}")
+            assert_same_rows(got, [(want[0][0], want[0][1], want[0][2], want[0][3] + extra, want[0][4])])
+        # a unique key's duplicate among the streamed rows fails the whole statement, nothing added
+        cur.execute("CREATE TABLE keyed (id BIGINT PRIMARY KEY, s TEXT)")
+        cur.execute(f"SET memory_limit = '{TINY}'")
+        with pytest.raises(engine.errors.IntegrityError, match="Duplicate entry '7' for key"):
+            cur.execute("INSERT INTO keyed SELECT CASE WHEN id = 59000 THEN 7 ELSE id END, s FROM t")
+        cur.execute("INSERT INTO keyed SELECT id, s FROM t")
+        assert cur.rowcount == ROWS
+        assert _run(con, "SELECT COUNT(*), COUNT(DISTINCT id) FROM keyed") == [(ROWS, ROWS)]
+        # a scalar subquery of many rows: MySQL's error, not the memory one
+        with pytest.raises(engine.errors.BadDataError, match="Subquery returns more than 1 row"):
+            cur.execute("SELECT (SELECT s FROM t) AS v")
+    finally:
+        cur.execute("SET memory_limit = DEFAULT")
+        for name in ("copied", "made", "keyed"):
+            cur.execute(f"DROP TABLE IF EXISTS {name}")

@@ -16,6 +16,8 @@ from engine.result import Result
 from engine.sql import ddl
 from engine.sql.auto_increment import counters_of
 from engine.sql.parser import Statement
+from engine.exec.answer import SpilledAnswer
+from engine.sql.handlers.spilled_insert import insert_spilled
 from engine.sql.query import run_query
 
 
@@ -131,7 +133,19 @@ class CatalogStatements:
         options = statement.table_options
         shard = options.shard_key or ()
         table = TableDef(database, node.this.name, columns, tuple(shard), options.sort_key, options.reference)
-        result = run_query(planned, self.runner)
+        # the SELECT may stay on disk past memory_limit: the new table is then filled a batch at a time
+        result = run_query(planned, self.runner, spill_answer="CREATE TABLE ... AS")
+        if isinstance(result.table, SpilledAnswer):
+            self.runner.create_table(table)
+            self.catalog.add_table(table)
+            try:
+                count = insert_spilled(self.runner, table, result.table, lambda rows, first: pa.Table.from_arrays(
+                    rows.columns, schema=table.arrow_schema))
+            except BaseException:           # no half-made table is left behind
+                self.catalog.drop_table(table.database, table.name)
+                self.runner.drop_table(table)
+                raise
+            return Result(None, rowcount=count)
         data = pa.Table.from_arrays(result.table.columns, schema=table.arrow_schema)
         self.runner.create_table(table)
         self.catalog.add_table(table)

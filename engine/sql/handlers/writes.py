@@ -17,6 +17,8 @@ from engine.errors import BindError, UnsupportedError
 from engine.result import Result
 from engine.load import keys
 from engine.sql import auto_increment, dml
+from engine.exec.answer import SpilledAnswer
+from engine.sql.handlers.spilled_insert import insert_spilled
 from engine.sql.query import run_query
 
 
@@ -76,8 +78,15 @@ class WriteStatements:
             data = dml.rows_to_table(values.rows, types)
         else:
             planned = self._plan(source)
-            data = run_query(planned, self.runner).table
+            # a plain INSERT's SELECT may stay on disk past memory_limit and go in a batch at a time
+            # (IGNORE / REPLACE / ON DUPLICATE KEY UPDATE and AUTO_INCREMENT work on the rows whole)
+            streams = mode == "error" and table.auto_increment is None
+            data = run_query(planned, self.runner, spill_answer=streams and "INSERT ... SELECT").table
             types = [f.type for f in planned.fields]
+            if isinstance(data, SpilledAnswer):
+                count = insert_spilled(self.runner, table, data, lambda rows, first: dml.conform_to_table(
+                    rows, types, table, columns, first_row=first))
+                return Result(None, rowcount=count)
         update = self._on_duplicate(table, conflict, alias.name if alias is not None else None) \
             if mode == "update" else None
         generated = None
