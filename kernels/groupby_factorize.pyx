@@ -111,6 +111,8 @@ class Factorizer:
         self._chunks = [[] for _ in self.types]
         self._counts = np.zeros(0, dtype=np.int64)      # count_keys: COUNT(*) per group
         self._pending = None         # count_keys: (dictionary identity, dictionary, code counts)
+        self._codes_only = False     # ids are codes for a composite key (see _factorize_remapped)
+        self._remap = None           # (dictionary identity, ids of its entries)
         if len(kinds) == 1:
             kind = kinds[0]
             self._table = HashTable(0 if kind == "bytes" else 2 if kind == "decimal" else 1,
@@ -130,6 +132,9 @@ class Factorizer:
                 pa.types.is_unsigned_integer(t) and t.bit_width == 64 for t in self.types)
             self._subs = [Factorizer([t], keep_uniques=keep_uniques and self._packable) if kind == "bytes"
                           else None for t, kind in zip(self.types, kinds)]
+            for sub in self._subs:
+                if sub is not None:
+                    sub._codes_only = True
             self._wide_width = sum(2 if kind == "decimal" else 1 for kind in kinds) + 1
             self._table = HashTable(1, inline_keys=True) if self._packable else HashTable(self._wide_width)
             self._keys_in_table = False
@@ -166,6 +171,8 @@ class Factorizer:
 
     def _factorize_one(self, arr):
         if pa.types.is_dictionary(arr.type):
+            if self._codes_only and len(arr.dictionary) <= 4 * len(arr) + 4096:
+                return self._factorize_remapped(arr)
             indices = arr.indices
             local = np.empty(len(arr), dtype=np.int64)
             codes = np.frombuffer(indices.buffers()[1], dtype=indices.type.to_pandas_dtype(),
@@ -187,6 +194,28 @@ class Factorizer:
                                                    arr.offset, ids)
         if self._keep and len(new_rows) and not self._keys_in_table:
             self._chunks[0].append(arr.take(pa.array(new_rows)))
+        return ids
+
+    def _factorize_remapped(self, arr):
+        """Ids of a dictionary array's rows through its dictionary's ids (``remap[code]``), the whole
+        dictionary factorized once and kept for the batches that share it (a stored segment's, or
+        the encoded keys of a grouping set's states): no string is hashed per row. For a factorizer
+        whose ids are only codes (``_codes_only``): groups are numbered in dictionary order, and
+        entries no row uses get groups too."""
+        dictionary = arr.dictionary
+        identity = (arr.type, dictionary.offset, len(dictionary),
+                    tuple((b.address, b.size) if b is not None else None for b in dictionary.buffers()))
+        if self._remap is None or self._remap[0] != identity:
+            self._remap = (identity, self._factorize_one(dictionary))
+        remap = self._remap[1]
+        indices = arr.indices
+        codes = np.frombuffer(indices.buffers()[1], dtype=indices.type.to_pandas_dtype(),
+                              count=len(indices), offset=indices.offset * (indices.type.bit_width // 8))
+        if indices.null_count == 0:
+            return remap.take(codes, mode="raise")
+        valid = np.asarray(indices.is_valid())
+        ids = remap.take(np.where(valid, codes, 0), mode="raise") if len(remap) else np.zeros(len(codes), np.int64)
+        ids[~valid] = self._factorize_one(pa.nulls(1, self.types[0]))[0]
         return ids
 
     def _factorize_many(self, columns, n, combine=True):
@@ -302,11 +331,17 @@ class Factorizer:
                 chunks.append(arr.take(taken))
         return ids
 
-    def _packed_uniques(self, unpacked):
-        """The key columns of the groups, from their unpacked words."""
+    def _packed_uniques(self, unpacked, encoded=False):
+        """The key columns of the groups, from their unpacked words (``encoded``: see ``uniques``)."""
         out = []
         for t, sub, (values, null) in zip(self.types, self._subs, unpacked):
-            if sub is not None:
+            if sub is not None and encoded:
+                table = sub._table
+                mask = (values == table.null_group) if table.has_null else None
+                dictionary = sub.uniques()[0]
+                index_type = pa.int32() if len(dictionary) < (1 << 31) else pa.int64()
+                out.append(pa.DictionaryArray.from_arrays(pa.array(values, index_type, mask=mask), dictionary))
+            elif sub is not None:
                 out.append(sub.uniques()[0].take(pa.array(values)))
             else:
                 out.append(_from_words(values, null, t))
@@ -396,10 +431,15 @@ class Factorizer:
         out[:min(groups, len(self._counts))] = self._counts[:groups]
         return out
 
-    def uniques(self):
-        """The distinct keys, one Array per key column, row g being group g's key."""
+    def uniques(self, encoded=False):
+        """The distinct keys, one Array per key column, row g being group g's key. ``encoded``: a
+        byte-string column of a packed composite key may come as a dictionary array (its own
+        factorizer's distinct values, indexed by the groups' codes: no string copied), for a caller
+        that groups them again (a grouping set rolled up from these groups)."""
         if not self._keep:
             raise ValueError("this Factorizer does not keep its keys")
+        if self._subs is not None and self._packing is not None:
+            return self._packed_uniques(self._packing.unpack(self._table.group_words()[:, 0]), encoded)
         if self._keys_in_table:
             self._flush_dictionary()
             t = self.types[0]
@@ -412,8 +452,6 @@ class Factorizer:
                 return [pa.array(words.view(np.uint64), type=t, mask=mask)]
             arr = pa.array(words, type=pa.int64(), mask=mask)
             return [arr if t == pa.int64() else arr.cast(t)]       # values of t: the cast is exact
-        if self._subs is not None and self._packing is not None:
-            return self._packed_uniques(self._packing.unpack(self._table.group_words()[:, 0]))
         if self._subs is not None and self._packable:
             return [pa.array([], type=t) for t in self.types]      # no batch yet
         out = []

@@ -623,3 +623,40 @@ def test_key_packing_layouts():
     assert wider.covers([(5, 9), None, (0, 2)]) and wider.covers([(-3, 100), None, (0, 50)])
     assert KeyPacking.fit([(-2 ** 62, 2 ** 62), (0, 1)]) is None          # past 64 bits
     assert KeyPacking.fit([(-2 ** 63, -2 ** 63)]) is None
+
+
+@st.composite
+def shared_dictionary_batches(draw):
+    """Composite keys whose string columns are slices of one dictionary array (the batches of a
+    stored segment, or of a grouping set's encoded states): null codes, a null and a repeated value
+    in the dictionary, entries no row uses, an int column beside."""
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    dictionary = pa.array(["a", None, "b", "a", "ccc", "", "unused"] + [f"v{i}" for i in range(draw(st.integers(0, 50)))])
+    n = draw(st.integers(1, 400))
+    codes = rng.integers(0, len(dictionary) - 1, n)
+    strings = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32(), mask=rng.random(n) < 0.1), dictionary)
+    other = pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, 3, n), pa.int8()), pa.array(["x", "y", "z"]))
+    ints = pa.array(rng.integers(-2, 3, n), pa.int64(), mask=rng.random(n) < 0.1)
+    cuts = sorted(set(draw(st.lists(st.integers(0, n), max_size=3))) | {0, n})
+    batches = [[strings.slice(a, b - a), ints.slice(a, b - a), other.slice(a, b - a)]
+               for a, b in zip(cuts, cuts[1:])]
+    return [pa.string(), pa.int64(), pa.string()], batches
+
+
+@needs_compiled
+@SETTINGS
+@given(shared_dictionary_batches())
+def test_shared_dictionary_codes_match_reference(case):
+    types, batches = case
+    got_ids, got_keys, got_n = _run(compiled, types, batches)
+    want_ids, want_keys, want_n = _run(reference, types, batches)
+    assert got_n == want_n
+    for g, w in zip(got_ids, want_ids):
+        np.testing.assert_array_equal(g, w)
+    for g, w in zip(got_keys, want_keys):
+        assert g.equals(w), (g, w)
+    f = compiled.Factorizer(types)
+    for columns in batches:
+        f.factorize(columns)
+    for g, w in zip(f.uniques(encoded=True), want_keys):     # string keys as dictionary arrays
+        assert (g.dictionary_decode() if pa.types.is_dictionary(g.type) else g).equals(w)

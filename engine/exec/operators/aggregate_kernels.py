@@ -237,7 +237,8 @@ class KernelAggregation:
         result = self._aggregate_with_kernels(
             self.input.execute(partition, ctx),
             lambda batch: [batch.column(name) for name in key_names],
-            lambda batch: [batch.column(name) for *_, name in states], states, memory, spill)
+            lambda batch: [batch.column(name) for *_, name in states], states, memory, spill,
+            encoded=self.encoded_keys and self.mode == AggregateMode.MERGE)
         if spilled:                   # partitioned hash aggregation: merge each partition's states
             spill(result)
             del result
@@ -251,13 +252,14 @@ class KernelAggregation:
         yield from table_to_batches(self._finish_or_states(result))
 
     def _aggregate_with_kernels(self, batches, key_columns, state_columns, states, memory=None,
-                                spill=None, same_as=None) -> pa.Table:
+                                spill=None, same_as=None, encoded=False) -> pa.Table:
         """Stream ``batches`` through a Factorizer and one GroupedAggregate per state: no
         concatenation of the input; memory grows with the groups, not the rows. ``memory``: reserves
         the groups' estimated bytes after each batch; when they do not fit, ``spill(table)`` takes
         the states so far (keys and states, as this method returns them) and the aggregation starts
         afresh (without ``spill``: MemoryLimitError). ``same_as[k]``: the first state computing
-        the same as state k (k itself for most): only that one is accumulated, its result copied."""
+        the same as state k (k itself for most): only that one is accumulated, its result copied.
+        ``encoded``: string keys may come back as dictionary arrays (``Factorizer.uniques``)."""
         if same_as is None:
             same_as = list(range(len(states)))
         # the states accumulated: (position among the states, state, its aggregate)
@@ -304,7 +306,7 @@ class KernelAggregation:
                 factorizer = kernels.Factorizer([f.type.to_arrow() for f, _ in self.keys])
                 aggs = new_aggregates()
         groups = factorizer.num_groups
-        return pa.table(factorizer.uniques() + results(groups), names=names)
+        return pa.table(factorizer.uniques(encoded=encoded) + results(groups), names=names)
 
     def _group_bytes(self, states: int) -> int:
         """A group's estimated bytes in the Factorizer and the aggregates (memory_limit's accounting):

@@ -44,6 +44,15 @@ class _Held(PhysicalOperator):
         yield from self.batches
 
 
+def _held(schema: pa.Schema, batches) -> _Held:
+    """``batches`` held, with their own schema (encoded keys: dictionary types where ``schema``
+    has the values' types)."""
+    kept = tuple(b for b in batches if b.num_rows)
+    if any(b.schema != kept[0].schema for b in kept):          # some encoded, some not: plain
+        kept = tuple(pa.Table.from_batches([b]).cast(schema).combine_chunks().to_batches()[0] for b in kept)
+    return _Held(kept[0].schema if kept else schema, kept)
+
+
 @dataclass(frozen=True)
 class GroupingSetsExec(PhysicalOperator):
     input: PhysicalOperator
@@ -87,9 +96,12 @@ class GroupingSetsExec(PhysicalOperator):
         # fewest merged states already made whose keys include its own: a ROLLUP's set reads the
         # states of the set before it (fewer rows every step), not the finest grouping's again
         by_column = tuple((f, ColumnRef(f.id, f.type, f.name)) for f, _ in self.keys)
-        merge = HashAggregateExec(held, AggregateMode.MERGE, by_column, self.aggregates)
+        # the merged states keep their string keys dictionary-encoded (encoded_keys): the sets rolled
+        # up from them group by the codes (each distinct string hashed once, not once a row), and
+        # only the rows output are decoded (_widen)
+        merge = HashAggregateExec(held, AggregateMode.MERGE, by_column, self.aggregates, encoded_keys=True)
         finest = tuple(range(len(self.keys)))
-        merged = {finest: _Held(merge.schema, tuple(b for b in merge.execute(partition, ctx) if b.num_rows))}
+        merged = {finest: _held(merge.schema, merge.execute(partition, ctx))}
         del held
         for n, grouping_set in enumerate(self.sets):
             chosen = tuple(by_column[i] for i in grouping_set)
@@ -109,8 +121,8 @@ class GroupingSetsExec(PhysicalOperator):
             else:
                 # a later set rolls up from this one: keep its merged states, and finish them as they are
                 source = self._states_for(merged, grouping_set)
-                step = HashAggregateExec(source, AggregateMode.MERGE, chosen, self.aggregates)
-                states = _Held(step.schema, tuple(b for b in step.execute(partition, ctx) if b.num_rows))
+                step = HashAggregateExec(source, AggregateMode.MERGE, chosen, self.aggregates, encoded_keys=True)
+                states = _held(step.schema, step.execute(partition, ctx))
                 merged[tuple(grouping_set)] = states
                 final = HashAggregateExec(states, AggregateMode.FINAL, chosen, self.aggregates)
                 finished = final._finish(pa.Table.from_batches(states.batches, schema=states.schema))

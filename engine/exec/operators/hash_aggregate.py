@@ -75,6 +75,9 @@ class HashAggregateExec(KernelAggregation, ArrowAggregation, PhysicalOperator):
     # string columns of the scan below read as stored dictionaries, only by keys (see coded_columns)
     coded: tuple[str, ...] = ()
     presize: bool = False         # size the hash table once from an estimate: the input is an exchange's
+    # MERGE on the kernels: string keys may come out as dictionary arrays (their distinct values, not
+    # a copy a group), for a further merge by some of them (GroupingSetsExec sets it, at run time)
+    encoded_keys: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "mode", AggregateMode(self.mode))    # a mode's name is accepted too
@@ -272,7 +275,14 @@ class HashAggregateExec(KernelAggregation, ArrowAggregation, PhysicalOperator):
             yield from table_to_batches(self._finish(result))
 
     def _finish_or_states(self, merged: pa.Table) -> pa.Table:
-        return merged.cast(self.schema) if self.mode == AggregateMode.MERGE else self._finish(merged)
+        if self.mode != AggregateMode.MERGE:
+            return self._finish(merged)
+        schema = self.schema
+        if self.encoded_keys:       # dictionary-encoded keys stay encoded (their values are the keys')
+            schema = pa.schema([merged.schema.field(i) if pa.types.is_dictionary(merged.schema.field(i).type)
+                                and merged.schema.field(i).type.value_type == field.type else field
+                                for i, field in enumerate(schema)])
+        return merged.cast(schema)
 
     def _finish(self, states: pa.Table) -> pa.Table:
         """Turn merged states into SQL results: AVG = SUM / COUNT, COUNT of nothing = 0, types exact."""
