@@ -122,8 +122,8 @@ class Factorizer:
             self._keys_in_table = kind == "word" and pa.types.is_integer(self.types[0])
         else:
             # Byte-string columns enter the composite key as their own dense ids (one word), integer
-            # columns as their value, decimals as two words. While the columns' codes fit in 64 bits
-            # (kernels/groupby_packing.py) the key is one packed word in an inline table, its columns
+            # columns as their value, decimals as two words. Without decimals the columns' codes are
+            # packed (kernels/groupby_packing.py): into one word of an inline table, or few, its columns
             # read back from the words (strings from their factorizers' own distinct keys); else
             # ("wide") a row of words, a last word holding the null flags.
             self._packing = None
@@ -268,20 +268,22 @@ class Factorizer:
         return out
 
     def _factorize_packed(self, columns, n):
-        """Ids of the rows with their key columns packed into one word (``KeyPacking``), or None
-        (the batch's values need more than 64 bits: the table has gone wide, its groups kept)."""
+        """Ids of the rows with their key columns packed into words (``KeyPacking``); a batch whose
+        values cannot pack turns the table wide, its groups kept."""
         columnar = self._column_words(columns)
         ranges = [column_range(words, valid) for words, valid in columnar]
         growing = [j for j, sub in enumerate(self._subs) if sub is not None]
         packing = self._packing
         if packing is None or not packing.covers(ranges):
-            packing = KeyPacking.fit(ranges, growing) if packing is None else packing.widened(ranges, growing)
+            most = len(columns)        # a word a column at worst: never wider than the wide table
+            packing = (KeyPacking.fit(ranges, growing, most) if packing is None
+                       else packing.widened(ranges, growing, most))
             self._repack(packing)
             if packing is None:
                 return self._factorize_wide_words(columns, columnar, n)
         ids = np.empty(n, dtype=np.int64)
         packed = packing.pack([w for w, _ in columnar], [v for _, v in columnar])
-        self._table.factorize_words(packed.reshape(n, 1), None, 0, ids)
+        self._table.factorize_words(packed, None, 0, ids)
         return ids
 
     def _repack(self, packing):
@@ -292,10 +294,10 @@ class Factorizer:
             self._packable = False
             table = HashTable(self._wide_width)
         else:
-            table = HashTable(1, inline_keys=True)
+            table = HashTable(1, inline_keys=True) if packing.words == 1 else HashTable(packing.words)
         table.reserve(max(groups, self._reserved))
         if groups:
-            unpacked = old.unpack(self._table.group_words()[:, 0])
+            unpacked = old.unpack(self._table.group_words())
             ids = np.empty(groups, dtype=np.int64)
             if packing is None:
                 rows = self._wide_rows(unpacked, groups)
@@ -304,7 +306,6 @@ class Factorizer:
                         chunks.append(arr)
             else:
                 rows = packing.pack([v for v, _ in unpacked], [None if m is None else ~m for _, m in unpacked])
-                rows = rows.reshape(groups, 1)
             table.factorize_words(rows, None, 0, ids)
         self._table = table
 
@@ -439,7 +440,7 @@ class Factorizer:
         if not self._keep:
             raise ValueError("this Factorizer does not keep its keys")
         if self._subs is not None and self._packing is not None:
-            return self._packed_uniques(self._packing.unpack(self._table.group_words()[:, 0]), encoded)
+            return self._packed_uniques(self._packing.unpack(self._table.group_words()), encoded)
         if self._keys_in_table:
             self._flush_dictionary()
             t = self.types[0]

@@ -623,6 +623,14 @@ def test_key_packing_layouts():
     assert wider.covers([(5, 9), None, (0, 2)]) and wider.covers([(-3, 100), None, (0, 50)])
     assert KeyPacking.fit([(-2 ** 62, 2 ** 62), (0, 1)]) is None          # past 64 bits
     assert KeyPacking.fit([(-2 ** 63, -2 ** 63)]) is None
+    two = KeyPacking.fit([(-2 ** 62, 2 ** 62), (0, 1), (7, 7)], max_words=2)   # two words
+    assert two.words == 2 and two.word[0] != two.word[1]
+    columns = [np.array([-2 ** 62, 5, 2 ** 62]), np.array([0, 1, 1]), np.array([7, 7, 7])]
+    packed = two.pack(columns, [None, np.array([True, False, True]), None])
+    assert packed.shape == (3, 2)
+    back = two.unpack(packed)
+    assert back[0][0].tolist() == columns[0].tolist() and back[1][1].tolist() == [False, True, False]
+    assert KeyPacking.fit([(0, 2 ** 64)], max_words=4) is None              # one column past 64 bits
 
 
 @st.composite
