@@ -112,7 +112,7 @@ class Factorizer:
         self._counts = np.zeros(0, dtype=np.int64)      # count_keys: COUNT(*) per group
         self._pending = None         # count_keys: (dictionary identity, dictionary, code counts)
         self._codes_only = False     # ids are codes for a composite key (see _factorize_remapped)
-        self._remap = None           # (dictionary identity, ids of its entries)
+        self._remap = None           # (dictionary identity, ids of its entries, the dictionary)
         if len(kinds) == 1:
             kind = kinds[0]
             self._table = HashTable(0 if kind == "bytes" else 2 if kind == "decimal" else 1,
@@ -206,7 +206,9 @@ class Factorizer:
         identity = (arr.type, dictionary.offset, len(dictionary),
                     tuple((b.address, b.size) if b is not None else None for b in dictionary.buffers()))
         if self._remap is None or self._remap[0] != identity:
-            self._remap = (identity, self._factorize_one(dictionary))
+            # the dictionary is kept with its ids: its buffers cannot be freed and their addresses
+            # taken by another dictionary that would pass for it
+            self._remap = (identity, self._factorize_one(dictionary), dictionary)
         remap = self._remap[1]
         indices = arr.indices
         codes = np.frombuffer(indices.buffers()[1], dtype=indices.type.to_pandas_dtype(),
