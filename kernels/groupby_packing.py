@@ -3,12 +3,12 @@ hashed and compared as one word (the ``HashTable``'s inline mode), or as few, in
 column.
 
 Each key column is a column of int64 words (an integer-like value, or a byte-string column's dense
-id from its own factorizer). Column ``j`` holds ``bits[j]`` bits of the packed word from bit
-``shift[j]``: the code ``value - base[j] + 1``, 0 standing for null, in one of the words. A layout is chosen from the
-ranges the columns have shown so far, with a spare bit where the 64 bits allow (ids of new strings
-and later values then still fit); a batch outside it gets a wider layout (``widened``), and the
-caller re-packs its groups (``unpack`` then ``pack``), or, past the words it allows, stops packing. The layout
-never depends on anything but the values seen: no statistics, no column names.
+id from its own factorizer). Column ``j`` holds ``bits[j]`` bits of one of the words, from bit
+``shift[j]``: the code ``value - base[j] + 1``, 0 standing for null. A layout is chosen from the
+ranges the columns have shown so far, with a spare bit where no more words are needed (ids of new
+strings and later values then still fit); a batch outside it gets a wider layout (``widened``), and
+the caller re-packs its groups (``unpack`` then ``pack``), or, past the words it allows, stops
+packing. The layout never depends on anything but the values seen: no statistics, no column names.
 See kernels/groupby_factorize.pyx (``Factorizer``) for its use.
 """
 from __future__ import annotations
