@@ -26,6 +26,7 @@ a module of its own:
 - kernels/hashtable.pyx: the C hash table (``HashTable``, ``DistinctSet``), shared with the join;
 - kernels/groupby_keys.pyx: key types, a column's rows as words, dictionary-code loops;
 - kernels/groupby_factorize.pyx: ``Factorizer``, ``factorize``, ``DistinctCount``, ``estimate_distinct``;
+- kernels/groupby_packing.py: a composite key's columns packed into few 64-bit words (``KeyPacking``);
 - kernels/groupby_accumulate.pyx: the per-group ``group_*`` loops;
 - kernels/groupby_aggregate.pyx: ``GroupedAggregate`` (state over batches, final result).
 """
