@@ -22,21 +22,19 @@ Errors: bad input raises the typed errors of :mod:`engine.errors`; anything else
 wrapped as :class:`~engine.errors.CanopyInternalError`, so no raw traceback of engine internals reaches a
 client, and the session stays usable.
 
-Why one file of over 600 lines: it is the statement loop and nothing else (text -> plan cache or
-parse -> dispatch -> guard -> result, with the transaction, deadline and kill state that loop carries),
-and the one dispatch table of every statement (:func:`statement_handlers`) sits beside it so a reader
-finds every statement in one place. The statements themselves are the mixins of
-:mod:`engine.sql.handlers` (one file per family); what is left here shares ``Session``'s state on every
-line, and cutting it would only move that state behind another object.
+This file is the statement loop (text -> plan cache or parse -> dispatch -> guard -> result, with the
+deadline and kill state that loop carries) and the connection's state. The statements are the mixins
+of :mod:`engine.sql.handlers` (one file per family: queries, catalog, writes, changes, session state,
+accounts, pipelines), looked up in the one dispatch table, :mod:`engine.sql.dispatch`; the transaction
+and the write locks around each statement are :mod:`engine.sql.handlers.transaction_scope`.
 """
 from __future__ import annotations
 
 import contextlib
-import functools
 import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Callable, Optional
+from typing import Optional
 
 import pyarrow as pa
 from sqlglot import exp
@@ -45,39 +43,36 @@ import engine.lazy_pandas  # noqa: F401 - first: pyarrow must not import pandas 
 from engine import collation
 from engine.errors import (AccessDeniedError, BadDataError, BindError, CanopyInternalError, Error, MemoryLimitError,
                            ParseError, UnsupportedError)
-from engine.exec.answer import SpilledAnswer
 from engine.exec.memory import default_memory_limit, format_bytes, parse_memory_limit, statement_memory_limit
 from engine.core.deadline import Deadline, check_statement_deadline, statement_deadline
 from engine.exec import statement_warnings
 from engine.exec.inline import InlineRunner, inline_stage
 from engine.exec.progress import TqdmQueryProgress, progress_wanted, query_progress
-from engine.load import keys
 from engine.result import Result
 from engine.sessions import Activity, registry_of
-from engine.sql import ddl
+from engine.sql.dispatch import pipeline_handlers, statement_handlers
 from engine.sql.handlers.accounts import AccountStatements
-from engine.sql.handlers.alter import AlterStatements, index_statement_table
+from engine.sql.handlers.alter import AlterStatements
 from engine.sql.handlers.catalog import CatalogStatements
 from engine.sql.handlers.changes import ChangeStatements
 from engine.sql.handlers.pipelines import PipelineStatements
+from engine.sql.handlers.queries import QueryStatements
 from engine.sql.handlers.session_state import SessionStatements, timeout_ms
+from engine.sql.handlers.transaction_scope import TransactionScope, is_load_data
 from engine.sql.handlers.writes import WriteStatements
 from engine.sql.parameters import bind_placeholders, mark_placeholders, parameterize_literals
-from engine.sql.accounts import AlterUser, CreateUser, DropUser, Grant, ShowGrants
-from engine.sql.parser import OptimizeTable, RenameTables, SavepointStatement, Statement, parse
+from engine.sql.parser import Statement, parse
 from engine.sql.plan_cache import UNCACHEABLE, PlanCache, make_template, other_values, plans_equal
-from engine.sql.plan_picture import PlanPicture
-from engine.sql.query import execution_summary, explain_parts, explain_text, plan_query, run_query
+from engine.sql.query import run_query
 from engine.sql.refusals import refuse_ignored
 from engine.sql.variables import Variables, reads_session_state, substitute
 from engine.statistics import RunnerStatistics
 from engine.system_schema import install as install_system_schema
-from engine.transactions import (APPEND, DEFAULT_LOCK_WAIT_TIMEOUT, EXCLUSIVE, MODIFY, Transaction,
-                                 TransactionCatalog, table_locks_of)
+from engine.transactions import DEFAULT_LOCK_WAIT_TIMEOUT, Transaction
 
 
-class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStatements, PipelineStatements,
-              SessionStatements, AccountStatements):
+class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatements, ChangeStatements,
+              PipelineStatements, SessionStatements, AccountStatements, TransactionScope):
     def __init__(self, runner, database: Optional[str] = "canopy", *, load_dir: Optional[str] = None,
                  progress: Optional[bool] = None, statement_timeout: Optional[int] = None,
                  multi_statements: bool = False, user: Optional[str] = None, host: str = "localhost",
@@ -146,122 +141,6 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
         resolve to their uncommitted versions."""
         return self._txn.catalog if self._txn is not None else self.runner.catalog
 
-    # -- transactions -------------------------------------------------------------------------------
-    @property
-    def in_transaction(self) -> bool:
-        return self._txn is not None
-
-    def begin(self) -> None:
-        """Open a transaction (committing an open one first, as MySQL's BEGIN does)."""
-        self._check_open()
-        self.commit()
-        self._txn = Transaction(self.runner, self, lambda: self.lock_wait_timeout)
-
-    def commit(self) -> None:
-        """Make the open transaction's writes visible, all at once; nothing to do without one."""
-        txn, self._txn = self._txn, None
-        if txn is None:
-            return
-        changed = self._guarded(lambda: txn.commit(self._read_all))
-        self.plan_cache.invalidate()
-        for table in changed:
-            self.statistics.forget(table)
-
-    def rollback(self) -> None:
-        """Drop the open transaction's writes; nothing to do without one."""
-        txn, self._txn = self._txn, None
-        if txn is not None:
-            txn.end()
-
-    def set_autocommit(self, on: bool) -> None:
-        """``SET autocommit``: turning it on commits an open transaction (MySQL)."""
-        if on:
-            self.commit()
-        self.autocommit = bool(on)
-
-    def _read_all(self, table) -> pa.Table:
-        """Every row of ``table`` (a TableDef, committed or a transaction's shadow), in its schema."""
-        catalog = TransactionCatalog(self.runner.catalog, {(table.database.lower(), table.name.lower()): table})
-        select = exp.select(*[exp.column(c.name, quoted=True) for c in table.columns]).from_(
-            exp.table_(table.name, db=table.database, quoted=True))
-        planned = plan_query(select, catalog, self.database, self.statistics, self.runner.num_partitions)
-        data = run_query(planned, self.runner).table
-        return pa.Table.from_arrays(data.columns, schema=table.arrow_schema)
-
-    @contextlib.contextmanager
-    def _writing(self, node, statement: Statement):
-        """Around a statement: the write locks of the tables it writes, for the statement (autocommit)
-        or, inside a transaction, until it ends, with the tables replaced by their shadows."""
-        tables = self._write_targets(node)
-        # DML joins the transaction (opening one with autocommit off); DDL (which committed an open
-        # transaction already, see _run) holds its locks for the statement only
-        transactional = isinstance(node, (exp.Insert, exp.Update, exp.Delete, exp.Select)) or _is_load_data(node)
-        if tables and transactional and self._txn is None and not self.autocommit:
-            self._txn = Transaction(self.runner, self, lambda: self.lock_wait_timeout)
-        if self._txn is not None and transactional:
-            for table in tables:
-                if isinstance(node, exp.Select):
-                    self._txn.lock(table)      # SELECT ... FOR UPDATE: held until the transaction ends
-                else:
-                    self._txn.shadow_of(table, self._read_all)
-            yield
-            return
-        locks = table_locks_of(self.runner)
-        taken = self._statement_locks = []
-        try:
-            for table in tables:
-                if locks.acquire(table, self, self.lock_wait_timeout, _lock_mode(node, table)):
-                    taken.append(table.table_id)
-            yield
-        finally:
-            self._statement_locks = None
-            locks.release(taken, self)
-
-    def _whole_table(self, table) -> None:
-        """Called by a write before it rewrites ``table`` from rows it read (a WHERE with a subquery):
-        its statement's lock becomes exclusive, so no INSERT commits between the read and the rewrite.
-        A no-op for a transaction's shadow (its table is locked exclusively) and an exclusive lock."""
-        if self._txn is None and self._statement_locks is not None:
-            if table_locks_of(self.runner).acquire(table, self, self.lock_wait_timeout, EXCLUSIVE):
-                self._statement_locks.append(table.table_id)
-
-    def _write_targets(self, node) -> list:
-        """The committed tables a statement writes (its write locks); unknown names are left to the
-        statement's handler to report."""
-        if _is_load_data(node):
-            names = [(node.database, node.table)]
-        elif isinstance(node, exp.Insert):
-            target = node.this.this if isinstance(node.this, exp.Schema) else node.this
-            names = [(target.text("db"), target.name)]
-        elif isinstance(node, (exp.Update, exp.Delete)):
-            names = _changed_table(node)
-        elif isinstance(node, exp.TruncateTable):
-            names = [(t.text("db"), t.name) for t in node.expressions]
-        elif isinstance(node, exp.Select) and node.args.get("locks"):
-            # SELECT ... FOR UPDATE / LOCK IN SHARE MODE: the write lock of every table it reads (a
-            # table lock, stronger than MySQL's row locks; both kinds take it)
-            names = [(t.text("db"), t.name) for t in node.find_all(exp.Table)]
-        elif isinstance(node, exp.Alter) and isinstance(node.this, exp.Table):
-            names = [(node.this.text("db"), node.this.name)]
-        elif isinstance(node, (exp.Create, exp.Drop)) and (node.args.get("kind") or "").upper() == "INDEX":
-            target = index_statement_table(node)        # CREATE / DROP INDEX name ON t
-            names = [(target.text("db"), target.name)] if target is not None else []
-        elif type(node).__name__ == "RenameTables":
-            names = [old for old, _ in node.pairs]
-        elif isinstance(node, exp.Drop) and (node.args.get("kind") or "").upper() == "TABLE":
-            names = [(t.text("db"), t.name) for t in (node.args.get("tables") or [node.this])]
-        else:
-            return []
-        tables = []
-        for database, name in names:
-            database = database or self.database
-            if database is None or not self.runner.catalog.has_database(database):
-                continue
-            table = self.runner.catalog.find_table(database, name)
-            if table is not None and all(t.table_id != table.table_id for t in tables):
-                tables.append(table)
-        return tables
-
     # -- entry points -----------------------------------------------------------------------------
     def execute(self, sql: str, params: Optional[Sequence | Mapping] = None) -> Result:
         self._check_open()
@@ -317,7 +196,7 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
         contents the server received into ``received`` (outside any load_dir: the client sent it)."""
         self._check_open()
         statements = parse(sql)
-        if len(statements) != 1 or not _is_load_data(statements[0].node) or not statements[0].node.local:
+        if len(statements) != 1 or not is_load_data(statements[0].node) or not statements[0].node.local:
             raise BindError("execute_local runs one LOAD DATA LOCAL INFILE statement")
         node = dataclasses.replace(statements[0].node, path=received)
         with self._deadline(sql):
@@ -644,11 +523,11 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
         if not isinstance(node, (exp.Select, exp.SetOperation, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set)):
             self.plan_cache.invalidate()       # DDL, ANALYZE, writes: plans and estimates may be stale
         try:
-            if self._txn is not None and not isinstance(node, _KEEPS_TRANSACTION) and not _is_load_data(node) \
+            if self._txn is not None and not isinstance(node, _KEEPS_TRANSACTION) and not is_load_data(node) \
                     and type(node).__name__ != "SavepointStatement":
                 self.commit()        # DDL, ANALYZE, OPTIMIZE, pipelines: an implicit COMMIT first (MySQL)
             with self._writing(node, statement):
-                if _is_load_data(node):
+                if is_load_data(node):
                     result = self._load_data(node)
                 else:
                     handler = statement_handlers().get(type(node)) or pipeline_handlers().get(type(node))
@@ -671,36 +550,6 @@ class Session(CatalogStatements, AlterStatements, WriteStatements, ChangeStateme
                 return exp.Literal.number(self.last_insert_id)
             return n
         return node.transform(substitute)
-
-    # -- queries ------------------------------------------------------------------------------------
-    def _plan(self, node: exp.Expression):
-        return plan_query(node, self.catalog, self.database, self.statistics, self.runner.num_partitions)
-
-    def _query(self, node, statement) -> Result:
-        return run_query(self._plan(node), self.runner, spill_answer=True)
-
-    def _stmt_Describe(self, node: exp.Describe, statement) -> Result:
-        target = node.this
-        if isinstance(target, exp.Table):
-            return self._describe(target)
-        style = str(node.args.get("style") or "").upper()
-        if style not in ("", "ANALYZE") or node.args.get("kind"):
-            raise UnsupportedError(f"EXPLAIN {node.args.get('style') or node.args.get('kind')}")
-        if isinstance(target, (exp.Delete, exp.Update)):
-            if style == "ANALYZE":
-                raise UnsupportedError("EXPLAIN ANALYZE of a DELETE or UPDATE (it would change the rows)")
-            return self._explain_change(target)
-        planned = self._plan(target)
-        profiles: Optional[list] = None
-        if style == "ANALYZE":          # runs the query; its rows are dropped, its counters shown
-            profiles = []
-            answer = run_query(planned, self.runner, profiles, spill_answer=True).table
-            if isinstance(answer, SpilledAnswer):
-                answer.close()          # its rows are dropped: its file goes now
-        text = explain_text(planned, profiles)
-        result = ddl.text_result(["EXPLAIN"], [(line,) for line in text.splitlines()])
-        result.picture = PlanPicture(explain_parts(planned, profiles), text, execution_summary(profiles))
-        return result
 
 @dataclasses.dataclass(frozen=True)
 class Prepared:
@@ -742,83 +591,10 @@ def _plan_cache_of(runner) -> PlanCache:
     return cache
 
 
-@functools.cache
-def statement_handlers() -> dict[type, Callable]:
-    """Every statement a session runs, by the parser's class for it, and the handler that runs it
-    (``handler(session, node, statement) -> Result``). LOAD DATA goes to ``Session._load_data``;
-    pipeline statements are in :func:`pipeline_handlers`."""
-    queries = {kind: Session._query for kind in (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery,
-                                                 exp.Values)}
-    return {
-        **queries,
-        exp.Describe: Session._stmt_Describe,                  # DESCRIBE, EXPLAIN [ANALYZE]
-        # catalog (engine.sql.handlers.catalog, .alter)
-        exp.Create: CatalogStatements._stmt_Create, exp.Drop: CatalogStatements._stmt_Drop,
-        exp.Use: CatalogStatements._stmt_Use, exp.Show: CatalogStatements._stmt_Show,
-        exp.Analyze: CatalogStatements._stmt_Analyze, OptimizeTable: CatalogStatements._stmt_OptimizeTable,
-        exp.Alter: AlterStatements._stmt_Alter, RenameTables: AlterStatements._stmt_RenameTables,
-        # writes (engine.sql.handlers.writes)
-        exp.Insert: WriteStatements._stmt_Insert, exp.Update: ChangeStatements._stmt_Update,
-        exp.Delete: ChangeStatements._stmt_Delete, exp.TruncateTable: WriteStatements._stmt_TruncateTable,
-        # transactions and session state (engine.sql.handlers.session_state)
-        exp.Transaction: SessionStatements._stmt_Transaction, exp.Commit: SessionStatements._stmt_Commit,
-        exp.Rollback: SessionStatements._stmt_Rollback, SavepointStatement: SessionStatements._stmt_SavepointStatement,
-        exp.Set: SessionStatements._stmt_Set, exp.Kill: SessionStatements._stmt_Kill,
-        # accounts (engine.sql.handlers.accounts)
-        CreateUser: AccountStatements._stmt_CreateUser, AlterUser: AccountStatements._stmt_AlterUser,
-        DropUser: AccountStatements._stmt_DropUser, Grant: AccountStatements._stmt_Grant,
-        ShowGrants: AccountStatements._stmt_ShowGrants,
-    }
-
-
-@functools.cache
-def pipeline_handlers() -> dict[type, Callable]:
-    """The pipeline statements' handlers (engine.sql.handlers.pipelines). Apart, because their
-    classes come from engine.pipelines, which the parser imports only when it meets their SQL: a
-    program that never names a pipeline never loads it."""
-    from engine.pipelines import statements as pipeline
-    return {
-        pipeline.CreatePipeline: PipelineStatements._stmt_CreatePipeline,
-        pipeline.StartPipeline: PipelineStatements._stmt_StartPipeline,
-        pipeline.StopPipeline: PipelineStatements._stmt_StopPipeline,
-        pipeline.AlterPipeline: PipelineStatements._stmt_AlterPipeline,
-        pipeline.DropPipeline: PipelineStatements._stmt_DropPipeline,
-        pipeline.ShowPipelines: PipelineStatements._stmt_ShowPipelines,
-        pipeline.ShowCreatePipeline: PipelineStatements._stmt_ShowCreatePipeline,
-    }
-
-
 # Statements that run inside an open transaction; any other commits it first.
 _KEEPS_TRANSACTION = (exp.Select, exp.Union, exp.Subquery, exp.Values, exp.Describe, exp.Show, exp.Set, exp.Use,
                       exp.Insert, exp.Update, exp.Delete, exp.Transaction, exp.Commit, exp.Rollback,
                       exp.Intersect, exp.Except)
-
-
-def _lock_mode(node, table) -> str:
-    """The mode of ``table``'s write lock an autocommit statement takes (engine.transactions)."""
-    if isinstance(node, exp.Insert) and not table.unique_keys:
-        return APPEND           # no key to check: its rows only add to the table
-    if isinstance(node, exp.Update):
-        assigned = [item.this.name for item in node.expressions if isinstance(item.this, exp.Column)]
-        return EXCLUSIVE if keys.updates_key(table, assigned) else MODIFY
-    if isinstance(node, exp.Delete) and node.args.get("where") is not None:
-        return MODIFY
-    return EXCLUSIVE
-
-
-def _changed_table(node) -> list:
-    """[(database, name)] of the table a DELETE / UPDATE changes (a multi-table one's FROM clause
-    may name it after others); [] when its handler will refuse the statement."""
-    from engine.sql import dml_sources
-    try:
-        parts = dml_sources.delete_parts(node) if isinstance(node, exp.Delete) else dml_sources.update_parts(node)
-    except Error:
-        return []
-    return [(parts.target.text("db"), parts.target.name)]
-
-
-def _is_load_data(node) -> bool:
-    return type(node).__name__ == "LoadDataStatement"
 
 
 def _is_load(node) -> bool:
