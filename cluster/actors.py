@@ -65,15 +65,6 @@ class DurableLeaf:
     options: dict = field(default_factory=dict)
 
 
-class _LeafCommitter(Committer):
-    """A leaf's half of the commit protocol: the lock its flushes and merges take. Statements are
-    transactions run by the driver, which owns the commit log, so a store write that would start its
-    own transaction here is a bug."""
-
-    def begin(self):
-        raise CanopyInternalError("a Ray leaf's durable partitions are written through prepare_write/commit_write")
-
-
 class LeafActor:
     def __init__(self, leaf_id: int, partitions: Sequence[int], restarted: bool = False,
                  debug_task_delay_s: float = 0.0, durable: Optional[DurableLeaf] = None):
@@ -107,7 +98,7 @@ class LeafActor:
         log.check()
         committed = frozenset(log.committed)
         # flushes and merges run on the committer's background thread, not in the statement
-        committer = _LeafCommitter(None, background_merges=True, background_flushes=True)
+        committer = Committer(None, background_merges=True, background_flushes=True)
         storage = LeafStorage(Path(d.leaf_dir), committer, StoreOptions.from_options(dict(d.options)))
         for table in PersistentCatalog(Path(d.catalog)).all_tables():
             keys = [None] if table.reference else self.leaf.partitions

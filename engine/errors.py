@@ -3,7 +3,7 @@
 Every error a user can cause derives from :class:`CanopyError` and says *what* went wrong and *where*
 (line/column of the SQL, the name that was not found, the file and line of a bad CSV row). Engine bugs are
 :class:`InternalError`. The DB-API module exposes the PEP 249 names; each engine class below *is* one of
-them (multiple inheritance through the table at the bottom), so ``except engine.ProgrammingError`` catches
+them (its second base class), so ``except engine.ProgrammingError`` catches
 a parse error and an unknown column alike.
 """
 from __future__ import annotations
@@ -163,22 +163,3 @@ def unknown_name_error(kind: str, name: str, candidates: Iterable[str], where: s
     error = BindError(f"unknown {kind} {name!r}{location}{hint}")
     error.unknown = kind          # the MySQL wire server's error code follows it (1049 / 1146 / 1054)
     return error
-
-
-# PEP 249 class for each engine error (documentation and the driver's isinstance checks rely on it).
-PEP249_CLASS = {
-    ParseError: ProgrammingError,
-    BindError: ProgrammingError,
-    TypeMismatchError: ProgrammingError,
-    UnsupportedError: NotSupportedError,
-    ExecutionError: OperationalError,
-    StorageCorruptionError: OperationalError,
-    QueryCancelledError: OperationalError,
-    QueryTimeoutError: OperationalError,
-    MemoryLimitError: OperationalError,
-    VariableError: ProgrammingError,
-    AccessDeniedError: OperationalError,
-    BadDataError: DataError,
-    ConstraintError: IntegrityError,
-    CanopyInternalError: InternalError,
-}

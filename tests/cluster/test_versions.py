@@ -94,10 +94,9 @@ def test_epochs_only_grow_and_no_epoch_drops_versions():
 def test_durable_versions_outlive_flushes_and_merges(tmp_path):
     """A version of a columnstore holds its segments: after a flush and a forced merge retire them the
     version still reads its rows, and their files go only when the floor passes it."""
-    from cluster.actors import _LeafCommitter
-    from engine.storage.columnstore import ColumnstorePartitionStore, StoreOptions
+    from engine.storage.columnstore import ColumnstorePartitionStore, Committer, StoreOptions
 
-    committer = _LeafCommitter(None)            # a Ray leaf's: statements come as prepare / apply
+    committer = Committer(None)                 # a Ray leaf's: statements come as prepare / apply
     store = ColumnstorePartitionStore(tmp_path / "part", SCHEMA, (), StoreOptions.from_options(
         {"flush_rows": 4, "segment_rows": 100}), committer, frozenset())
     history = VersionHistory()
