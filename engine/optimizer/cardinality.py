@@ -75,7 +75,16 @@ class Estimator:
 
     # where a column id comes from (for its NDV and histogram)
     def _register(self, plan: LogicalPlan) -> None:
-        if isinstance(plan, Scan):
+        if isinstance(plan, CteScan):
+            # a materialized CTE's columns are its definition's (by position): their origins (for
+            # histograms and NDVs), rows and expressions; without them a filter on a CTE's column took
+            # the defaults (``year = 2001`` kept 1 row in 280,000)
+            self.rows(plan.definition)
+            for f, d in zip(plan.fields, plan.definition.fields):
+                for known in (self._origins, self._rowsets, self._computed, self._literal_ndv):
+                    if d.id in known:
+                        known[f.id] = known[d.id]
+        elif isinstance(plan, Scan):
             for f, name in plan.read_columns():
                 self._origins[f.id] = (plan.table, name)
         elif isinstance(plan, Project):
@@ -98,6 +107,10 @@ class Estimator:
                 if isinstance(e, ColumnRef) and e.id in self._origins:
                     self._origins[f.id] = self._origins[e.id]
         elif isinstance(plan, Union):
+            for i, f in enumerate(plan.fields):     # a constant per input (a tag: 's', 'c', 'w')
+                values = [self._computed.get(child.fields[i].id) for child in plan.inputs]
+                if all(isinstance(v, Literal) for v in values):
+                    self._literal_ndv[f.id] = len({v.value for v in values if v.value is not None})
             # a union's row is one row of one input: its columns come from the inputs' rows together
             for i, f in enumerate(plan.fields):
                 sets = [self._rowsets.get(child.fields[i].id) for child in plan.inputs]
@@ -167,8 +180,21 @@ class Estimator:
                         getattr(_strip_cast(p.args[0]), "id", None) == column_id:
                     return list(set(p.options[0]))
             if isinstance(plan, Project):
-                column_id = next((e.id for f, e in plan.exprs if f.id == column_id and isinstance(e, ColumnRef)), None)
-            if isinstance(plan, (Filter, Sort, Limit, Project, Window)) and column_id is not None:
+                expr = next((e for f, e in plan.exprs if f.id == column_id), None)
+                if isinstance(expr, Literal) and expr.value is not None:
+                    return [expr.value]
+                column_id = expr.id if isinstance(expr, ColumnRef) else None
+            elif isinstance(plan, Aggregate) and not plan.grouping_sets:
+                expr = next((e for f, e in plan.keys if f.id == column_id), None)
+                column_id = expr.id if isinstance(expr, ColumnRef) else None
+            elif isinstance(plan, CteScan):
+                at = next((i for i, f in enumerate(plan.fields) if f.id == column_id), None)
+                return None if at is None else self._pinned(plan.definition.fields[at].id, plan.definition)
+            elif isinstance(plan, Union):
+                at = next((i for i, f in enumerate(plan.fields) if f.id == column_id), None)
+                pins = [self._pinned(c.fields[at].id, c) for c in plan.inputs] if at is not None else [None]
+                return None if any(p is None for p in pins) else list({v for p in pins for v in p})
+            if isinstance(plan, (Filter, Sort, Limit, Project, Window, Aggregate)) and column_id is not None:
                 plan = plan.input
             elif isinstance(plan, Join) and column_id in self._field_ids(plan.left):
                 return self._pinned(column_id, plan.left)       # kept per subtree: join trees are deep
@@ -486,19 +512,67 @@ class Estimator:
     # -- predicates -----------------------------------------------------------------------------------
     def conjunction(self, predicates, plan: LogicalPlan, rows: float) -> float:
         """Selectivity of predicates ANDed: range conditions on one column with a histogram become one
-        interval (``v BETWEEN 2 AND 4`` is ``v >= 2 AND v <= 4``); the others multiply (independence)."""
+        interval (``v BETWEEN 2 AND 4`` is ``v >= 2 AND v <= 4``); equalities and IN lists on one
+        column with a histogram become one set of values (their intersection, within that column's
+        interval if it has one: ``y IN (2001, 2002) AND y = 2002`` is ``y = 2002``, not the product of
+        both, which a filter implied by another, as transitive predicates and factored ORs add, would
+        make far too small); the others multiply (independence)."""
         selectivity = 1.0
         ranges: dict[str, tuple[ColumnStats, list[tuple[str, object]]]] = {}
+        points: dict[str, tuple[ColumnStats, set]] = {}
         for predicate in [c for p in predicates for c in conjuncts(p)]:
+            pointed = self._points(predicate, plan)
+            if pointed is not None:
+                column, stats, values = pointed
+                known = points.get(column)
+                points[column] = (stats, values if known is None else known[1] & values)
+                continue
             compared = _comparison(predicate)
             stats = self._column_stats(compared[0]) if compared and compared[1] in _RANGE_OPS else None
             if stats is not None and stats.accepts(compared[2]):
                 ranges.setdefault(compared[0].id, (stats, []))[1].append(compared[1:])
             else:
                 selectivity *= self.selectivity(predicate, plan, rows)
+        for column, (stats, values) in points.items():
+            bounds = ranges.pop(column, (None, ()))[1]
+            kept = [v for v in values if _within(v, bounds)]
+            pinned = self._pinned(column, plan)
+            if pinned is not None:
+                # a filter below left the column only these values: the share of its rows among theirs
+                # (an aggregate's year keys from ``d_year IN (2001, 2002)``: ``year = 2001`` is half)
+                kept = [v for v in kept if v in pinned]
+                if stats is None:
+                    self._note("rows")
+                    selectivity *= len(kept) / max(1, len(pinned))
+                    continue
+                whole = sum(stats.eq_rows(v) or 0.0 for v in pinned)
+            else:
+                whole = stats.rows
+            self._note(stats.source)
+            selectivity *= min(1.0, sum(stats.eq_rows(v) for v in kept) / whole) if whole else 0.0
         for stats, bounds in ranges.values():
             selectivity *= self._interval(stats, bounds)
         return selectivity
+
+    def _points(self, predicate: Expr, plan: LogicalPlan) -> Optional[tuple[str, Optional[ColumnStats], set]]:
+        """``(column id, its statistics, the values it may take)`` for ``column = constant`` or
+        ``column IN (constants)`` on a column whose histogram answers them all (statistics None: on a
+        column without one that a filter below ``plan`` pins to a few values); None otherwise."""
+        if isinstance(predicate, Call) and predicate.op == "in_list" and not predicate.options[1]:
+            column, values = _strip_cast(predicate.args[0]), set(predicate.options[0])
+        else:
+            compared = _comparison(predicate)
+            if compared is None or compared[1] != "eq" or isinstance(compared[2], _Unknown):
+                return None
+            column, values = compared[0], {compared[2]}
+        if not isinstance(column, ColumnRef) or None in values:
+            return None
+        stats = self._column_stats(column)
+        if stats is None or not stats.rows or not stats.valid or not all(stats.accepts(v) for v in values):
+            if self._pinned(column.id, plan) is None:
+                return None
+            stats = None
+        return column.id, stats, values
 
     def selectivity(self, predicate: Expr, plan: LogicalPlan, rows: float) -> float:
         if isinstance(predicate, Call):
@@ -512,6 +586,8 @@ class Estimator:
                 return min(1.0, s)
             if op == "not":
                 return 1.0 - self.selectivity(predicate.args[0], plan, rows)
+            if op in ("eq", "in_list") and self._points(predicate, plan) is not None:
+                return self.conjunction((predicate,), plan, rows)
             if op in ("eq", "ne"):
                 return self._equality(predicate, plan, negated=op == "ne")
             if op in _RANGE_OPS:
@@ -662,6 +738,17 @@ def _comparison(predicate: Expr):
     if isinstance(b, ColumnRef) and not a.column_ids():
         return b, _FLIPPED[predicate.op], _value(a)
     return None
+
+
+def _within(value, bounds) -> bool:
+    """Whether ``value`` meets every ``(op, bound)`` of ``bounds`` (range comparisons)."""
+    for op, bound in bounds:
+        try:
+            if not {"lt": value < bound, "le": value <= bound, "gt": value > bound, "ge": value >= bound}[op]:
+                return False
+        except TypeError:
+            return True         # values that do not compare: keep (as if the bound were unknown)
+    return True
 
 
 def _strip_collation(e: Expr) -> Expr:

@@ -86,6 +86,12 @@ RANGES = {
     "v >= 3 AND v < 3": V < 0,
     "(v = 5 OR v = 11)": np.isin(V, [5, 11]),
     "NOT (v < 20)": V >= 20,
+    # conjuncts on one column that imply each other (a factored OR's or a transitive predicate's
+    # IN list beside the equality it came from) are one set of values, not independent filters
+    "v IN (2, 3) AND v = 3": V == 3,
+    "v IN (2, 3, 4) AND v IN (3, 4, 6)": np.isin(V, [3, 4]),
+    "v IN (2, 3, 4) AND v >= 3": np.isin(V, [3, 4]),
+    "v IN (1, 2) AND v BETWEEN 2 AND 9": V == 2,
 }
 
 
@@ -99,6 +105,20 @@ def test_ranges_in_and_inequality_within_half(g, where):
 def test_group_by_estimate_is_the_ndv(g):
     rows, source, node = estimate(g, "SELECT v, COUNT(*) FROM g GROUP BY v")
     assert isinstance(node, Aggregate) and source == "ndv" and rows == pytest.approx(20)
+
+
+@pytest.mark.parametrize("sql, actual", [
+    # a filter below left v two values: v = 3 is v's rows among those, not among the table's
+    ("SELECT * FROM (SELECT v FROM g WHERE v IN (2, 3)) s WHERE v = 3", COUNTS[3]),
+    # through GROUP BY: the groups of v IN (2, 3, 6) that are 3 or 6
+    ("SELECT * FROM (SELECT v, COUNT(*) AS c FROM g WHERE v IN (2, 3, 6) GROUP BY v) s WHERE v IN (3, 6)", 2),
+    # a tag column, a constant in each input of a union: one input's rows
+    ("SELECT * FROM (SELECT v, 'a' AS tag FROM g UNION ALL SELECT v, 'b' AS tag FROM g) u WHERE tag = 'a'", len(V)),
+])
+def test_filter_on_values_a_filter_below_pinned(g, sql, actual):
+    rows, _, node = estimate(g, sql)
+    assert isinstance(node, Filter)
+    assert q_error(rows, actual) <= 1.5, rows
 
 
 def test_self_join_on_a_skewed_key_counts_the_frequent_values(g):
