@@ -22,6 +22,11 @@ from typing import Optional
 
 from engine.errors import AccessDeniedError, BindError
 
+
+
+class AccountOperationError(BindError):
+    """CREATE USER of an existing account, DROP USER of a missing one (MySQL's error 1396)."""
+
 PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "INDEX", "FILE", "PROCESS")
 PLUGINS = ("mysql_native_password", "caching_sha2_password")
 FORMAT, VERSION = "canopy-accounts", 1
@@ -92,7 +97,7 @@ class AccountStore:
             if name in self._accounts:
                 if if_not_exists:
                     return False
-                raise BindError(f"operation CREATE USER failed for '{name}': the user exists")
+                raise AccountOperationError(f"operation CREATE USER failed for '{name}': the user exists")
             self._accounts[name] = Account(name, plugin, native_verifier(password) if password else "",
                                            sha2_verifier(password) if password else "", dict(grants or {}))
             self._save()
@@ -110,7 +115,7 @@ class AccountStore:
             if name not in self._accounts:
                 if if_exists:
                     return False
-                raise BindError(f"operation DROP USER failed for '{name}': no such user")
+                raise AccountOperationError(f"operation DROP USER failed for '{name}': no such user")
             del self._accounts[name]
             self._save()
             return True

@@ -8,6 +8,7 @@ type named and no traceback.
 from __future__ import annotations
 
 from engine import errors as E
+from engine.accounts import AccountOperationError
 
 # (code, SQLSTATE) per engine error class; the most specific class present in an error's MRO wins.
 ERROR_CODES: dict[type, tuple[int, str]] = {
@@ -35,6 +36,7 @@ ACCESS_CODES = {"database": (1044, "42000"), "table": (1142, "42000"), "column":
 LOGIN_DENIED = (1045, "28000")                      # ER_ACCESS_DENIED_ERROR (wrong password, no such user)
 NO_DATABASE = (1046, "3D000")                       # ER_NO_DB_ERROR
 SECURE_FILE_PRIV = (1290, "HY000")                  # ER_OPTION_PREVENTS_STATEMENT
+ACCOUNT_OPERATION = (1396, "HY000")                 # ER_CANNOT_USER: CREATE USER of one that exists, ...
 
 
 def mysql_error(error: BaseException) -> tuple[int, str, str]:
@@ -49,6 +51,8 @@ def mysql_error(error: BaseException) -> tuple[int, str, str]:
     if isinstance(error, E.VariableError):
         code = (1238, "HY000") if error.read_only else (1231, "42000") if error.wrong_value else (1193, "HY000")
         return (*code, message)
+    if isinstance(error, AccountOperationError):
+        return (*ACCOUNT_OPERATION, message)
     if isinstance(error, E.AccessDeniedError):
         return (*ACCESS_CODES.get(error.scope, ACCESS_CODES["table"]), message)
     for cls in type(error).__mro__:

@@ -141,6 +141,13 @@ def test_login_failures_and_privileges(server, admin):
     with pytest.raises(pymysql.err.OperationalError) as denied:
         _query(reader, "INSERT INTO typed (i) VALUES (1)")
     assert denied.value.args[0] == 1142
+    for statement in ("DROP TABLE typed", "DROP TABLE IF EXISTS typed, nothing", "TRUNCATE TABLE typed"):
+        with pytest.raises(pymysql.err.OperationalError) as not_dropped:   # both need DROP
+            _query(reader, statement)
+        assert not_dropped.value.args[0] == 1142, statement
+    with pytest.raises(pymysql.err.OperationalError) as exists:
+        _query(admin, "CREATE USER reader IDENTIFIED BY 'again'")
+    assert exists.value.args[0] == 1396
     with pytest.raises(pymysql.err.OperationalError) as denied_db:
         _query(reader, "USE private")
     assert denied_db.value.args[0] == 1044

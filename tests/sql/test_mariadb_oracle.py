@@ -27,21 +27,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def mariadb(tmp_path_factory):
-    """A MariaDB server of its own: data directory and socket under a temporary directory, TCP on a
-    free localhost port, no grant tables (root without a password); stopped at the end."""
+def start_mariadb(base: Path, grant_tables: bool = False):
+    """A MariaDB server of its own: data directory and socket under ``base``, TCP on a free localhost
+    port; without ``grant_tables`` no privilege is checked (root without a password), with them root
+    (no password) connects through the socket and accounts are MySQL's. Returns (connect(database,
+    **options) over the socket as root, the TCP port, stop())."""
     pymysql = pytest.importorskip("pymysql")
     server = shutil.which("mariadbd") or shutil.which("mariadbd", path="/usr/sbin:/usr/local/sbin")
     install = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
     if server is None or install is None:
         pytest.skip("MariaDB is not installed (apt-get install mariadb-server)")
-    base = Path(tmp_path_factory.mktemp("mariadb"))
     data, sock, port = base / "data", base / "mariadb.sock", _free_port()
     subprocess.run([install, "--no-defaults", f"--datadir={data}", "--user=root", "--skip-test-db",
                     "--auth-root-authentication-method=normal"], check=True, capture_output=True, timeout=120)
     process = subprocess.Popen([server, "--no-defaults", f"--datadir={data}", f"--socket={sock}", f"--port={port}",
-                                "--bind-address=127.0.0.1", "--user=root", "--skip-grant-tables",
+                                "--bind-address=127.0.0.1", "--user=root", "--skip-name-resolve",
+                                *([] if grant_tables else ["--skip-grant-tables"]),
                                 f"--pid-file={base / 'mariadb.pid'}", "--innodb-buffer-pool-size=16M",
                                 "--skip-log-bin", f"--log-error={base / 'error.log'}"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -55,9 +56,21 @@ def mariadb(tmp_path_factory):
                 process.kill()
                 pytest.fail(f"MariaDB did not start: {(base / 'error.log').read_text()[-2000:]}")
             time.sleep(0.2)
-    yield lambda database: pymysql.connect(unix_socket=str(sock), user="root", database=database)
-    process.terminate()
-    process.wait(30)
+
+    def stop():
+        process.terminate()
+        process.wait(30)
+
+    return (lambda database, **options: pymysql.connect(unix_socket=str(sock), user="root", database=database,
+                                                         **options)), port, stop
+
+
+@pytest.fixture(scope="module")
+def mariadb(tmp_path_factory):
+    """A MariaDB server of its own (:func:`start_mariadb`), no grant tables; stopped at the end."""
+    connect, _, stop = start_mariadb(Path(tmp_path_factory.mktemp("mariadb")))
+    yield lambda database: connect(database)
+    stop()
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c not in NOT_IN_MARIADB])

@@ -19,7 +19,7 @@ from engine.sql.column_reads import first_read_column
 INFORMATION_SCHEMA = "information_schema"
 # the privilege each statement needs on the databases it names (reads need SELECT on theirs)
 WRITE_PRIVILEGE = {exp.Insert: "INSERT", exp.Update: "UPDATE", exp.Delete: "DELETE",
-                   exp.TruncateTable: "DELETE", exp.Create: "CREATE", exp.Drop: "DROP",
+                   exp.TruncateTable: "DROP", exp.Create: "CREATE", exp.Drop: "DROP",
                    exp.Alter: "ALTER", exp.Analyze: "SELECT"}
 ACCOUNT_STATEMENTS = (CreateUser, AlterUser, DropUser, Grant)
 
@@ -63,7 +63,8 @@ class AccountStatements:
                 raise denied(self.user, "%", "", node.this.name)
             return
         write = next((p for cls, p in WRITE_PRIVILEGE.items() if isinstance(node, cls)), None)
-        target = _target_table(node) if write else None
+        targets = _target_tables(node) if write else []
+        target = targets[0] if targets else None
         if isinstance(node, (exp.Create, exp.Drop)) and (node.args.get("kind") or "").upper() in ("DATABASE", "SCHEMA"):
             self._require(account, write, node.this.name if node.this is not None else None, None)
             return
@@ -73,7 +74,7 @@ class AccountStatements:
                 continue
             database = table.text("db") or self.database
             # a mention of the changed table inside a subquery only reads it: SELECT, as MySQL asks
-            changed = table is target if written is None else \
+            changed = any(table is t for t in targets) if written is None else \
                 written == _name_of(table, self.database) and table.find_ancestor(exp.Select) is None
             privilege = write if changed else "SELECT"
             self._require(account, privilege, database, table.name)
@@ -166,9 +167,14 @@ def _written_name(node: exp.Expression, target: Optional[exp.Table], database: O
     return _name_of(parts.target, database)
 
 
-def _target_table(node: exp.Expression) -> Optional[exp.Table]:
-    """The table a write statement changes (its other tables are read)."""
+def _target_tables(node: exp.Expression) -> list:
+    """The tables a write statement changes (its other tables are read): DROP TABLE a, b and
+    TRUNCATE list theirs (sqlglot keeps them in ``tables`` / ``expressions``, not ``this``)."""
+    if isinstance(node, exp.TruncateTable):
+        return [t for t in node.expressions if isinstance(t, exp.Table)]
+    if isinstance(node, exp.Drop) and node.args.get("tables"):
+        return [t for t in node.args["tables"] if isinstance(t, exp.Table)]
     target = node.this
     if isinstance(target, exp.Schema):
         target = target.this
-    return target if isinstance(target, exp.Table) else None
+    return [target] if isinstance(target, exp.Table) else []
