@@ -56,9 +56,10 @@ elif _choice == "compiled":
         from kernels.decimals import (CEILING_DIVIDE as DECIMAL_CEILING_DIVIDE,
                                       FLOOR_DIVIDE as DECIMAL_FLOOR_DIVIDE)
         from kernels.collation import collation_key
-        try:
+        from kernels import collation as _collation
+        if getattr(_collation, "SUPPLEMENTARY", False):
             from kernels.collation import expanding_key
-        except ImportError:     # a collation module built before expanding_key: NumPy's until rebuilt
+        else:   # a collation module built before tables of every code point: NumPy's until rebuilt
             from kernels.reference.collation import expanding_key
         from kernels.window import (range_frame, segment_bounds, window_arg_extreme, window_count,
                                     window_sum_float, window_sum_words)

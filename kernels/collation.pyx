@@ -17,8 +17,10 @@ Invalid UTF-8 does not occur (Arrow validates strings); a stray continuation byt
 
 ``expanding_key(arr, starts, weights, pad)`` is the same for collations whose characters weigh zero or
 several weights (UCA: an accent alone weighs nothing at the primary level, 'ß' weighs 'ss'): the weights
-of code point ``cp`` are ``weights[starts[cp]:starts[cp + 1]]``. Its output is measured by a first pass,
-then written by a second (an expansion can be 8 weights for one character).
+of code point ``cp`` are ``weights[starts[cp]:starts[cp + 1]]``, for every code point (a table of
+1114113 starts: characters above U+FFFF weigh what UCA gives them, weights up to U+10FFFF written in
+four bytes) or for the BMP only (65537 starts: the rest weigh ``replacement``). Its output is measured
+by a first pass, then written by a second (an expansion can be 8 weights for one character).
 
 ``kernels/reference/collation.py`` computes the same keys with NumPy; tests/kernels/test_collation.py
 holds both to it on random text with nulls, empties, trailing spaces and characters of every width.
@@ -33,6 +35,10 @@ import pyarrow as pa
 
 __all__ = ["collation_key", "collation_keys", "expanding_key", "expanding_keys"]
 
+# expanding_key takes tables of every code point (U+0000..U+10FFFF) and weights above U+FFFF; a module
+# built before this is not used (kernels/__init__.py)
+SUPPLEMENTARY = True
+
 cdef uint8_t _EMPTY[8]
 
 
@@ -44,10 +50,16 @@ cdef inline int64_t _put(uint8_t *out, int64_t q, uint32_t w) noexcept nogil:
         out[q] = <uint8_t>(0xC0 | (w >> 6))
         out[q + 1] = <uint8_t>(0x80 | (w & 0x3F))
         return q + 2
-    out[q] = <uint8_t>(0xE0 | (w >> 12))
-    out[q + 1] = <uint8_t>(0x80 | ((w >> 6) & 0x3F))
-    out[q + 2] = <uint8_t>(0x80 | (w & 0x3F))
-    return q + 3
+    if w < 0x10000:
+        out[q] = <uint8_t>(0xE0 | (w >> 12))
+        out[q + 1] = <uint8_t>(0x80 | ((w >> 6) & 0x3F))
+        out[q + 2] = <uint8_t>(0x80 | (w & 0x3F))
+        return q + 3
+    out[q] = <uint8_t>(0xF0 | (w >> 18))
+    out[q + 1] = <uint8_t>(0x80 | ((w >> 12) & 0x3F))
+    out[q + 2] = <uint8_t>(0x80 | ((w >> 6) & 0x3F))
+    out[q + 3] = <uint8_t>(0x80 | (w & 0x3F))
+    return q + 4
 
 
 @cython.boundscheck(False)
@@ -160,33 +172,31 @@ def collation_key(arr, table, int replacement=0xFFFD, bint pad=True):
 
 
 cdef inline int _width(uint32_t w) noexcept nogil:
-    return 1 if w < 0x80 else (2 if w < 0x800 else 3)
+    return 1 if w < 0x80 else (2 if w < 0x800 else (3 if w < 0x10000 else 4))
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def expanding_keys(const offset_t[::1] offsets, const uint8_t[::1] data, const uint32_t[::1] starts,
-                   const uint16_t[::1] weights, uint16_t replacement, bint pad, offset_t[::1] out_offsets,
+                   const uint32_t[::1] weights, uint32_t replacement, bint pad, offset_t[::1] out_offsets,
                    uint8_t[::1] out_data, bint write):
     """Low level: the keys of rows ``offsets`` over ``data`` (code point ``cp`` weighs
-    ``weights[starts[cp]:starts[cp + 1]]``, one above U+FFFF ``replacement``). ``write`` False: only
+    ``weights[starts[cp]:starts[cp + 1]]``; one past the table, a BMP-only table of 65537 starts,
+    ``replacement``). ``write`` False: only
     ``out_offsets`` (n + 1, modified) are computed, and the size to allocate is returned (the most bytes
     ever held: a row's trailing spaces are written before ``pad`` drops them); True: the keys are written
     into ``out_data`` too (modified; at least that size), and the bytes of the keys are returned."""
     cdef Py_ssize_t i, n = offsets.shape[0] - 1
     cdef int64_t p, end, q = 0, last_kept, cap = out_data.shape[0], peak = 0
-    cdef uint32_t cp, w, k, first, stop
+    cdef uint32_t cp, w, k, first, stop, limit
     cdef uint8_t c
-    cdef bint overflow = False
+    cdef bint overflow = False, broken = False
     cdef const uint8_t *src = &data[0] if data.shape[0] else &_EMPTY[0]
     cdef uint8_t *dst = &out_data[0] if out_data.shape[0] else &_EMPTY[0]
-    if starts.shape[0] != 0x10001:
-        raise ValueError(f"starts has {starts.shape[0]} entries, not 65537")
-    if starts[0x10000] > <uint32_t>weights.shape[0]:
-        raise ValueError("starts point past the weights")
-    for i in range(0x10000):
-        if starts[i] > starts[i + 1]:
-            raise ValueError(f"starts decrease at U+{i:04X}")
+    if starts.shape[0] != 0x10001 and starts.shape[0] != 0x110001:
+        raise ValueError(f"starts has {starts.shape[0]} entries, not 65537 or 1114113")
+    limit = <uint32_t>(starts.shape[0] - 1)     # code points from here weigh ``replacement``
+    # each character's range is checked as it is read (two comparisons), not the whole table per call
     if out_offsets.shape[0] != n + 1:
         raise ValueError("out_offsets must have one entry more than the rows")
     with nogil:
@@ -199,9 +209,13 @@ def expanding_keys(const offset_t[::1] offsets, const uint8_t[::1] data, const u
                 if c < 0x80:
                     cp = c
                     p += 1
-                elif c >= 0xF0:
-                    cp = 0x10000            # above U+FFFF: the replacement weight
-                    p = p + 4 if p + 3 < end else end
+                elif c >= 0xF0 and p + 3 < end:
+                    cp = ((c & 0x07) << 18) | ((src[p + 1] & 0x3F) << 12) | ((src[p + 2] & 0x3F) << 6) \
+                        | (src[p + 3] & 0x3F)
+                    p += 4
+                elif c >= 0xF0:             # a cut four-byte character: the replacement weight
+                    cp = 0x110000
+                    p = end
                 elif c >= 0xE0 and p + 2 < end:
                     cp = ((c & 0x0F) << 12) | ((src[p + 1] & 0x3F) << 6) | (src[p + 2] & 0x3F)
                     p += 3
@@ -218,14 +232,17 @@ def expanding_keys(const offset_t[::1] offsets, const uint8_t[::1] data, const u
                     last_kept = q
                     p += 1
                     continue
-                if cp == 0x10000:
+                if cp >= limit:
                     first, stop = 0, 1
                 else:
                     first, stop = starts[cp], starts[cp + 1]
+                    if first > stop or stop > <uint32_t>weights.shape[0]:
+                        broken = True
+                        break
                 for k in range(first, stop):
-                    w = replacement if cp == 0x10000 else weights[k]
+                    w = replacement if cp >= limit else weights[k]
                     if write:
-                        if q + 3 > cap and q + _width(w) > cap:
+                        if q + 4 > cap and q + _width(w) > cap:
                             overflow = True
                             break
                         q = _put(dst, q, w)
@@ -235,13 +252,15 @@ def expanding_keys(const offset_t[::1] offsets, const uint8_t[::1] data, const u
                         last_kept = q
                 if overflow:
                     break
-            if overflow:
+            if overflow or broken:
                 break
             if q > peak:
                 peak = q
             if pad:
                 q = last_kept
             out_offsets[i + 1] = <offset_t>q
+    if broken:
+        raise ValueError(f"starts decrease or point past the weights at U+{cp:04X}")
     if overflow:
         raise ValueError("out_data is smaller than the keys (run the measuring pass first)")
     return q if write else peak
@@ -249,8 +268,9 @@ def expanding_keys(const offset_t[::1] offsets, const uint8_t[::1] data, const u
 
 def expanding_key(arr, starts, weights, int replacement=0xFFFD, bint pad=False):
     """The collation keys of a string / large_string Array under an expanding table (see the module
-    docstring): ``starts`` uint32[65537], ``weights`` uint16. An Array of ``arr``'s type, nulls kept;
-    ``arr`` is not modified."""
+    docstring): ``starts`` uint32[65537] (every character above U+FFFF weighs ``replacement``) or
+    uint32[1114113] (every code point its own), ``weights`` uint32 (code points). An Array of
+    ``arr``'s type, nulls kept; ``arr`` is not modified."""
     if isinstance(arr, pa.ChunkedArray):
         raise TypeError("pass one Array (combine the chunks first)")
     if not isinstance(arr, pa.Array):
@@ -258,7 +278,7 @@ def expanding_key(arr, starts, weights, int replacement=0xFFFD, bint pad=False):
     offsets, data, large = _parts(arr)
     rows = len(arr)
     starts = np.ascontiguousarray(starts, dtype=np.uint32)
-    weights = np.ascontiguousarray(weights, dtype=np.uint16)
+    weights = np.ascontiguousarray(weights, dtype=np.uint32)
     out_offsets = np.empty(rows + 1, dtype=offsets.dtype)
     size = expanding_keys(offsets, data, starts, weights, replacement, pad, out_offsets,
                           np.empty(0, np.uint8), False)

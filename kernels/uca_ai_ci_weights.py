@@ -1,5 +1,5 @@
 """The weights behind Canopy's ``utf8mb4_0900_ai_ci`` (MySQL 8's default collation: UCA, accent- and
-case-insensitive, NO PAD), for code points U+0000..U+FFFF.
+case-insensitive, NO PAD), for code points U+0000..U+FFFF (the rest: kernels/uca_supplementary_weights.py).
 
 Under an ``_ai_ci`` UCA collation two strings are equal when their *primary* weights are: accents,
 case and width are secondary and tertiary differences ('a' = 'A' = 'á' = 'ａ'), an accent alone weighs
@@ -17,9 +17,9 @@ Generated from MariaDB 10.11's ``utf8mb4_uca1400_ai_ci`` (UCA 14.0; MySQL's 0900
     FROM seq_0_to_65535 WHERE seq < 0xD800 OR seq > 0xDFFF
 
 and :func:`derive` of its rows. Where the keys differ from MySQL's utf8mb4_0900_ai_ci (docs/sql-semantics.md):
-they ORDER as the representatives' code points, not as UCA's weights (equality is UCA's); every
-character above U+FFFF weighs U+FFFD (all emoji are equal); contractions (a sequence weighing other than
-its characters, none in the root collation's Latin letters) are not applied.
+they ORDER as the representatives' code points, not as UCA's weights (equality is UCA's);
+contractions (a sequence weighing other than its characters, none in the root collation's Latin
+letters) are not applied. The characters above U+FFFF are in kernels/uca_supplementary_weights.py.
 
 ``RUNS``: code points that map to another single character, as ``(first, last, stride, target of first,
 target step)``; ``IGNORABLE``: ranges of code points that weigh nothing; ``EXPANSIONS``: code points
@@ -32,7 +32,7 @@ import functools
 
 import numpy as np
 
-REPLACEMENT = 0xFFFD       # the weight of every character above U+FFFF
+REPLACEMENT = 0xFFFD       # the weight of a cut character (the tables weigh every code point)
 
 RUNS = (
     (0x0061, 0x007A, 1, 0x0041, 1),
@@ -2350,22 +2350,32 @@ EXPANSIONS = {
 }
 
 
-@functools.lru_cache(maxsize=1)
-def tables() -> tuple[np.ndarray, np.ndarray]:
-    """(starts, weights) for ``kernels.expanding_key``: code point ``cp`` weighs
-    ``weights[starts[cp]:starts[cp + 1]]``."""
+@functools.cache
+def tables(like: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, weights) for ``kernels.expanding_key``: code point ``cp`` (any, U+0000..U+10FFFF)
+    weighs ``weights[starts[cp]:starts[cp + 1]]``; above U+FFFF from kernels/uca_supplementary_weights.py.
+    For ``LIKE`` (``like``), as MySQL's goes character by character: a character that weighs nothing is
+    still one, U+0000 (``'_'`` matches it, ``'a' + U+00AD`` is not ``LIKE 'a'``, all such alike)."""
+    from kernels import uca_supplementary_weights as above
+    listed = {code: (target,) for code, target in above.maps(above.AI_CI_MAPS).items()}
+    listed.update({code: (0,) if like else () for code in above.ignorable(above.AI_CI_IGNORABLE)})
+    listed.update({code: tuple(map(ord, text)) for code, text in above.expansions(above.AI_CI_EXPANSIONS).items()})
+    return above.extend(*_bmp_tables(like), listed)
+
+
+def _bmp_tables(like: bool) -> tuple[np.ndarray, np.ndarray]:
     keys = [chr(cp) for cp in range(0x10000)]
     for first, last, stride, target, step in RUNS:
         for k, code in enumerate(range(first, last + 1, stride)):
             keys[code] = chr(target + k * step)
     for first, last in IGNORABLE:
         for code in range(first, last + 1):
-            keys[code] = ""
+            keys[code] = "\x00" if like else ""
     for code, text in EXPANSIONS.items():
         keys[code] = text
     lengths = np.fromiter((len(k) for k in keys), np.uint32, count=0x10000)
     starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint32)
-    weights = np.fromiter((ord(ch) for k in keys for ch in k), np.uint16, count=int(starts[-1]))
+    weights = np.fromiter((ord(ch) for k in keys for ch in k), np.uint32, count=int(starts[-1]))
     return starts, weights
 
 

@@ -12,9 +12,8 @@ then its NFC form with every character replaced by the smallest code point of th
 (``SINGLES``) and the ignorable ones (``IGNORABLE``) dropped: equal keys are equal weights at all three
 levels. Between them, for order, the secondary and tertiary weights of that form (``SECONDARY``,
 ``TERTIARY``: accents, then case and width, lower case first as UCA has it). Where they differ from
-MySQL's (docs/sql-semantics.md): UCA 14.0's weights, every character above U+FFFF weighs U+FFFD here
-(the keys add those characters themselves), and a character weighing as a sequence of others is not
-expanded in the last part.
+MySQL's (docs/sql-semantics.md): UCA 14.0's weights, and a character weighing as a sequence of others is
+not expanded in the last part. The characters above U+FFFF are in kernels/uca_supplementary_weights.py.
 
 Generated from MariaDB 10.11's ``utf8mb4_uca1400_nopad_as_cs`` (UCA 14.0; MySQL's 0900 collations are
 UCA 9.0), the oracle (tests/sql/test_collation_mariadb.py checks these tables against a running server)::
@@ -234,18 +233,27 @@ SINGLES = {
 
 
 @functools.cache
-def tables() -> tuple[np.ndarray, np.ndarray]:
-    """(starts, weights) for ``kernels.expanding_key``: code point ``cp`` keys as
-    ``weights[starts[cp]:starts[cp + 1]]`` (itself, its class's smallest member, or nothing)."""
+def tables(like: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, weights) for ``kernels.expanding_key``: code point ``cp`` (any) keys as
+    ``weights[starts[cp]:starts[cp + 1]]`` (itself, its class's smallest member, or nothing); above
+    U+FFFF from kernels/uca_supplementary_weights.py. For ``LIKE`` (``like``) a character that weighs
+    nothing is one, U+0000, as in kernels.uca_ai_ci_weights.tables."""
+    from kernels import uca_supplementary_weights as above
+    listed = {code: (target,) for code, target in above.maps(above.AS_CS_MAPS).items()}
+    listed.update({code: (0,) if like else () for code in above.ignorable(above.AS_CS_IGNORABLE)})
+    return above.extend(*_bmp_tables(like), listed)
+
+
+def _bmp_tables(like: bool) -> tuple[np.ndarray, np.ndarray]:
     keys = [chr(cp) for cp in range(0x10000)]
     for code, target in SINGLES.items():
         keys[code] = chr(target)
     for first, last in IGNORABLE:
         for code in range(first, last + 1):
-            keys[code] = ""
+            keys[code] = "\x00" if like else ""
     lengths = np.fromiter((len(k) for k in keys), np.uint32, count=0x10000)
     starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint32)
-    weights = np.fromiter((ord(ch) for k in keys for ch in k), np.uint16, count=int(starts[-1]))
+    weights = np.fromiter((ord(ch) for k in keys for ch in k), np.uint32, count=int(starts[-1]))
     return starts, weights
 
 
@@ -648,12 +656,14 @@ def _listed(text: str) -> dict[int, tuple[int, ...]]:
 def level_tables() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """(starts, weights) for ``kernels.expanding_key`` of the secondary, then of the tertiary level:
     code point ``cp`` weighs ``weights[starts[cp]:starts[cp + 1]]`` at that level."""
+    from kernels import uca_supplementary_weights as above
     out = []
-    for text, common in ((SECONDARY, (0x20,)), (TERTIARY, (0x02,))):
+    for text, supplementary, common in ((SECONDARY, above.SECONDARY, (0x20,)),
+                                        (TERTIARY, above.TERTIARY, (0x02,))):
         listed = _listed(text)
         keys = [listed.get(cp, common) for cp in range(0x10000)]
         lengths = np.fromiter((len(k) for k in keys), np.uint32, count=0x10000)
         starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint32)
-        weights = np.fromiter((w for k in keys for w in k), np.uint16, count=int(starts[-1]))
-        out.append((starts, weights))
+        weights = np.fromiter((w for k in keys for w in k), np.uint32, count=int(starts[-1]))
+        out.append(above.extend(starts, weights, _listed(supplementary), common))
     return out[0], out[1]

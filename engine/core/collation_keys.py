@@ -48,7 +48,7 @@ def collation_keys(d, name: str, pad: bool = True):
         return _as_cs_keys(d, like)
     if collation.weighing(name) == "uca":
         from kernels import uca_ai_ci_weights      # on first use: its tables are not small (start-up)
-        starts, weights = uca_ai_ci_weights.tables()
+        starts, weights = uca_ai_ci_weights.tables(like)
         return kernels.expanding_key(d, starts, weights, uca_ai_ci_weights.REPLACEMENT, pad)
     ascii, trailing_space = _shape(d)
     if collation.is_binary(name):
@@ -61,26 +61,26 @@ def collation_keys(d, name: str, pad: bool = True):
 def _as_cs_keys(d: pa.Array, like: bool) -> pa.Array:
     """utf8mb4_0900_as_cs (kernels/uca_as_cs_weights.py). The string in NFC (canonically equivalent
     spellings alike) with each character replaced by its full-weight class and ignorables dropped (the
-    *exact* part) is equal exactly when the strings are; a LIKE pattern (``like``) is keyed to it alone,
-    keeping its wildcards (they are their own class). For comparisons the key orders as UCA's levels:
+    *exact* part) is equal exactly when the strings are; a LIKE pattern and its subjects (``like``) are
+    keyed character by character as written (no NFC: 'e' + U+0301 is two characters, as in MySQL),
+    each ignorable one as U+0000, keeping the wildcards (they are their own class). For comparisons the key orders as UCA's levels:
     the _ai_ci key (primary weights), a NUL, the secondary weights of the exact part (accents), a NUL,
-    its tertiary weights (case, width: lower case first, as MySQL's 'a' < 'A'), a NUL, the exact part,
-    a NUL, then the characters above U+FFFF (which the weight tables give one weight: this tells them
-    apart, '😀' <> '🙂', ordered by code point)."""
+    its tertiary weights (case, width: lower case first, as MySQL's 'a' < 'A'), a NUL, then the exact
+    part. The tables weigh every code point, those above U+FFFF too ('😀' <> '🙂', '𝐀' = 'A' at the
+    primary level, kernels/uca_supplementary_weights.py)."""
     from kernels import uca_ai_ci_weights, uca_as_cs_weights
+    if like:        # character by character as written, as MySQL's LIKE (an ignorable one counts)
+        starts, weights = uca_as_cs_weights.tables(like=True)
+        return kernels.expanding_key(d, starts, weights, uca_ai_ci_weights.REPLACEMENT, False)
     nfc = pc.utf8_normalize(d, "NFC")
     starts, weights = uca_as_cs_weights.tables()
     exact = kernels.expanding_key(nfc, starts, weights, uca_ai_ci_weights.REPLACEMENT, False)
-    if like:
-        return exact
     starts, weights = uca_ai_ci_weights.tables()
     primary = kernels.expanding_key(nfc, starts, weights, uca_ai_ci_weights.REPLACEMENT, False)
     (starts2, weights2), (starts3, weights3) = uca_as_cs_weights.level_tables()
-    # the exact part holds one U+FFFD per character above U+FFFF: one collation element of common weights
     secondary = kernels.expanding_key(exact, starts2, weights2, 0x20, False)
     tertiary = kernels.expanding_key(exact, starts3, weights3, 0x02, False)
-    supplementary = pc.replace_substring_regex(nfc, r"[\x{0}-\x{FFFF}]", "")
-    return pc.binary_join_element_wise(primary, secondary, tertiary, exact, supplementary, "\x00").cast(d.type)
+    return pc.binary_join_element_wise(primary, secondary, tertiary, exact, "\x00").cast(d.type)
 
 
 def _shape(d: pa.Array) -> tuple[bool, bool]:

@@ -15,7 +15,8 @@ def collation_key(arr: pa.Array, table, replacement: int = 0xFFFD, pad: bool = T
 
 
 def expanding_key(arr: pa.Array, starts, weights, replacement: int = 0xFFFD, pad: bool = False) -> pa.Array:
-    """Code point ``cp`` weighs ``weights[starts[cp]:starts[cp + 1]]`` (none, one or several)."""
+    """Code point ``cp`` weighs ``weights[starts[cp]:starts[cp + 1]]`` (none, one or several); one
+    past a BMP-only table (65537 starts) weighs ``replacement``."""
     if isinstance(arr, pa.ChunkedArray) or not isinstance(arr, pa.Array):
         raise TypeError(f"expected one pyarrow Array, got {type(arr).__name__}")
     t = arr.type
@@ -35,15 +36,17 @@ def expanding_key(arr: pa.Array, starts, weights, replacement: int = 0xFFFD, pad
     lead = np.flatnonzero((b & 0xC0) != 0x80)
     c0 = b[lead]
     padded = np.concatenate([b, np.zeros(3, np.uint32)])
-    c1, c2 = padded[lead + 1] & 0x3F, padded[lead + 2] & 0x3F
+    c1, c2, c3 = padded[lead + 1] & 0x3F, padded[lead + 2] & 0x3F, padded[lead + 3] & 0x3F
     width = np.where(c0 < 0x80, 1, np.where(c0 < 0xE0, 2, np.where(c0 < 0xF0, 3, 4)))
     code = np.where(width == 1, c0, np.where(width == 2, ((c0 & 0x1F) << 6) | c1,
-                                             ((c0 & 0x0F) << 12) | (c1 << 6) | c2))
-    # each character's weights: a run of ``count`` entries from ``first`` (above U+FFFF: the
+                                             np.where(width == 3, ((c0 & 0x0F) << 12) | (c1 << 6) | c2,
+                                                      ((c0 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3)))
+    # each character's weights: a run of ``count`` entries from ``first`` (past the table: the
     # replacement, kept after the table's last weight)
-    code = np.minimum(code, 0xFFFF)
-    first = np.where(width == 4, len(weights) - 1, starts[code])
-    count = np.where(width == 4, 1, starts[code + 1] - starts[code])
+    beyond = code >= len(starts) - 1
+    code = np.where(beyond, 0, code)
+    first = np.where(beyond, len(weights) - 1, starts[code])
+    count = np.where(beyond, 1, starts[code + 1] - starts[code])
     within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
     weight = weights[np.repeat(first, count) + within]
     row = np.repeat(np.searchsorted(offsets, lead + start, side="right") - 1, count)
@@ -53,12 +56,16 @@ def expanding_key(arr: pa.Array, starts, weights, replacement: int = 0xFFFD, pad
         np.maximum.at(last, row, np.where(weight != 0x20, index, -1))
         kept = index <= last[row]
         weight, row = weight[kept], row[kept]
-    size = np.where(weight < 0x80, 1, np.where(weight < 0x800, 2, 3))
+    size = np.where(weight < 0x80, 1, np.where(weight < 0x800, 2, np.where(weight < 0x10000, 3, 4)))
+    # the UTF-8 bytes of each weight, left-aligned in four columns
     encoded = np.stack([
-        np.where(size == 1, weight, np.where(size == 2, 0xC0 | (weight >> 6), 0xE0 | (weight >> 12))),
-        np.where(size == 2, 0x80 | (weight & 0x3F), 0x80 | ((weight >> 6) & 0x3F)),
+        np.select([size == 1, size == 2, size == 3], [weight, 0xC0 | (weight >> 6), 0xE0 | (weight >> 12)],
+                  0xF0 | (weight >> 18)),
+        np.select([size == 2, size == 3], [0x80 | (weight & 0x3F), 0x80 | ((weight >> 6) & 0x3F)],
+                  0x80 | ((weight >> 12) & 0x3F)),
+        np.where(size == 3, 0x80 | (weight & 0x3F), 0x80 | ((weight >> 6) & 0x3F)),
         0x80 | (weight & 0x3F)], axis=1).astype(np.uint8)
-    out = encoded[np.arange(3) < size[:, None]]
+    out = encoded[np.arange(4) < size[:, None]]
     lengths = np.bincount(row, weights=size, minlength=rows).astype(np.int64)
     out_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     validity = pa.array(np.asarray(arr.is_valid())).buffers()[1] if arr.null_count else None

@@ -117,6 +117,55 @@ def test_expanding_keys_match_the_model(impl, large, pad, values, cut):
     assert keys.to_pylist() == [expanding_model(v, pad) for v in arr.to_pylist()]
 
 
+def _full_table():
+    """The same table over every code point: '😀' weighs itself (a four-byte weight), '𝒜' weighs
+    'A', U+E0041 (a tag) nothing, U+20000 two four-byte weights; the rest of the supplementary planes
+    weigh themselves."""
+    from kernels.uca_supplementary_weights import extend
+    listed = {0x1D49C: (ord("A"),), 0xE0041: (), 0x20000: (0x20000, 0x10FFFF)}
+    return extend(STARTS, WEIGHTS.astype(np.uint32), listed)
+
+
+FULL_STARTS, FULL_WEIGHTS = _full_table()
+FULL_ALPHABET = st.sampled_from(list("abcXYZ 09_%\t") + ["é", "ß", "ø", "€", "中", "😀", "𝒜", "\U000E0041",
+                                                         "\U00020000", "\U0010FFFF", "\U00010000"])
+
+
+def full_model(s, pad=False):
+    if s is None:
+        return None
+    special = {"𝒜": "A", "\U000E0041": "", "\U00020000": "\U00020000\U0010FFFF"}
+    key = "".join(special.get(ch, ch) if ord(ch) > 0xFFFF else EXPANDING_KEYS[ord(ch)] for ch in s)
+    return key.rstrip(" ") if pad else key
+
+
+SUPPLEMENTARY = [impl for impl in EXPANDING if getattr(impl, "SUPPLEMENTARY", impl is reference)]
+
+
+@pytest.mark.parametrize("impl", SUPPLEMENTARY, ids=lambda m: m.__name__.split(".")[-2])
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("pad", [True, False])
+@given(values=st.lists(st.none() | st.lists(FULL_ALPHABET, max_size=12).map("".join), max_size=40),
+       cut=st.integers(0, 5))
+@PROPERTY_SETTINGS
+def test_full_tables_weigh_every_code_point(impl, large, pad, values, cut):
+    arr = pa.array(values, pa.large_string() if large else pa.string()).slice(cut)
+    keys = impl.expanding_key(arr, FULL_STARTS, FULL_WEIGHTS, REPLACEMENT, pad)
+    assert keys.type == arr.type
+    keys.validate(full=True)
+    assert keys.to_pylist() == [full_model(v, pad) for v in arr.to_pylist()]
+
+
+@pytest.mark.parametrize("impl", SUPPLEMENTARY, ids=lambda m: m.__name__.split(".")[-2])
+def test_a_table_that_points_past_its_weights_is_refused(impl):
+    if impl is reference:
+        pytest.skip("the reference indexes NumPy arrays: an IndexError")
+    starts = FULL_STARTS.copy()
+    starts[0x1F600 + 1:] += 10 ** 7
+    with pytest.raises(ValueError, match="U\\+1F600"):
+        impl.expanding_key(pa.array(["a😀"]), starts, FULL_WEIGHTS)
+
+
 @pytest.mark.parametrize("impl", EXPANDING, ids=lambda m: m.__name__.split(".")[-2])
 def test_expanding_edges(impl):
     values = ["", "ø", "øøø", None, "ß€", "a ø", "😀ø"]

@@ -58,8 +58,14 @@ def test_join_and_equality(con):
         assert got == want, probe
 
 
+def like_model(s):
+    """What LIKE matches: character by character as written (MySQL's), each keyed as ``model``, one
+    that weighs nothing (a soft hyphen, a combining accent) still a character of its own."""
+    return "".join(model(ch) or "\x00" for ch in s)
+
+
 def test_like_and_in(con):
-    want = sorted(i for i, w in enumerate(con.words) if model(w).startswith("a"))
+    want = sorted(i for i, w in enumerate(con.words) if like_model(w).startswith("a"))
     assert sorted(i for (i,) in con.execute("SELECT id FROM w WHERE s LIKE 'á%'").fetchall()) == want
     want = sorted(i for i, w in enumerate(con.words) if model(w) in ("ss", "e"))
     assert sorted(i for (i,) in con.execute("SELECT id FROM w WHERE s IN ('SS', 'É')").fetchall()) == want
@@ -74,6 +80,17 @@ def test_like_and_in(con):
     ("'a' = 'A' COLLATE utf8mb4_0900_bin", False),
     ("'a ' = 'a' COLLATE utf8mb4_0900_bin", False),
     ("'a ' = 'a' COLLATE utf8mb4_bin", True),                    # PAD SPACE
+    # above U+FFFF: UCA's weights (checked on MariaDB's utf8mb4_uca1400_nopad_ai_ci)
+    ("'😀' = '🙂' COLLATE utf8mb4_0900_ai_ci", False),
+    ("'𝐀' = 'a' COLLATE utf8mb4_0900_ai_ci", True),     # MATHEMATICAL BOLD CAPITAL A
+    ("'𐐀' = '𐐨' COLLATE utf8mb4_0900_ai_ci", True),   # Deseret capital and small
+    ("'𠀀' < '𠀁' COLLATE utf8mb4_0900_ai_ci", True),   # implicit weights
+    ("'x󠁁y' = 'xy' COLLATE utf8mb4_0900_ai_ci", True),  # a tag character weighs nothing
+    ("'😀' LIKE '🙂' COLLATE utf8mb4_0900_ai_ci", False),
+    ("'😀x' LIKE '😀_' COLLATE utf8mb4_0900_ai_ci", True),
+    ("'x­y' LIKE 'xy' COLLATE utf8mb4_0900_ai_ci", False),    # LIKE: one character each
+    ("'x󠁁y' LIKE 'x_y' COLLATE utf8mb4_0900_ai_ci", True),
+    ("'😀' = '🙂'", True),                                         # general_ci: all U+FFFD, as MySQL
 ])
 def test_expressions(con, expression, value):
     assert con.execute(f"SELECT {expression}").fetchall() == [(value,)]

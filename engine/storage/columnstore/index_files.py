@@ -29,9 +29,10 @@ _HEADER = struct.Struct("<8sQIHH")          # magic, entries, crc32, len(scheme)
 
 
 def hash_scheme() -> bytes:
-    """How the hashes were made: a UCA index (its name ends so) hashes 0900_ai_ci keys instead."""
+    """How the hashes were made: a UCA index (its name ends so) hashes 0900_ai_ci keys instead, in
+    their second form (``uca 2``: characters above U+FFFF weighed by their own, not all as U+FFFD)."""
     import pandas
-    return f"siphash-general_ci;pandas {pandas.__version__}".encode()
+    return f"siphash-general_ci;uca 2;pandas {pandas.__version__}".encode()
 
 
 def index_path(segment_path: Path, column: str) -> Path:
