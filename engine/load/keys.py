@@ -27,6 +27,7 @@ from engine import collation
 from engine.catalog import TableDef, UniqueKey
 from engine.core.collation_keys import collation_keys
 from engine.errors import ConstraintError
+from engine.storage.hash_index import index_name
 
 MAX_WARNINGS = 64          # MySQL's max_error_count: SHOW WARNINGS lists at most this many
 DUPLICATE_CODE = 1062      # MySQL's ER_DUP_ENTRY
@@ -109,16 +110,28 @@ def _held_keys(columns: Sequence[str], candidates: pa.Table, collations: Sequenc
     """On a partition: the ``candidates`` keys (collation keys of string columns) it stores (run on
     the leaf by map_partitions)."""
     # the first key column's values looked up in its hash index (engine.storage.hash_index): only
-    # the segments holding one of them are read, not the partition (not for a collated string
-    # column: the candidates are its collation keys, not stored values)
-    first_collated = any(name == columns[0] for name, _ in collations)
-    bounds = [(columns[0], "index", candidates.column(0))] \
-        if candidates.num_rows <= INDEX_CHECK_KEYS and not first_collated else None
+    # the segments holding one of them are read, not the partition
+    bounds = [index_bound(columns[0], candidates.column(0), dict(collations).get(columns[0]))] \
+        if candidates.num_rows <= INDEX_CHECK_KEYS else None
     batches = [b for b in store.scan(list(columns), bounds=bounds) if b.num_rows]
     if not batches:
         return candidates.schema.empty_table()
     stored = _keyed(pa.Table.from_batches(batches).cast(candidates.schema), collations)
     return stored.join(candidates, keys=list(columns), join_type="left semi", use_threads=False)
+
+
+def index_bound(column: str, keys, collation_name: Optional[str]) -> tuple:
+    """The scan bound that looks ``keys`` (values of ``column``; of a string column, its collation keys
+    under ``collation_name``) up in the column's hash index. The plain index hashes utf8mb4_general_ci
+    keys, which the keys of a general_ci, _bin or 0900_bin value hash alike to (a general_ci key is its
+    own key; a _bin key is the value, trailing spaces dropped); a UCA column's index hashes 0900_ai_ci
+    keys, which an _ai_ci key is and an _as_cs key begins with (engine.storage.hash_index). The index
+    returns candidates; the semi-join on the keys decides."""
+    if collation_name is None or collation.weighing(collation_name) not in ("uca", "uca_cs"):
+        return column, "index", keys
+    if collation.weighing(collation_name) == "uca_cs":       # its 0900_ai_ci part: up to the first NUL
+        keys = pc.list_element(pc.split_pattern(keys, "\x00", max_splits=1), 0)
+    return index_name(column, collation_name), "index", keys
 
 
 def check_unique(runner, table: TableDef, rows: pa.Table) -> None:

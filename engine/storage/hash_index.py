@@ -28,6 +28,7 @@ key them apart ('e' + U+0301 and 'é', 'ß' and 'ss'). A UCA lookup brings its v
 """
 from __future__ import annotations
 
+import threading
 from typing import Optional
 
 import numpy as np
@@ -60,8 +61,15 @@ def uca_lookup_keys(keys: tuple, collation: str) -> tuple:
     return keys
 
 
+_PANDAS_IMPORT = threading.Lock()
+
+
 def _hash_array(values: np.ndarray) -> np.ndarray:
-    from pandas.util import hash_array      # pandas on first use: a plain scan does not load it
+    # pandas on first use (a plain scan does not load it), imported by one thread at a time: the
+    # partitions of a unique-key check build their indexes in a thread pool, and two threads importing
+    # pandas at once (its import is wrapped, engine.lazy_pandas) died with Python's _DeadlockError
+    with _PANDAS_IMPORT:
+        from pandas.util import hash_array
     return hash_array(values, categorize=False)
 
 
