@@ -114,10 +114,27 @@ def _str_to_date(expr, s, fmt):
             raise UnsupportedError(f"STR_TO_DATE directive {MySQL.INVERSE_TIME_MAPPING.get(token, token)}")
     arr, was_scalar = _as_array(plain(s))
     parsed = pc.strptime(arr, f.replace("%-", "%"), unit="us", error_is_null=True)
+    if any(t in ("%d", "%-d") for t in TOKEN.findall(f)):
+        parsed = _without_rolled_days(arr, f, parsed)
     return _back(parsed.cast(expr.type.to_arrow()), was_scalar)
 
 
 _PARSEABLE = {"%Y", "%y", "%m", "%-m", "%d", "%-d", "%H", "%-H", "%I", "%-I", "%M", "%S", "%b", "%B", "%p", "%%"}
+# what each directive matches, to find the day of the month in the text (the rest as written)
+_MATCHES = {"%Y": r"\d{4}", "%y": r"\d{2}", "%m": r"\d{1,2}", "%-m": r"\d{1,2}", "%H": r"\d{1,2}", "%-H": r"\d{1,2}",
+            "%I": r"\d{1,2}", "%-I": r"\d{1,2}", "%M": r"\d{1,2}", "%S": r"\d{1,2}", "%b": r"[A-Za-z]{3}",
+            "%B": r"[A-Za-z]+", "%p": r"[AaPp][Mm]", "%%": "%", "%d": r"(?P<day>\d{1,2})", "%-d": r"(?P<day>\d{1,2})"}
+
+
+def _without_rolled_days(arr, fmt: str, parsed):
+    """NULL where the text's day of the month is not the parsed date's: Arrow's strptime rolls
+    '2024-02-30' over to March 1, MySQL's STR_TO_DATE answers NULL (a date that does not exist)."""
+    import re
+    pattern = "".join(_MATCHES.get(t, re.escape(t)) for t in TOKEN.findall(fmt))
+    if pattern.count("(?P<day>") != 1:
+        return parsed
+    day = pc.struct_field(pc.extract_regex(arr, "^" + pattern), "day").cast(pa.int64())
+    return pc.if_else(pc.equal(pc.day(parsed), day), parsed, pa.scalar(None, parsed.type))
 
 
 @function("timestampdiff")

@@ -272,7 +272,21 @@ def _octet_length(expr, batch, params):
 
 @function("upper")
 def _upper(expr, s):
-    return pc.utf8_upper(s)
+    """MySQL's UPPER keeps 'ß' (it has no one-letter capital there); Arrow's gives U+1E9E 'ẞ'. So where
+    a value holds 'ß' it is cut at each 'ẞ' of its own, the pieces upper-cased with any 'ẞ' they then
+    hold turned back into 'ß', and joined again at the original 'ẞ's."""
+    upper = pc.utf8_upper(s)
+    if isinstance(s, pa.Scalar):
+        return upper if not s.is_valid or "ß" not in s.as_py() else _upper(expr, pa.array([s.as_py()], s.type))[0]
+    if not pc.any(pc.match_substring(s, "ß")).as_py():
+        return upper
+    pieces = pc.split_pattern(s, "ẞ")
+    fixed = pc.replace_substring(pc.utf8_upper(pc.list_flatten(pieces)), "ẞ", "ß")
+    offsets = pieces.offsets if isinstance(pieces, pa.Array) else None
+    if offsets is None:         # a ChunkedArray: one chunk at a time
+        return pa.chunked_array([_upper(expr, c) for c in s.chunks], upper.type)
+    rebuilt = pa.ListArray.from_arrays(pc.subtract(offsets, offsets[0]), fixed, mask=pc.is_null(s))
+    return pc.binary_join(rebuilt, "ẞ").cast(upper.type)
 
 
 @function("lower")

@@ -248,6 +248,19 @@ def test_str_to_date(dcon, dates):
     assert got == on_a(dates, lambda v: v.replace(microsecond=0))
     assert column(dcon, "SELECT STR_TO_DATE(DATE_FORMAT(a, '%M %e, %Y'), '%M %d, %Y')") == on_a(dates, lambda v: v.date())
     assert dcon.execute("SELECT STR_TO_DATE('31/02/x', '%d/%m/%Y'), STR_TO_DATE(NULL, '%Y')").fetchall() == [(None, None)]
+    # a day the month does not have is NULL (MySQL), not rolled over into the next month (Arrow's strptime)
+    got = dcon.execute("SELECT STR_TO_DATE('2024-02-30', '%Y-%m-%d'), STR_TO_DATE('29/2/2023', '%d/%m/%Y'), "
+                       "STR_TO_DATE('2024-02-29', '%Y-%m-%d'), STR_TO_DATE('31/1/2024', '%d/%m/%Y')").fetchall()
+    assert got == [(None, None, datetime.date(2024, 2, 29), datetime.date(2024, 1, 31))]
+
+
+def test_upper_keeps_sharp_s(dcon):
+    """MySQL's UPPER('ß') is 'ß' (Arrow's: U+1E9E); a capital sharp s written as such stays one."""
+    dcon.execute("CREATE TABLE sharp (id INT, s TEXT)")
+    dcon.execute("INSERT INTO sharp VALUES (1, 'straße'), (2, NULL), (3, 'aẞbß'), (4, 'abc'), (5, 'ßß')")
+    assert dcon.execute("SELECT UPPER(s) FROM sharp ORDER BY id").fetchall() == \
+        [("STRAßE",), (None,), ("AẞBß",), ("ABC",), ("ßß",)]
+    assert dcon.execute("SELECT UPPER('Fuß')").fetchall() == [("FUß",)]
 
 
 @pytest.mark.parametrize("unit", ["year", "quarter", "month", "week", "day", "hour", "minute", "second"])
