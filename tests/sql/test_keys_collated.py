@@ -41,7 +41,8 @@ def _table(con, collation, stored):
 
 def _rows_read(con):
     table = con.session.catalog.table("canopy", "t")
-    stores = [s for leaf in getattr(con.session.runner, "leaves", []) for _, s in leaf.storage.stores_of(table.table_id)]
+    leaves = [leaf for leaf in getattr(con.session.runner, "leaves", []) if hasattr(leaf, "storage")]  # not Ray's
+    stores = [s for leaf in leaves for _, s in leaf.storage.stores_of(table.table_id)]
     return sum(s.scan_stats["rows_read"] for s in stores), bool(stores)
 
 
