@@ -158,9 +158,22 @@ class JoinTable:
         TypeError
             If a column's type does not compare with its build column.
         """
-        columns = [_plain_array(c) for c in columns]
         if len(columns) != len(self.types):
             raise ValueError(f"{len(columns)} probe key columns for a JoinTable of {len(self.types)}")
+        if self._subs is None and isinstance(columns[0], pa.ChunkedArray) and columns[0].num_chunks > 1:
+            # one key column in many chunks (a probe side collected batch by batch): each chunk
+            # probes into its slice of the ids, no concatenated copy of the column (that copy cost
+            # as much as the probe itself in TPC-DS SF 1 q64 / q72 / q17 / q25)
+            column = columns[0]
+            _check_compatible(self.types[0], column.type)
+            ids = np.empty(len(column), dtype=np.int64)
+            start = 0
+            for chunk in column.chunks:
+                if len(chunk):
+                    self._lookup_one(_plain_array(chunk), ids[start:start + len(chunk)])
+                    start += len(chunk)
+            return ids
+        columns = [_plain_array(c) for c in columns]
         n = len(columns[0])
         for c in columns[1:]:
             if len(c) != n:
@@ -171,18 +184,7 @@ class JoinTable:
         if n == 0:
             return ids
         if self._subs is None:
-            arr = columns[0]
-            validity = np.frombuffer(arr.buffers()[0], dtype=np.uint8) if arr.null_count else None
-            if self._kinds[0] == "bytes":
-                offsets, data = _offsets_data(arr)
-                lookup_bytes(self._table, offsets, data, validity, arr.offset, ids)
-            elif self._dense is not None:
-                lookup_dense(_int_values(arr), validity, arr.offset, self._low, self._dense, ids)
-            elif self._bloom is not None:
-                lookup_ints_filtered(self._table, _int_values(arr), validity, arr.offset, self._bloom,
-                                     self._log2_words, ids)
-            else:
-                lookup_words(self._table, np.ascontiguousarray(_words(arr)), validity, arr.offset, ids)
+            self._lookup_one(columns[0], ids)
             return ids
         valid = _valid_mask(columns, n)
         missing = None
@@ -211,6 +213,20 @@ class JoinTable:
             # A string no build row has: no match (-1), unless the row has a NULL key too (-2).
             ids[missing if valid is None else missing & valid] = -1
         return ids
+
+    def _lookup_one(self, arr, ids):
+        """Probe with the one key column ``arr`` (a plain array), the ids into ``ids`` (as long)."""
+        validity = np.frombuffer(arr.buffers()[0], dtype=np.uint8) if arr.null_count else None
+        if self._kinds[0] == "bytes":
+            offsets, data = _offsets_data(arr)
+            lookup_bytes(self._table, offsets, data, validity, arr.offset, ids)
+        elif self._dense is not None:
+            lookup_dense(_int_values(arr), validity, arr.offset, self._low, self._dense, ids)
+        elif self._bloom is not None:
+            lookup_ints_filtered(self._table, _int_values(arr), validity, arr.offset, self._bloom,
+                                 self._log2_words, ids)
+        else:
+            lookup_words(self._table, np.ascontiguousarray(_words(arr)), validity, arr.offset, ids)
 
     def pairs(self, ids, outer=False, max_pairs=DEFAULT_MAX_PAIRS):
         """The (probe row, build row) pairs of an inner (or left outer) join, chunk by chunk.

@@ -243,3 +243,26 @@ def test_unfiltered_integer_lookups_match_reference(case):
     finally:
         join_table.FILTERED_LOOKUP_MAX_KEYS, join_table.DENSE_MIN_SLOTS, join_table.DENSE_SLOTS_PER_KEY = saved
     assert ours.lookup(probe).tolist() == reference.JoinTable(build).lookup(probe).tolist()
+
+
+def _chunked(column: pa.Array, cuts) -> pa.ChunkedArray:
+    """``column`` cut at ``cuts`` (empty chunks where cuts repeat), the string chunks alternately
+    dictionary-encoded (each chunk its own dictionary)."""
+    bounds = [0, *sorted(min(c, len(column)) for c in cuts), len(column)]
+    chunks = [column.slice(a, b - a) for a, b in zip(bounds, bounds[1:])]
+    chunks = [c.dictionary_encode() if i % 2 and pa.types.is_string(c.type) else c for i, c in enumerate(chunks)]
+    if len({c.type for c in chunks}) > 1:
+        chunks = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in chunks]
+    return pa.chunked_array(chunks, type=chunks[0].type)
+
+
+@needs_compiled
+@PROPERTY
+@given(sides(), st.lists(st.integers(0, 1000), min_size=1, max_size=4))
+def test_chunked_probe_matches_one_chunk(case, cuts):
+    """A probe key in many chunks is looked up chunk by chunk (one key column) or concatenated
+    (several): the ids of the same rows in one array."""
+    build, probe = case
+    table = compiled.JoinTable(build)
+    chunked = [_chunked(c, cuts) for c in probe]
+    assert table.lookup(chunked).tolist() == reference.JoinTable(build).lookup(probe).tolist()

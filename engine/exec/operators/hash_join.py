@@ -399,7 +399,10 @@ def _gather(left: pa.Table, right: pa.Table, names, left_rows: np.ndarray, right
     be one chunk per column (its rows are taken in any order). ``distinct``: no probe row repeats (the
     build keys are unique), so a run of consecutive probe rows is a slice of its columns."""
     missing = right_rows < 0
-    all_missing = bool(missing.all()) and len(right_rows) > 0
+    unmatched = int(np.count_nonzero(missing))
+    all_missing = unmatched == len(right_rows) > 0
+    if not unmatched:
+        missing = None          # (an inner join's pairs) not looked at again per column
     left_names = set(left.schema.names)
     columns = []
     for name in names:
