@@ -5,8 +5,8 @@ but each one reads and writes 16-byte decimals and builds an Arrow array; money 
 DECIMAL(15,2) fits int64 many times over. :func:`evaluate` walks a tree of decimal ``add`` /
 ``subtract`` / ``multiply`` calls over columns and constants, carries each node as int64 scaled to
 its own result type's scale, and builds one decimal128 array, at the root. Exactness: before any
-operation the largest magnitude it can produce is bounded from its operands' bounds (a column's
-largest magnitude, a constant's own) and must stay below 2**62; each node's values must fit its
+operation the range of what it can produce is bounded from its operands' ranges (a column's least
+and greatest value, a constant's own) and must stay within +-2**62; each node's values must fit its
 result type's precision, as the 128-bit path checks. When either cannot be shown (a wide value,
 a NULL, a node whose product would round: scale above 30 in MySQL's rules) the answer is None and
 the caller evaluates the tree the 128-bit way, which computes the same values or raises the same
@@ -96,20 +96,26 @@ def evaluate(expr: Call, batch: pa.RecordBatch, memo: Optional[dict] = None,
     result = _node(expr, batch, {} if memo is None else memo, slots or {})
     if result is None:
         return None
-    values = result[0]
+    values, _, low, _ = result
     if isinstance(values, int):         # constants only: left to the general evaluator
         return None
     if isinstance(values, _Coded):
         values = values.rows()
-    return from_scaled_int64(values, expr.type.to_arrow())
+    if low < 0:
+        return from_scaled_int64(values, expr.type.to_arrow())
+    # no value below 0: every high word is 0 (zeroed pages cost nothing to ask for), one strided write
+    words = np.zeros(2 * len(values), dtype=np.int64)
+    words[0::2] = values
+    return pa.Array.from_buffers(expr.type.to_arrow(), len(values), [None, pa.py_buffer(words)])
 
 
-def _bound(values: np.ndarray) -> int:
-    return max(-int(values.min()), int(values.max())) if len(values) else 0
+def _range(values: np.ndarray) -> tuple[int, int]:
+    return (int(values.min()), int(values.max())) if len(values) else (0, 0)
 
 
 def _leaf(arg: Expr, batch: pa.RecordBatch):
-    """(values, scale, bound) of a column or constant, or None."""
+    """(values, scale, low, high) of a column or constant (``low`` .. ``high``: its values'
+    range), or None."""
     if isinstance(arg, Literal):
         if arg.value is None:
             return None
@@ -122,7 +128,7 @@ def _leaf(arg: Expr, batch: pa.RecordBatch):
             if scaled != scaled.to_integral_value():
                 return None
             value = int(scaled)
-        return (value, scale, abs(value)) if abs(value) < _LIMIT else None
+        return (value, scale, value, value) if abs(value) < _LIMIT else None
     column = batch.column(arg.id)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
@@ -133,35 +139,42 @@ def _leaf(arg: Expr, batch: pa.RecordBatch):
     if (stored.scale if pa.types.is_decimal(stored) else 0) != scale:
         return None
     if pa.types.is_dictionary(column.type):
-        values = _plain_int64(column.dictionary)
-        if values is None or column.dictionary.null_count:
+        if column.dictionary.null_count:
             return None
+        plain = _plain_int64(column.dictionary)
+        if plain is None:
+            return None
+        values, low, high = plain
         codes = column.indices.to_numpy(zero_copy_only=False)
-        return _Coded(values, codes), scale, _bound(values)
-    values = _plain_int64(column)
-    return None if values is None else (values, scale, _bound(values))
+        return _Coded(values, codes), scale, low, high
+    plain = _plain_int64(column)
+    return None if plain is None else (plain[0], scale, plain[1], plain[2])
 
 
-def _plain_int64(column: pa.Array) -> Optional[np.ndarray]:
-    """A plain decimal128 or integer array's values as int64 (scaled integers), or None."""
+def _plain_int64(column: pa.Array) -> Optional[tuple[np.ndarray, int, int]]:
+    """A plain decimal128 or integer array's values as int64 (scaled integers) with their least and
+    greatest, or None (a value outside int64, a NULL, another type)."""
     t = column.type
     if pa.types.is_integer(t):
         if t == pa.uint64():
             return None
         values = column.to_numpy(zero_copy_only=False)
-        return values if values.dtype == np.int64 else values.astype(np.int64)
+        values = values if values.dtype == np.int64 else values.astype(np.int64)
+        return (values, *_range(values))
     if not pa.types.is_decimal128(t) or column.null_count:
         return None
     n = len(column)
     words = np.frombuffer(column.buffers()[1], dtype=np.int64)[2 * column.offset: 2 * (column.offset + n)]
-    low, high = words[0::2], words[1::2]
-    if not np.array_equal(high, low >> 63):
-        return None
-    return low
+    low_words, high_words = words[0::2], words[1::2]
+    low, high = _range(low_words)
+    # a value fits int64 when its high word is its low word's sign extension: all 0 when no low
+    # word is negative (one pass, nothing allocated), else compared row by row
+    fits = not high_words.any() if low >= 0 else np.array_equal(high_words, low_words >> 63)
+    return (low_words, low, high) if fits else None
 
 
 def _node(expr: Expr, batch: pa.RecordBatch, memo: dict, slots: dict):
-    """(values, scale, bound) of a subtree at its type's scale, or None."""
+    """(values, scale, low, high) of a subtree at its type's scale, or None."""
     if isinstance(expr, Literal):
         return _leaf(expr, batch)
     if isinstance(expr, ColumnRef):
@@ -183,32 +196,43 @@ def _node(expr: Expr, batch: pa.RecordBatch, memo: dict, slots: dict):
 
 
 def _operate(expr: Call, a, b):
-    (va, sa, ba), (vb, sb, bb) = a, b
+    """``expr``'s values from its operands', or None when its range may leave int64 (past 2**62) or
+    its values do not fit its type's precision. Ranges by interval arithmetic, exact in Python ints."""
+    (va, sa, la, ha), (vb, sb, lb, hb) = a, b
     rt = expr.type
     if expr.op == "multiply":
-        if sa + sb != rt.scale or ba * bb >= _LIMIT:
+        if sa + sb != rt.scale:
+            return None             # MySQL caps a product's scale at 30: that rounds, 128-bit only
+        corners = (la * lb, la * hb, ha * lb, ha * hb)
+        low, high = min(corners), max(corners)
+        if max(-low, high) >= _LIMIT:
             return None
         values = _apply(np.multiply, va, vb)
-        bound = ba * bb
     else:
         shift_a, shift_b = rt.scale - sa, rt.scale - sb
         if shift_a < 0 or shift_b < 0 or shift_a > 18 or shift_b > 18:
             return None
-        bound = ba * _POW10[shift_a] + bb * _POW10[shift_b]
-        if bound >= _LIMIT:
+        ka, kb = _POW10[shift_a], _POW10[shift_b]
+        if max(abs(la), abs(ha)) * ka >= _LIMIT or max(abs(lb), abs(hb)) * kb >= _LIMIT:
             return None
-        if shift_a:
-            va = _apply(np.multiply, va, _POW10[shift_a])
-        if shift_b:
-            vb = _apply(np.multiply, vb, _POW10[shift_b])
+        if expr.op == "add":
+            low, high = la * ka + lb * kb, ha * ka + hb * kb
+        else:
+            low, high = la * ka - hb * kb, ha * ka - lb * kb
+        if max(-low, high) >= _LIMIT:
+            return None
+        if ka != 1:
+            va = _apply(np.multiply, va, ka)
+        if kb != 1:
+            vb = _apply(np.multiply, vb, kb)
         values = _apply(np.add if expr.op == "add" else np.subtract, va, vb)
-    if rt.precision < 19 and bound >= _POW10[rt.precision]:
-        # the bound allows a value of more digits than the result type has: look at the values
-        bound = abs(values) if isinstance(values, int) else \
-            _bound(values.values if isinstance(values, _Coded) else values)
-        if bound >= _POW10[rt.precision]:
+    if rt.precision < 19 and max(-low, high) >= _POW10[rt.precision]:
+        # the range allows a value of more digits than the result type has: look at the values
+        low, high = (values, values) if isinstance(values, int) else \
+            _range(values.values if isinstance(values, _Coded) else values)
+        if max(-low, high) >= _POW10[rt.precision]:
             return None                 # an overflow: the 128-bit path raises it
-    return values, rt.scale, bound
+    return values, rt.scale, low, high
 
 
 def _apply(op, a: Values, b: Values) -> Values:
