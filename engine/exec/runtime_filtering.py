@@ -7,14 +7,15 @@ The steps go cheapest per row first:
 1. Over the whole batch, as masks ANDed together: the conjuncts cheaper per row than a Bloom probe of a
    plain column (``kernel_filters.is_cheap``: those on dictionary / run-end columns, compared per
    distinct value or run, and comparisons of plain non-string columns) and the runtime filters on a
-   run-end or dictionary key column (probed once per run or dictionary value, then a bit per row).
+   run-end or dictionary key column (probed once per run or dictionary value, then a bit per row);
+   run-end keys first, and the batch ends at the first step that leaves no row.
 2. At the positions left: the runtime filters on a plain key column (a hash and a random read per
    row, ~9x a comparison), most selective first; their key column is taken at those positions only.
 3. At the positions left: the other conjuncts (strings, LIKE, ORs over several columns), each on its
    own columns taken there; then the output columns are taken once and decoded, and the residual
    (what no kernel runs) filters the result.
 
-A comparison of a plain column that keeps most rows is not worth running over the whole batch when
+A comparison (or an OR of them) on a plain column that keeps most rows is not worth running over the whole batch when
 a plain-key runtime filter keeps few: it moves to step 2, after the probes (``_defer_plain``), as
 decided from the shares the steps kept on the scan's earlier batches.
 """
@@ -76,15 +77,17 @@ class ScanFilters:
         self.runtime, self.predicate = runtime, predicate
         self.plain_in = self.plain_kept = 0     # rows seen / kept by the plain comparisons
 
-    def _defer_plain(self, probes: list[BloomProbe]) -> bool:
-        """Whether the comparisons of plain columns wait for the plain-key probes' survivors."""
+    def _defer_plain(self, probes: list[BloomProbe], passes: int = 1) -> bool:
+        """Whether the comparisons of plain columns (``passes`` passes over a column in all) wait
+        for the plain-key probes' survivors."""
         if not self.plain_in:
             return False
+        compare = _COMPARE_NS * passes
         kept_c = self.plain_kept / self.plain_in
         kept_b = 1.0
         for f in probes:
             kept_b *= f.kept_fraction() if f.rows_in else 1.0
-        return _COMPARE_NS + kept_c * (_TAKE_NS + _PROBE_NS) > _PROBE_NS + kept_b * (_TAKE_NS + _COMPARE_NS)
+        return compare + kept_c * (_TAKE_NS + _PROBE_NS) > _PROBE_NS + kept_b * (_TAKE_NS + compare)
 
     def apply(self, batch: pa.RecordBatch, params: Sequence = (), keep: frozenset = frozenset(),
               output: Optional[list[str]] = None) -> pa.RecordBatch:
@@ -99,17 +102,22 @@ class ScanFilters:
         cheap = [p for p in conjuncts if is_cheap(p, batch)]
         plain_probes = [f for f in active if not _encoded(batch.column(f.column))]
         deferred = []
-        if plain_probes and cheap and self._defer_plain(plain_probes):
-            deferred = [p for p in cheap if _on_plain(p, batch)]
+        plain = [p for p in cheap if _on_plain(p, batch)]
+        if plain_probes and plain and self._defer_plain(plain_probes, sum(map(_passes, plain))):
+            deferred = plain
             cheap = [p for p in cheap if not _on_plain(p, batch)]
-        # 1. masks over the whole batch
+        # 1. masks over the whole batch: run-end keys first (a date range of a table sorted by date
+        # often leaves no row of a batch), each step ending the batch when no row is left
         mask = None
-        for f in active:
-            if f not in plain_probes:
-                mask = _and(mask, f.mask(batch.column(f.column)))
+        encoded_probes = sorted((f for f in active if f not in plain_probes),
+                                key=lambda f: not pa.types.is_run_end_encoded(batch.column(f.column).type))
+        for f in encoded_probes:
+            mask = _and(mask, f.mask(batch.column(f.column)))
+            if not kernels.count_true(mask):
+                return _empty(batch, output, keep)
         plain_mask = None
         done = set()                                # ids of the conjuncts applied
-        for p in cheap:
+        for p in sorted(cheap, key=lambda p: _on_plain(p, batch)):
             try:
                 found = p.select(batch)
             except TypeError:
@@ -118,6 +126,8 @@ class ScanFilters:
             mask = _and(mask, found)
             if _on_plain(p, batch):
                 plain_mask = _and(plain_mask, found)
+            elif not kernels.count_true(mask):
+                return _empty(batch, output, keep)
         if plain_mask is not None:
             self.plain_in += len(plain_mask)
             self.plain_kept += kernels.count_true(plain_mask)
@@ -137,7 +147,7 @@ class ScanFilters:
                 return _empty(batch, output, keep)
         for p in deferred:
             try:
-                found = p.select(_taken(batch, [p.column], positions))
+                found = p.select(_taken(batch, _columns(p), positions))
             except TypeError:
                 continue                            # left to step 3
             done.add(id(p))
@@ -156,9 +166,21 @@ class ScanFilters:
         return predicate.apply_at(batch, positions, params, keep, output, done)
 
 
+def _columns(p) -> list[str]:
+    """The columns ``p`` (a kernel conjunct or an OR of them) reads."""
+    if isinstance(p, KernelPredicate):
+        return [p.column]
+    return sorted({q.column for conjunction in p.disjuncts for q in conjunction})
+
+
+def _passes(p) -> int:
+    """The passes over its column(s) that ``p`` takes: one per kernel conjunct."""
+    return 1 if isinstance(p, KernelPredicate) else sum(len(conjunction) for conjunction in p.disjuncts)
+
+
 def _on_plain(p, batch: pa.RecordBatch) -> bool:
-    """Whether ``p`` (a kernel conjunct or an OR of them) is one conjunct on a plain column."""
-    return isinstance(p, KernelPredicate) and not _encoded(batch.column(p.column))
+    """Whether ``p`` (a kernel conjunct or an OR of them) reads only plain (not encoded) columns."""
+    return not any(_encoded(batch.column(name)) for name in _columns(p))
 
 
 def _and(mask: Optional[pa.BooleanArray], found: pa.BooleanArray) -> pa.BooleanArray:

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import kernels
@@ -46,11 +46,15 @@ def _and(parts):
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**32), st.sampled_from([0, 1, 9, 700, 3000]),
        st.lists(st.sampled_from(["r", "d", "p"]), unique=True, min_size=1),
-       st.lists(st.sampled_from(["between", "string", "dict", "residual"]), unique=True),
+       st.lists(st.sampled_from(["between", "or", "string", "dict", "residual"]), unique=True),
        st.booleans(), st.booleans(), st.booleans())
+@example(5, 3000, ["p"], ["between"], True, False, False)
+@example(6, 3000, ["p", "r", "d"], ["or", "between", "string", "dict", "residual"], True, True, True)
+@example(6, 3000, ["p", "r", "d"], ["or", "between", "string", "dict", "residual"], False, True, False)
+@example(7, 700, ["r"], ["dict", "string"], False, True, True)
 def test_runtime_filters_and_predicate_keep_what_each_keeps(seed, n, keyed, conjuncts, defer, keep, narrow_output):
     encoded, plain = _batch(seed, n)
     rng = np.random.default_rng(seed + 1)
@@ -65,6 +69,10 @@ def test_runtime_filters_and_predicate_keep_what_each_keeps(seed, n, keyed, conj
         parts += [Call("ge", (_ref("q"), Literal(20, BIGINT)), BOOLEAN), Call("le", (_ref("q"), Literal(60, BIGINT)), BOOLEAN)]
         expected = pc.and_kleene(expected, pc.and_kleene(pc.greater_equal(plain.column("q"), 20),
                                                          pc.less_equal(plain.column("q"), 60)))
+    if "or" in conjuncts:                           # an OR over one plain column
+        parts.append(Call("or", (Call("lt", (_ref("q"), Literal(30, BIGINT)), BOOLEAN),
+                                 Call("gt", (_ref("q"), Literal(50, BIGINT)), BOOLEAN)), BOOLEAN))
+        expected = pc.and_kleene(expected, pc.or_kleene(pc.less(plain.column("q"), 30), pc.greater(plain.column("q"), 50)))
     if "string" in conjuncts:
         parts.append(Call("ne", (_ref("s"), Literal("zz", TEXT)), BOOLEAN))
         expected = pc.and_kleene(expected, pc.not_equal(plain.column("s"), "zz"))
@@ -76,7 +84,7 @@ def test_runtime_filters_and_predicate_keep_what_each_keeps(seed, n, keyed, conj
         expected = pc.and_kleene(expected, pc.less(plain.column("q"), plain.column("p")))
     predicate = KernelFilter.of(_and(parts)) if parts else None
     filters = ScanFilters(probes, predicate)
-    filters._defer_plain = lambda _probes: defer
+    filters._defer_plain = lambda *_: defer
     output = ["p", "d", "s"] if narrow_output else None
     keeping = frozenset(["d"]) if keep else frozenset()
     got = filters.apply(encoded, keep=keeping, output=output)
