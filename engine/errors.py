@@ -136,7 +136,13 @@ class StorageCorruptionError(ExecutionError):
 
 
 class BadDataError(CanopyError, DataError):
-    """Data that does not fit: an overflowing value, an unparsable CSV field, a division overflow."""
+    """Data that does not fit: an overflowing value, an unparsable CSV field, a division overflow.
+    ``code``: MySQL's error code where it is not 1264 'Out of range value' (1292 'Truncated incorrect
+    INTEGER value' of a strict write's CAST)."""
+
+    def __init__(self, message: str, code: Optional[int] = None):
+        self.code = code
+        super().__init__(message)
 
 
 class ConstraintError(CanopyError, IntegrityError):

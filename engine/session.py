@@ -536,7 +536,7 @@ class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatemen
                         raise UnsupportedError(f"statement {words} ... is not supported")
                     result = handler(self, node, statement)
         except Error as error:
-            self.warnings = [("Error", 0, str(error))]
+            self.warnings = [("Error", getattr(error, "code", None) or 0, str(error))]
             raise
         self.warnings = result.warnings
         return result

@@ -13,12 +13,14 @@ where Arrow's checked casts would fail the query. Checked against MariaDB 10.11:
   converted positive out-of-range integer to it's negative complement" where it did not clip;
 * any number or text to DECIMAL(p, s): rounded half away to scale s, then clipped to
   ±(10^p - 1) / 10^s, Warning 1264 "Out of range value for column 'CAST(v AS DECIMAL(4,2))' at row N".
-  MariaDB names the select list item (its alias where it has one) and counts rows as it reads them;
-  Canopy names the CAST itself and counts rows within the batch it evaluates (1 for a constant).
+  MariaDB names the select list item: its alias, '(null)' for a CAST inside an expression, the CAST
+  where it is the item (the binder's NAMED option says which); it counts rows as it reads them, Canopy
+  within the batch it evaluates (1 for a constant).
 
 In a write under strict mode (INSERT, UPDATE, CREATE TABLE ... AS: Canopy always runs strict) the
 binder adds STRICT: what MariaDB warns of with a Warning fails the statement (BadDataError with the
-warning's message), as strict mode turns those warnings into errors; a Note does not
+warning's message and code), as strict mode turns those warnings into errors (also text that is not a
+number in full, 1292: ``statement_warnings.truncated``); a Note does not
 (``INSERT ... SELECT CAST(1e30 AS SIGNED)`` stores 2^63 - 1).
 
 >>> import engine.exec.statement_warnings as w
@@ -47,6 +49,7 @@ Datum = Union[pa.Array, pa.ChunkedArray, pa.Scalar]
 # does not: CAST(1e30 AS SIGNED) is stored clipped)
 CLIP = "clip"
 STRICT = "clip_strictly"
+NAMED = "named:"            # the option naming the select list item a CAST is in (its 1264's column)
 OUT_OF_RANGE = 1264         # ER_WARN_DATA_OUT_OF_RANGE: "Out of range value for column '%s' at row %lu"
 
 _MIN, _MAX = -2**63, 2**63 - 1
@@ -179,6 +182,6 @@ def _warn_or_fail(values: Datum, rows, code: int, message, strict: bool) -> None
         found = rows.as_py() if isinstance(rows, pa.Scalar) else pc.any(rows).as_py()
         if found:
             first = values if isinstance(values, pa.Scalar) else values.filter(rows)[0]
-            raise BadDataError(message(first.as_py()))
+            raise BadDataError(message(first.as_py()), code=code)
         return
     statement_warnings.flagged(values, rows, "Warning", code, message)

@@ -661,13 +661,15 @@ def _cast(expr, a):
     name = "INTEGER" if integer else "DOUBLE" if expr.type.kind == "float" and TEXT_AS_DECIMAL not in expr.options \
         else "DECIMAL"
     number = statement_warnings.FULL_INTEGER if integer else statement_warnings.FULL_NUMBER
+    # an explicit CAST in a write (strict mode): text that is not a number in full fails, as MariaDB
+    strict = cast_range.STRICT in expr.options
     if expr.type.unsigned:
-        statement_warnings.truncated(a, number, name)
+        statement_warnings.truncated(a, number, name, strict)
         return _cast_value(expr, a)
     try:
         value = _cast_value(expr, a, clip)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        statement_warnings.truncated(a, number, name)
+        statement_warnings.truncated(a, number, name, strict)
         if clip and expr.type.to_arrow() == pa.int64():
             # past BIGINT's range too: MariaDB's reading
             return cast_range.text_to_bigint(a, cast_range.STRICT in expr.options)
@@ -675,6 +677,13 @@ def _cast(expr, a):
     if statement_warnings.recording() and statement_warnings.trailing_space(a):
         statement_warnings.truncated(a, number, name)       # ' 7 ': a Note
     return value
+
+
+def _item_name(expr) -> str:
+    """What a CAST's 1264 warning names: its select list item's alias, '(null)' inside an expression
+    (the binder's NAMED option), else the CAST itself."""
+    named = next((o for o in expr.options if o.startswith(cast_range.NAMED)), None)
+    return named[len(cast_range.NAMED):] if named is not None else str(expr)
 
 
 def _is_number(t: SqlType) -> bool:
@@ -705,12 +714,13 @@ def _cast_value(expr, a, clip: bool = False):
         return a
     source = a.type
     if expr.args[0].type.unsigned and expr.args[0].type.kind == "decimal" and pa.types.is_integer(target):
-        a = source = unsigned.to_signed(a)      # CAST(x AS SIGNED) of a BIGINT UNSIGNED wraps
+        a = unsigned.to_signed(a)               # CAST(x AS SIGNED) of a BIGINT UNSIGNED wraps
+        source = a.type
         if a.type == target:
             return a
     if clip and pa.types.is_decimal(target) and not expr.type.unsigned and \
             (pa.types.is_decimal(source) or pa.types.is_floating(source) or pa.types.is_integer(source)):
-        return cast_range.to_decimal(a, target, lambda v: _cast_value(expr, v), str(expr),
+        return cast_range.to_decimal(a, target, lambda v: _cast_value(expr, v), _item_name(expr),
                                      cast_range.STRICT in expr.options)
     if clip and target == pa.int64() and pa.types.is_decimal(source):
         return cast_range.decimal_to_bigint(a, cast_range.STRICT in expr.options)
@@ -727,8 +737,8 @@ def _cast_value(expr, a, clip: bool = False):
         wide = pa.decimal128(MAX_DECIMAL_PRECISION, spare_scale)
         parsed = _whole(pc.utf8_trim_whitespace(a).cast(wide))
         if clip:
-            return cast_range.to_decimal(parsed, target, lambda v: decimal128.rescale(_whole(v), target), str(expr),
-                                         cast_range.STRICT in expr.options)
+            return cast_range.to_decimal(parsed, target, lambda v: decimal128.rescale(_whole(v), target),
+                                         _item_name(expr), cast_range.STRICT in expr.options)
         return decimal128.rescale(parsed, target)
     if pa.types.is_string(source) and (pa.types.is_integer(target) or pa.types.is_floating(target)):
         return pc.utf8_trim_whitespace(a).cast(target)      # MySQL reads ' 42 ' as 42

@@ -151,12 +151,14 @@ def recording() -> bool:
     return _CURRENT.sink is not None
 
 
-def truncated(values: Union[pa.Array, pa.ChunkedArray, pa.Scalar], number: str, type_name: str) -> None:
+def truncated(values: Union[pa.Array, pa.ChunkedArray, pa.Scalar], number: str, type_name: str,
+              strict: bool = False) -> None:
     """1292 "Truncated incorrect <type_name> value: '<text>'" for each of the strings ``values`` that is
     not a number (the regex ``number``, anchored at the start) in full: a Warning, or a Note where only
-    trailing whitespace follows the number. NULLs never warn."""
+    trailing whitespace follows the number. NULLs never warn. ``strict`` (an explicit CAST in a write:
+    MariaDB's strict mode): the first Warning fails the statement instead (BadDataError, code 1292)."""
     sink = _CURRENT.sink
-    if sink is None:
+    if sink is None and not strict:
         return
     constant = isinstance(values, pa.Scalar)
     if constant:
@@ -167,6 +169,13 @@ def truncated(values: Union[pa.Array, pa.ChunkedArray, pa.Scalar], number: str, 
     if pc.all(clean).as_py():
         return
     padded = pc.fill_null(pc.match_substring_regex(values, number + r"\s+$"), False)
+    if strict:
+        bad = values.filter(pc.invert(pc.or_(clean, padded)))
+        if len(bad):
+            from engine.errors import BadDataError
+            raise BadDataError(f"Truncated incorrect {type_name} value: '{bad[0].as_py()}'", code=TRUNCATED)
+        if sink is None:
+            return
     for level, rows in (("Warning", pc.invert(pc.or_(clean, padded))), ("Note", padded)):
         found = pc.sum(rows).as_py() or 0
         if found:   # only the first few values become messages (SHOW WARNINGS lists MAX_WARNINGS)

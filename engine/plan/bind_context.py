@@ -8,6 +8,7 @@ from typing import Optional
 
 from sqlglot import exp
 
+from engine.exec.cast_range import NAMED
 from engine.plan.bind_aggregates import EXTENDED
 from engine.plan.bind_grouping import GroupingKeys
 from engine.plan.decorrelate import SubqueryCollector
@@ -96,6 +97,22 @@ ZERO_DIVISOR_IS_ERROR = "zero_divisor_is_error"
 # this, engine.sql.handlers.writes): an explicit CAST past its type's range fails there; elsewhere it
 # clips with a warning, as MariaDB (engine.exec.cast_range)
 strict_writes: ContextVar[bool] = ContextVar("strict_writes", default=False)
+# The select list item being bound: (its expression node, its alias or None). MariaDB's 1264 "Out of
+# range value for column '%s'" of a CAST names the item: its alias, its text where the CAST is the
+# item, '(null)' where the CAST is inside it (engine.exec.cast_range reads the cast's NAMED option)
+select_item: ContextVar[Optional[tuple]] = ContextVar("select_item", default=None)
+
+
+def named_cast(node) -> tuple:
+    """The option naming a CAST ``node`` in its 1264 warning: () where it is not in a select list
+    item, or is a whole item without an alias (it names itself)."""
+    item = select_item.get()
+    if item is None:
+        return ()
+    root, alias = item
+    if node is not root:
+        return (NAMED + "(null)",)
+    return (NAMED + alias,) if alias else ()
 # MySQL's strict mode in an UPDATE (SET and WHERE): text read as a number must be one ('abc' = 0 is an
 # error there, 'Truncated incorrect DOUBLE value', where a SELECT reads 'abc' as 0)
 strict_text_numbers: ContextVar[bool] = ContextVar("strict_text_numbers", default=False)

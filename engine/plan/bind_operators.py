@@ -17,7 +17,7 @@ from engine.plan.bind_collation import common_collation, is_string, keyed, needs
 from engine.core.expressions import Call, Expr, Literal
 from engine.exec.cast_range import CLIP, STRICT
 from engine.exec.evaluate import QUIET, TEXT_AS_DECIMAL, constant_warnings
-from engine.plan.bind_context import ZERO_DIVISOR_IS_ERROR, node_name, strict_division, strict_writes
+from engine.plan.bind_context import ZERO_DIVISOR_IS_ERROR, named_cast, node_name, strict_division, strict_writes
 from engine.plan.bind_helpers import _BINARY_OPS, _COMPARISON_OPS, _MICROSECONDS_PER, _QUANTIFIABLE
 
 
@@ -297,8 +297,11 @@ class OperatorBinding:
             return a
         # a value past SIGNED's or DECIMAL(p, s)'s range clips and warns (Note) or fails (a Warning in a
         # write: strict mode) as in MariaDB (engine.exec.cast_range)
+        # (UNSIGNED and DOUBLE do not clip, but text that is not a number in full fails a write alike)
         clips = target.kind in ("int", "decimal") and not target.unsigned
-        options = ((CLIP, STRICT) if strict_writes.get() else (CLIP,)) if clips else ()
+        options = ((CLIP,) if clips else ()) + ((STRICT,) if strict_writes.get() and _is_number(target) else ())
+        if clips:       # MariaDB's 1264 names the select list item: its alias, '(null)' inside an expression
+            options += named_cast(node)
         return self._fold(Call("cast", (a,), target, options))
 
     _bind_TryCast = _bind_Cast
@@ -311,6 +314,10 @@ class OperatorBinding:
         if name == "CHAR" and not params:
             return T.TEXT      # CAST(x AS CHAR)
         return T.from_sql_name(name, params)
+
+
+def _is_number(t: T.SqlType) -> bool:
+    return t.kind in ("int", "decimal", "float")
 
 
 def _quiet_casts(expr: Expr, x: Expr) -> Expr:

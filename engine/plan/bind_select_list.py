@@ -19,7 +19,7 @@ from engine.plan.logical import (Aggregate, Field, Filter, Limit, LogicalPlan, P
                                  Sort, SortKey)
 from engine.plan.scope import Scope
 from engine.plan.sql_words import ORDERED_PARTS, refuse_unread
-from engine.plan.bind_context import AggContext, ExprContext, _Lifted, arg, node_name
+from engine.plan.bind_context import AggContext, ExprContext, _Lifted, arg, node_name, select_item
 from engine.plan.bind_helpers import _column_node, _contains_aggregate, _display_name
 
 
@@ -54,8 +54,13 @@ class SelectListBinding:
         ctx = ExprContext(scope, agg=agg, clause="SELECT", subqueries=values,
                           windows=windows)
         select_exprs: list[tuple[str, Expr]] = []
+        aliased = {id(x.this): x.alias for x in sel.expressions if isinstance(x, exp.Alias)}
         for node, name in items:
-            e = self.bind_expr(node, ctx)
+            token = select_item.set((node, aliased.get(id(node))))
+            try:
+                e = self.bind_expr(node, ctx)
+            finally:
+                select_item.reset(token)
             if aggregating:
                 e = self._lift_to_groups(e, key_fields, agg, scope)
             select_exprs.append((name, e))

@@ -33,6 +33,8 @@ UNKNOWN_NAME_CODES = {"database": (1049, "42000"), "table": (1146, "42S02"), "co
 ACCESS_CODES = {"database": (1044, "42000"), "table": (1142, "42000"), "column": (1143, "42000"),
                 "global": (1227, "42000"),
                 "thread": (1095, "HY000")}
+# a BadDataError's own code (its ``code``): SQLSTATE as MariaDB sends it
+BAD_DATA_STATES = {1264: "22003", 1292: "22007", 1366: "22007"}
 LOGIN_DENIED = (1045, "28000")                      # ER_ACCESS_DENIED_ERROR (wrong password, no such user)
 NO_DATABASE = (1046, "3D000")                       # ER_NO_DB_ERROR
 SECURE_FILE_PRIV = (1290, "HY000")                  # ER_OPTION_PREVENTS_STATEMENT
@@ -53,6 +55,8 @@ def mysql_error(error: BaseException) -> tuple[int, str, str]:
         return (*code, message)
     if isinstance(error, AccountOperationError):
         return (*ACCOUNT_OPERATION, message)
+    if isinstance(error, E.BadDataError) and error.code in BAD_DATA_STATES:
+        return error.code, BAD_DATA_STATES[error.code], message
     if isinstance(error, E.AccessDeniedError):
         return (*ACCESS_CODES.get(error.scope, ACCESS_CODES["table"]), message)
     for cls in type(error).__mro__:

@@ -23,7 +23,7 @@ from engine.sql.query import run_query
 
 
 @contextlib.contextmanager
-def data_change(session):
+def data_change(session, strict: bool = True):
     """Around an INSERT or UPDATE: x / 0 is MySQL's 'Division by 0' error when the session's sql_mode
     says so (strict mode with ERROR_FOR_DIVISION_BY_ZERO, the default), NULL otherwise; a CAST past its
     type's range is an error (strict mode), where a SELECT clips it with a warning."""
@@ -31,7 +31,8 @@ def data_change(session):
     from engine.plan.binder import strict_division
     from engine.sql.sql_modes import divides_strictly
     token = strict_division.set(divides_strictly(str(session.variables["sql_mode"])))
-    writes = strict_writes.set(True)        # strict mode: a CAST past its range fails, not clips
+    # strict mode: a CAST past its range fails, not clips (INSERT IGNORE: it clips and warns, as MariaDB)
+    writes = strict_writes.set(strict)
     try:
         yield
     finally:
@@ -43,7 +44,7 @@ class WriteStatements:
     def _stmt_Insert(self, node: exp.Insert, statement) -> Result:
         """INSERT [IGNORE], REPLACE (parsed as INSERT with alternative REPLACE), INSERT ... ON DUPLICATE
         KEY UPDATE; the rows are checked against the table's unique keys (engine.load.keys)."""
-        with data_change(self):
+        with data_change(self, strict=not node.args.get("ignore")):
             return self._insert(node)
 
     def _insert(self, node: exp.Insert) -> Result:
@@ -81,26 +82,28 @@ class WriteStatements:
             # a plain INSERT's SELECT may stay on disk past memory_limit and go in a batch at a time
             # (IGNORE / REPLACE / ON DUPLICATE KEY UPDATE and AUTO_INCREMENT work on the rows whole)
             streams = mode == "error" and table.auto_increment is None
-            data = run_query(planned, self.runner, spill_answer=streams and "INSERT ... SELECT").table
+            selected = run_query(planned, self.runner, spill_answer=streams and "INSERT ... SELECT")
+            data, selected_warnings = selected.table, list(selected.warnings or [])
             types = [f.type for f in planned.fields]
             if isinstance(data, SpilledAnswer):
                 count = insert_spilled(self.runner, table, data, lambda rows, first: dml.conform_to_table(
                     rows, types, table, columns, first_row=first))
-                return Result(None, rowcount=count)
+                return Result(None, rowcount=count, warnings=selected_warnings)
         update = self._on_duplicate(table, conflict, alias.name if alias is not None else None) \
             if mode == "update" else None
         generated = None
         if table.auto_increment is not None:
             data, types, columns, generated = auto_increment.fill(self.runner, table, data, types, columns)
         rows = dml.conform_to_table(data, types, table, columns)
-        warnings: list = []
+        warnings: list = [] if isinstance(source, exp.Values) else selected_warnings   # (IGNORE's CASTs)
         if not table.unique_keys:         # no key, no duplicate: IGNORE, REPLACE and the UPDATE are moot
             count = self.runner.insert(table, rows)
         elif mode == "error":
             keys.check_unique(self.runner, table, rows)
             count = self.runner.insert(table, rows)
         elif mode == "ignore":
-            rows, warnings = keys.drop_duplicates(self.runner, table, rows)
+            rows, dropped = keys.drop_duplicates(self.runner, table, rows)
+            warnings = warnings + dropped
             count = self.runner.insert(table, rows)
         elif mode == "replace":
             count = keys.replace_rows(self.runner, table, rows)
