@@ -44,6 +44,28 @@ def test_mutated_tpch_queries_for_a_minute(tpch_small):
 
 
 @pytest.mark.slow
+def test_mutated_tpch_queries_under_a_small_memory_limit(tpch_small, monkeypatch):
+    """Under memory_limit = 2 MiB (docs/memory.md) every mutated statement answers (spilling) or fails
+    clearly (MemoryLimitError among the clear errors), and no query pool of this process (the
+    embedded runner's tasks, answers, CTEs, exchange buffers) ever held more than the limit."""
+    from engine.exec.memory import MemoryPool
+    from engine.workloads import tpch
+    pools: list = []
+    close = MemoryPool.close
+    monkeypatch.setattr(MemoryPool, "close", lambda self: pools.append((self.peak, self.limit)) or close(self))
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    tpch_small.execute("SET memory_limit = '2MiB'")
+    try:
+        outcome = session.run(tpch_small, tpch.queries(), seconds=60, seed=seed)
+    finally:
+        tpch_small.execute("SET memory_limit = DEFAULT")
+    _check(outcome, minimum=30)
+    limited = [(peak, limit) for peak, limit in pools if limit == 2 << 20]
+    assert limited and all(peak <= limit for peak, limit in limited), max(limited or [(0, 0)])
+
+
+@pytest.mark.slow
 def test_mutated_tpcds_queries_for_a_minute():
     from engine.workloads import tpcds
     data_dir = None
