@@ -160,8 +160,8 @@ def test_overflow_is_a_data_error(con):
     # a CAST past its range clips with a warning in a query (MariaDB) and fails in a write (strict mode)
     ("CREATE TABLE c AS SELECT CAST(99999999999999999999 AS SIGNED) AS x",
      "Got overflow when converting '99999999999999999999' to INT"),
-    ("CREATE TABLE c AS SELECT CAST(1e40 AS DECIMAL(10,2)) AS x",
-     "Out of range value for column 'CAST(1e+40 AS DECIMAL(10,2))'"),
+    ("CREATE TABLE c AS SELECT CAST(1e40 AS DECIMAL(10,2)) AS x",      # the item's alias, as MariaDB
+     "Out of range value for column 'x'"),
     ("CREATE TABLE c AS SELECT CAST('99999999999999999999' AS SIGNED) AS x",
      "Truncated incorrect INTEGER value: '99999999999999999999'"),
     ("SELECT ABS(-9223372036854775808)", "BIGINT value is out of range"),
