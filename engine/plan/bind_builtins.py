@@ -59,7 +59,15 @@ class BuiltinBinding:
         return self._date_part(node, ctx, "DAYOFYEAR")
 
     def _bind_DateDiff(self, node, ctx) -> Expr:
-        a, b = self.bind_expr(node.this, ctx), self.bind_expr(node.expression, ctx)
+        a = self.bind_expr(node.this, ctx)
+        if _is_year_zero(node.expression):
+            # sqlglot reads TO_DAYS(x) as DATEDIFF(x, '0000-01-01') + 1; year 0 is outside the DATE range
+            # (and MySQL's day numbering of it is its own), so count from 1970-01-01, MySQL's day 719528
+            a = self.coerce(a, T.DATE) if a.type.kind in ("string", "null") else a
+            since_epoch = self._fold(Call("datediff", (a, self.coerce(Literal("1970-01-01", T.TEXT), T.DATE)),
+                                          T.BIGINT))
+            return self._fold(Call("add", (since_epoch, Literal(_DAYS_BEFORE_1970, T.BIGINT)), T.BIGINT))
+        b = self.bind_expr(node.expression, ctx)
         a = self.coerce(a, T.DATE) if a.type.kind in ("string", "null") else a
         b = self.coerce(b, T.DATE) if b.type.kind in ("string", "null") else b
         return self._fold(Call("datediff", (a, b), T.BIGINT))
@@ -192,3 +200,14 @@ class BuiltinBinding:
             t = args[0].type if args[0].type.kind == "int" else T.BIGINT
             return self._fold(Call(op, tuple(args), t))
         raise UnsupportedError(op)
+
+
+# DATEDIFF('1970-01-01', '0000-01-01') in MySQL's calendar: TO_DAYS('1970-01-01') is 719528
+_DAYS_BEFORE_1970 = 719527
+
+
+def _is_year_zero(node) -> bool:
+    """Whether ``node`` is the constant date '0000-01-01' (as sqlglot writes TO_DAYS)."""
+    while isinstance(node, (exp.TsOrDsToDate, exp.Cast)):
+        node = node.this
+    return isinstance(node, exp.Literal) and node.is_string and node.this == "0000-01-01"

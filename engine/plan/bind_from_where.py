@@ -184,7 +184,7 @@ class FromWhereBinding:
             if self.try_correlated_scalar(inner, comparison, scope, ctes, items, conditions):
                 return
         before = len(values.uses)
-        bound = self.bind_expr(node, ExprContext(scope, clause="WHERE", subqueries=values))
+        bound = self._as_bool(self.bind_expr(node, ExprContext(scope, clause="WHERE", subqueries=values)))
         if len(values.uses) > before:
             marked.append(bound)
         elif bound.column_ids() - scope.own_ids() - self._init_ids():

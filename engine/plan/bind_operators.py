@@ -37,7 +37,7 @@ class OperatorBinding:
             return self.make_comparison(op, a, b)
         if op in ("and", "or"):
             for side in (a, b):
-                if side.type.kind not in ("bool", "null", "int"):
+                if side.type.kind not in ("bool", "null", "int", "decimal", "float", "string"):
                     raise TypeMismatchError(f"{op.upper()} needs boolean operands, got {side.type} in {node_name(node)}")
             return self._fold(Call(op, (self._as_bool(a), self._as_bool(b)), T.BOOLEAN))
         division = (ZERO_DIVISOR_IS_ERROR,) if op in ("divide", "mod", "int_divide") and strict_division.get() \
@@ -56,7 +56,8 @@ class OperatorBinding:
         return self._fold(Call(op, (a, b), result, division))
 
     def _as_bool(self, e: Expr) -> Expr:
-        if e.type.kind == "int":
+        # MySQL reads any value as a truth value by comparing it with 0 (text as a number, with its warning)
+        if e.type.kind in ("int", "decimal", "float", "string"):
             return self.make_comparison("ne", e, Literal(0, T.BIGINT))
         if e.type.kind == "null":
             return self.coerce(e, T.BOOLEAN)     # NULL AND FALSE: the Kleene kernels need a boolean NULL

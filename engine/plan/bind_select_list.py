@@ -69,7 +69,8 @@ class SelectListBinding:
         if having is not None:
             alias_map = {n.lower(): e for n, e in select_exprs}
             having_ctx = ExprContext(scope, agg=agg, aliases=alias_map, clause="HAVING", subqueries=values)
-            having_expr = self._lift_to_groups(self.bind_expr(having.this, having_ctx), key_fields, agg, scope)
+            having_expr = self._lift_to_groups(self._as_bool(self.bind_expr(having.this, having_ctx)), key_fields,
+                                               agg, scope)
 
 
         # projection (visible + hidden ORDER BY expressions)
