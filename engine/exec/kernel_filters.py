@@ -31,6 +31,8 @@ from engine.core.expressions import Call, ColumnRef, Expr, Literal, and_all, con
 from engine.storage.columnstore.encoding import decode_batch, decode_column
 from engine.exec.gather import take
 
+_CACHED_DICTIONARIES = 16      # dictionaries whose entries one OR keeps (KernelDisjunction)
+
 _COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 _FLIPPED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 # SQL kinds whose Arrow storage the filter kernels compare (bool and NULL-typed columns fall back).
@@ -82,6 +84,16 @@ class KernelDisjunction:
 
     disjuncts: tuple[tuple[KernelPredicate, ...], ...]
     source: Expr
+    # the entries of the last few dictionaries seen: the batches of one stored segment share its
+    # dictionary, and keying a dictionary's values (collations) costs far more than looking them up
+    _by_dictionary: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def __getstate__(self):         # shipped (Ray) without what it cached
+        return {"disjuncts": self.disjuncts, "source": self.source, "_by_dictionary": {}}
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
 
     def select(self, batch: pa.RecordBatch) -> pa.BooleanArray:
         """As :meth:`KernelPredicate.select`. An OR over one dictionary or run-end column runs over
@@ -90,11 +102,27 @@ class KernelDisjunction:
         if len(names) == 1:
             [name] = names
             column = batch.column(name)
-            if pa.types.is_dictionary(column.type) or pa.types.is_run_end_encoded(column.type):
-                values = column.dictionary if pa.types.is_dictionary(column.type) else column.values
-                entries = self._select(pa.RecordBatch.from_arrays([values], names=[name]))
+            if pa.types.is_dictionary(column.type):
+                entries = self._dictionary_entries(name, column.dictionary)
+                return kernels.selection(kernels.compare(_recoded(column, entries), "eq", 1))
+            if pa.types.is_run_end_encoded(column.type):
+                entries = self._select(pa.RecordBatch.from_arrays([column.values], names=[name]))
                 return kernels.selection(kernels.compare(_recoded(column, entries), "eq", 1))
         return self._select(batch)
+
+    def _dictionary_entries(self, name: str, values: pa.Array) -> pa.BooleanArray:
+        """The OR over each entry of ``values``, cached by its buffers: the cache holds ``values``,
+        so no other array can take their addresses while the key stands (buffers never change)."""
+        key = (values.type, len(values), values.offset,
+               tuple(b.address if b is not None else 0 for b in values.buffers()))
+        found = self._by_dictionary.get(key)
+        if found is not None:
+            return found[1]
+        entries = self._select(pa.RecordBatch.from_arrays([values], names=[name]))
+        if len(self._by_dictionary) >= _CACHED_DICTIONARIES:
+            self._by_dictionary.clear()
+        self._by_dictionary[key] = (values, entries)
+        return entries
 
     def _select(self, batch: pa.RecordBatch) -> pa.BooleanArray:
         result = None
