@@ -7,12 +7,18 @@ the peers, in one run.
     python -m benchmarks.seed d f --data-dir  # also Canopy with a data_dir (durable columnstore), same run
     make bench-peers                          # installs the peers (.[peers]) and runs the above
 
-Each workload's data is built once (NumPy, fixed seeds) and loaded into Canopy (embedded local
-cluster) and into every installed peer: DuckDB, Polars, DataFusion, chDB (embedded ClickHouse), all
-holding the table in memory, peers at 2 threads. A peer that is not installed is reported and
-skipped. Each query runs once to warm up, then 5 times; the median is printed per engine with the
-ratio ``canopy / best peer`` and Canopy's rows per second. Every engine's result is checked against
-DuckDB's before timing; a mismatch is printed, not timed silently.
+Each workload's data is built once (NumPy, fixed seeds) and written to an Arrow IPC file; then each
+engine runs in a fresh Python process of its own (``--child``): Canopy (embedded local cluster) and
+every installed peer, DuckDB, Polars, DataFusion, chDB (embedded ClickHouse), all holding the table in
+memory, peers at 2 threads. A peer that is not installed is reported and skipped. The process reads the
+table into memory, resets its peak RSS (``/proc/self/clear_refs``), imports the engine, loads the table
+and runs each query once to warm up, then ``--repeat`` times (default 5); the median is printed per
+engine with the ratio ``canopy / best peer`` and Canopy's rows per second. Beside it, each engine's
+**peak RSS**: the process's high-water mark (``VmHWM``) from the reset to the last query, so it counts
+the engine's import, its copy of the table, its working memory and the source Arrow table the process
+holds throughout (printed as "source table": python, numpy, pyarrow and the data read back). Every
+engine's result is checked against DuckDB's (a digest of the rows, numbers as float64, sorted unless
+the query orders them) before its times count; a mismatch is printed, not timed silently.
 
 Canopy's tables are in memory (``connect()`` with no ``data_dir``, as the peers), which keeps the
 columnstore's encoded segments (run-end encoded sorted column for d, dictionary-encoded symbols for f).
@@ -23,8 +29,14 @@ ratio ``memory / data_dir``.
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
 import math
+import os
+import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -190,80 +202,168 @@ class Canopy:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def _canonical(table: pa.Table, ordered: bool) -> list[tuple]:
-    """Rows as Python tuples, numbers as float (engines differ in integer/decimal result types),
-    sorted unless the query orders them."""
-    def value(v):
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-        if hasattr(v, "as_tuple"):          # Decimal
-            return float(v)
-        return v
-    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
-    rows = [tuple(value(v) for v in row) for row in zip(*columns)]
-    return rows if ordered else sorted(rows, key=repr)
+ENGINES = {"canopy": Canopy, "canopy-ray": lambda w: Canopy(w, cluster="ray"),
+           "canopy-dir": lambda w: Canopy(w, durable=True), **PEERS}
 
 
-def _summary(rows: list[tuple]) -> str:
-    if len(rows) == 1:
-        return ", ".join(f"{v:,.0f}" if isinstance(v, float) else str(v) for v in rows[0])
-    return f"{len(rows):,} rows"
+IMPORTS = {"duckdb": "duckdb", "polars": "polars", "datafusion": "datafusion", "chdb": "chdb.session"}
+
+
+def _canonical(table: pa.Table, ordered: bool) -> tuple[str, int, str]:
+    """(digest, rows, summary) of a result: numbers as float64 (engines differ in integer, decimal and
+    float result types), strings as large_string, rows sorted unless the query orders them."""
+    import hashlib
+
+    import pyarrow.compute as pc
+
+    columns = []
+    for i, column in enumerate(table.columns):
+        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_decimal(column.type):
+            column = pc.cast(column, pa.float64())
+        elif not pa.types.is_large_string(column.type):
+            column = pc.cast(column, pa.large_string())
+        columns.append(column)
+    table = pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
+    if not ordered and table.num_rows > 1:
+        table = table.sort_by([(name, "ascending") for name in table.column_names])
+    digest = hashlib.sha256()
+    for column in table.combine_chunks().columns:
+        array = column.chunk(0) if column.num_chunks else pa.array([], column.type)
+        digest.update(array.null_count.to_bytes(8, "little"))
+        if pa.types.is_large_string(array.type):
+            offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset:array.offset + len(array) + 1]
+            digest.update((offsets - offsets[0]).tobytes())
+            digest.update(memoryview(array.buffers()[2])[offsets[0]:offsets[-1]] if len(array) else b"")
+        else:
+            digest.update(array.fill_null(float("nan")).to_numpy().tobytes())
+    if table.num_rows == 1:
+        summary = ", ".join(f"{v:,.0f}" if isinstance(v, float) else str(v) for v in table.to_pylist()[0].values())
+    else:
+        summary = f"{table.num_rows:,} rows"
+    return digest.hexdigest(), table.num_rows, summary
+
+
+def _memory_kb(field_name: str) -> int:
+    """``VmRSS`` / ``VmHWM`` of this process from /proc (Linux), in KiB; 0 where there is no /proc."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _reset_peak_rss() -> bool:
+    """Reset the kernel's peak RSS of this process (VmHWM) to its current RSS (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def run_engine(engine_name: str, data_path: str, spec: dict, repeat: int) -> dict:
+    """One engine's whole life on one workload, in this (fresh) process: read the data from an Arrow
+    IPC file into memory, reset the peak RSS, load it into the engine, run every query (one warm-up
+    checked against the others' results, then the median of ``repeat``); return the times, each
+    result's digest and the peak RSS from the load to the last query."""
+    with pa.OSFile(data_path) as source:
+        data = pa.ipc.open_file(source).read_all()
+    w = Workload(spec["table"], data, spec["ddl"], spec["queries"])
+    reset = _reset_peak_rss()
+    base_kb = _memory_kb("VmRSS")
+    try:
+        importlib.import_module(IMPORTS.get(engine_name, "engine"))
+    except ImportError:
+        return {"missing": True}
+    start = time.perf_counter()
+    run = ENGINES[engine_name](w)
+    out = {"load_s": time.perf_counter() - start, "base_mb": base_kb / 1024, "queries": {}}
+    for title, sql in w.queries.items():
+        digest, rows, summary = _canonical(run(sql), "ORDER BY" in sql.upper())
+        seconds = median_seconds(lambda: run(sql), repeat)
+        out["queries"][title] = {"digest": digest, "rows": rows, "summary": summary, "seconds": seconds}
+    peak_kb = _memory_kb("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out["peak_mb"] = peak_kb / 1024
+    if hasattr(run, "close"):
+        run.close()
+    return out
+
+
+def _run_child(engine_name: str, data_path: str, spec: dict, repeat: int) -> dict:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as spec_file:
+        json.dump(spec, spec_file)
+    try:
+        done = subprocess.run([sys.executable, "-m", "benchmarks.seed", "--child", engine_name, data_path,
+                               spec_file.name, "--repeat", str(repeat)], stdout=subprocess.PIPE, text=True)
+    finally:
+        os.unlink(spec_file.name)
+    if done.returncode != 0:
+        return {"failed": f"exit status {done.returncode}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run_workload(name: str, scale: float, repeat: int, ray: bool = False,
-                 data_dir: bool = False) -> list[tuple[str, float, str, float]]:
-    """Print and return (query title, canopy seconds, best peer, best peer seconds) per query.
+                 data_dir: bool = False) -> list[tuple]:
+    """Print and return (query title, canopy seconds, best peer, best peer seconds, canopy peak MB,
+    duckdb peak MB) per query. Each engine runs in a fresh process (so its peak RSS is its own);
     ``ray``: Canopy on a local Ray (2 leaf actors) is timed too, as ``canopy-ray`` (not a peer);
     ``data_dir``: so is Canopy with a durable columnstore, as ``canopy-dir``."""
     w = WORKLOADS[name](scale)
     rows = w.data.num_rows
-    start = time.perf_counter()
-    canopy = Canopy(w)
-    load_s = time.perf_counter() - start
-    engines = {"canopy-ray": Canopy(w, cluster="ray")} if ray else {}
-    if data_dir:
-        engines["canopy-dir"] = Canopy(w, durable=True)
-    for peer, make in PEERS.items():
-        try:
-            engines[peer] = make(w)
-        except ImportError:
-            print(f"  {peer}: not installed (pip install -e '.[peers]'), skipped")
-    print(f"workload {name}: {rows:,} rows, Canopy load (in memory) {load_s:.1f} s")
+    spec = {"table": w.table, "ddl": w.ddl, "queries": w.queries}
+    names = ["canopy"] + (["canopy-ray"] if ray else []) + (["canopy-dir"] if data_dir else []) + list(PEERS)
+    with tempfile.TemporaryDirectory(prefix="seed-data-") as directory:
+        data_path = os.path.join(directory, "data.arrow")
+        with pa.OSFile(data_path, "wb") as sink, pa.ipc.new_file(sink, w.data.schema) as writer:
+            writer.write_table(w.data)
+        data_mb = w.data.nbytes / 2**20
+        del w
+        results = {}
+        for engine_name in names:
+            results[engine_name] = _run_child(engine_name, data_path, spec, repeat)
+    print(f"workload {name}: {rows:,} rows ({data_mb:,.0f} MB in Arrow), each engine in a fresh process:")
+    for engine_name, result in results.items():
+        if result.get("missing"):
+            print(f"  {engine_name}: not installed (pip install -e '.[peers]'), skipped")
+        elif result.get("failed"):
+            print(f"  {engine_name}: FAILED ({result['failed']})")
+        else:
+            print(f"  {engine_name:10s} load {result['load_s']:6.2f} s  peak RSS {result['peak_mb']:7,.0f} MB"
+                  f"  (source table {result['base_mb']:,.0f} MB)")
+    ran = {e: r for e, r in results.items() if "queries" in r}
     out = []
-    try:
-        for title, sql in w.queries.items():
-            ordered = "ORDER BY" in sql.upper()
-            expected = _canonical(engines["duckdb"](sql), ordered) if "duckdb" in engines else None
-            times, wrong = {}, []
-            for engine_name, run in [("canopy", canopy)] + list(engines.items()):
-                got = _canonical(run(sql), ordered)
-                if expected is not None and got != expected:
-                    wrong.append(engine_name)
-                    continue
-                times[engine_name] = median_seconds(lambda: run(sql), repeat)
-            peers = {p: t for p, t in times.items() if not p.startswith("canopy")}
-            cells = "  ".join(f"{p} {t * 1e3:8.2f} ms" for p, t in times.items())
-            line = f"  {title:34s} {cells}"
-            if "canopy" in times and peers:
-                best = min(peers, key=peers.get)
-                line += (f"  canopy/{best} {times['canopy'] / peers[best]:.2f}"
-                         f"  canopy {rows / times['canopy'] / 1e6:,.0f}M rows/s")
-                out.append((title, times["canopy"], best, peers[best]))
-                if "canopy-ray" in times:
-                    line += (f"  canopy-ray/{best} {times['canopy-ray'] / peers[best]:.2f}"
-                             f"  ray/embedded {times['canopy-ray'] / times['canopy']:.2f}")
-                if "canopy-dir" in times:
-                    line += f"  memory/data_dir {times['canopy'] / times['canopy-dir']:.2f}"
-            if expected is not None:
-                line += f"  (result {_summary(expected)})"
-            if wrong:
-                line += f"  WRONG RESULT from {', '.join(wrong)} (not timed)"
-            print(line, flush=True)
-    finally:
-        canopy.close()
-        for extra in ("canopy-ray", "canopy-dir"):
-            if extra in engines:
-                engines[extra].close()
+    for title in spec["queries"]:
+        expected = ran["duckdb"]["queries"][title] if "duckdb" in ran else None
+        times, wrong = {}, []
+        for engine_name, result in ran.items():
+            got = result["queries"][title]
+            if expected is not None and got["digest"] != expected["digest"]:
+                wrong.append(engine_name)
+                continue
+            times[engine_name] = got["seconds"]
+        peers = {p: t for p, t in times.items() if not p.startswith("canopy")}
+        cells = "  ".join(f"{p} {t * 1e3:8.2f} ms" for p, t in times.items())
+        line = f"  {title:34s} {cells}"
+        if "canopy" in times and peers:
+            best = min(peers, key=peers.get)
+            line += (f"  canopy/{best} {times['canopy'] / peers[best]:.2f}"
+                     f"  canopy {rows / times['canopy'] / 1e6:,.0f}M rows/s")
+            out.append((title, times["canopy"], best, peers[best], ran["canopy"]["peak_mb"],
+                        ran["duckdb"]["peak_mb"] if "duckdb" in ran else math.nan))
+            if "canopy-ray" in times:
+                line += (f"  canopy-ray/{best} {times['canopy-ray'] / peers[best]:.2f}"
+                         f"  ray/embedded {times['canopy-ray'] / times['canopy']:.2f}")
+            if "canopy-dir" in times:
+                line += f"  memory/data_dir {times['canopy'] / times['canopy-dir']:.2f}"
+        if expected is not None:
+            line += f"  (result {expected['summary']})"
+        if wrong:
+            line += f"  WRONG RESULT from {', '.join(wrong)} (not timed)"
+        print(line, flush=True)
     return out
 
 
@@ -276,7 +376,14 @@ def main(argv=None):
     parser.add_argument("--ray", action="store_true", help="also time Canopy on a local Ray (2 leaf actors)")
     parser.add_argument("--data-dir", action="store_true",
                         help="also time Canopy with a data_dir (durable columnstore, OPTIMIZE TABLE after loading)")
+    parser.add_argument("--child", nargs=3, metavar=("ENGINE", "DATA", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:                          # one engine in this process: print its figures as JSON
+        engine_name, data_path, spec_path = args.child
+        with open(spec_path) as spec_file:
+            spec = json.load(spec_file)
+        print(json.dumps(run_engine(engine_name, data_path, spec, args.repeat)), flush=True)
+        return
     unknown = set(args.workloads) - set(WORKLOADS)
     if unknown:
         parser.error(f"unknown workloads {sorted(unknown)}; choose from {sorted(WORKLOADS)}")
@@ -286,9 +393,10 @@ def main(argv=None):
     for name in args.workloads or list(WORKLOADS):
         results += run_workload(name, args.scale, args.repeat, args.ray, args.data_dir)
     if results:
-        print("summary (canopy / best peer):")
-        for title, canopy_s, best, best_s in results:
-            print(f"  {title:34s} {canopy_s * 1e3:9.2f} ms vs {best} {best_s * 1e3:9.2f} ms  ratio {canopy_s / best_s:.2f}")
+        print("summary (canopy / best peer; peak RSS of the engine's process, MB):")
+        for title, canopy_s, best, best_s, canopy_mb, duckdb_mb in results:
+            print(f"  {title:34s} {canopy_s * 1e3:9.2f} ms vs {best} {best_s * 1e3:9.2f} ms  ratio {canopy_s / best_s:5.2f}"
+                  f"  peak RSS canopy {canopy_mb:6,.0f} duckdb {duckdb_mb:6,.0f}")
 
 
 if __name__ == "__main__":
