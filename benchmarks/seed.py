@@ -265,7 +265,10 @@ def _reset_peak_rss() -> bool:
         return False
 
 
-def run_engine(engine_name: str, data_path: str, spec: dict, repeat: int) -> dict:
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def run_engine(engine_name: str, data_path: str, spec: dict, repeat: int, clock: str = "wall") -> dict:
     """One engine's whole life on one workload, in this (fresh) process: read the data from an Arrow
     IPC file into memory, reset the peak RSS, load it into the engine, run every query (one warm-up
     checked against the others' results, then the median of ``repeat``); return the times, each
@@ -284,7 +287,7 @@ def run_engine(engine_name: str, data_path: str, spec: dict, repeat: int) -> dic
     out = {"load_s": time.perf_counter() - start, "base_mb": base_kb / 1024, "queries": {}}
     for title, sql in w.queries.items():
         digest, rows, summary = _canonical(run(sql), "ORDER BY" in sql.upper())
-        seconds = median_seconds(lambda: run(sql), repeat)
+        seconds = median_seconds(lambda: run(sql), repeat, CLOCKS[clock])
         out["queries"][title] = {"digest": digest, "rows": rows, "summary": summary, "seconds": seconds}
     peak_kb = _memory_kb("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     out["peak_mb"] = peak_kb / 1024
@@ -293,12 +296,12 @@ def run_engine(engine_name: str, data_path: str, spec: dict, repeat: int) -> dic
     return out
 
 
-def _run_child(engine_name: str, data_path: str, spec: dict, repeat: int) -> dict:
+def _run_child(engine_name: str, data_path: str, spec: dict, repeat: int, clock: str) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as spec_file:
         json.dump(spec, spec_file)
     try:
         done = subprocess.run([sys.executable, "-m", "benchmarks.seed", "--child", engine_name, data_path,
-                               spec_file.name, "--repeat", str(repeat)], stdout=subprocess.PIPE, text=True)
+                               spec_file.name, "--repeat", str(repeat), "--clock", clock], stdout=subprocess.PIPE, text=True)
     finally:
         os.unlink(spec_file.name)
     if done.returncode != 0:
@@ -307,7 +310,7 @@ def _run_child(engine_name: str, data_path: str, spec: dict, repeat: int) -> dic
 
 
 def run_workload(name: str, scale: float, repeat: int, ray: bool = False,
-                 data_dir: bool = False) -> list[tuple]:
+                 data_dir: bool = False, clock: str = "wall") -> list[tuple]:
     """Print and return (query title, canopy seconds, best peer, best peer seconds, canopy peak MB,
     duckdb peak MB) per query. Each engine runs in a fresh process (so its peak RSS is its own);
     ``ray``: Canopy on a local Ray (2 leaf actors) is timed too, as ``canopy-ray`` (not a peer);
@@ -324,7 +327,7 @@ def run_workload(name: str, scale: float, repeat: int, ray: bool = False,
         del w
         results = {}
         for engine_name in names:
-            results[engine_name] = _run_child(engine_name, data_path, spec, repeat)
+            results[engine_name] = _run_child(engine_name, data_path, spec, repeat, clock)
     print(f"workload {name}: {rows:,} rows ({data_mb:,.0f} MB in Arrow), each engine in a fresh process:")
     for engine_name, result in results.items():
         if result.get("missing"):
@@ -376,13 +379,16 @@ def main(argv=None):
     parser.add_argument("--ray", action="store_true", help="also time Canopy on a local Ray (2 leaf actors)")
     parser.add_argument("--data-dir", action="store_true",
                         help="also time Canopy with a data_dir (durable columnstore, OPTIMIZE TABLE after loading)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="time each query by the wall clock (default) or by the CPU time of the engine's "
+                             "process, every thread's (steadier on a loaded machine; it hides idle threads)")
     parser.add_argument("--child", nargs=3, metavar=("ENGINE", "DATA", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:                          # one engine in this process: print its figures as JSON
         engine_name, data_path, spec_path = args.child
         with open(spec_path) as spec_file:
             spec = json.load(spec_file)
-        print(json.dumps(run_engine(engine_name, data_path, spec, args.repeat)), flush=True)
+        print(json.dumps(run_engine(engine_name, data_path, spec, args.repeat, args.clock)), flush=True)
         return
     unknown = set(args.workloads) - set(WORKLOADS)
     if unknown:
@@ -391,9 +397,9 @@ def main(argv=None):
         parser.error(f"--scale must be in (0, 10], not {args.scale}")
     results = []
     for name in args.workloads or list(WORKLOADS):
-        results += run_workload(name, args.scale, args.repeat, args.ray, args.data_dir)
+        results += run_workload(name, args.scale, args.repeat, args.ray, args.data_dir, args.clock)
     if results:
-        print("summary (canopy / best peer; peak RSS of the engine's process, MB):")
+        print(f"summary ({args.clock} time; canopy / best peer; peak RSS of the engine's process, MB):")
         for title, canopy_s, best, best_s, canopy_mb, duckdb_mb in results:
             print(f"  {title:34s} {canopy_s * 1e3:9.2f} ms vs {best} {best_s * 1e3:9.2f} ms  ratio {canopy_s / best_s:5.2f}"
                   f"  peak RSS canopy {canopy_mb:6,.0f} duckdb {duckdb_mb:6,.0f}")
