@@ -12,8 +12,11 @@ engine runs in a fresh Python process of its own (``--child``): Canopy (embedded
 every installed peer, DuckDB, Polars, DataFusion, chDB (embedded ClickHouse), all holding the table in
 memory, peers at 2 threads. A peer that is not installed is reported and skipped. The process reads the
 table into memory, resets its peak RSS (``/proc/self/clear_refs``), imports the engine, loads the table
-and runs each query once to warm up, then ``--repeat`` times (default 5); the median is printed per
-engine with the ratio ``canopy / best peer`` and Canopy's rows per second. Beside it, each engine's
+and runs each query twice to warm up (the first result checked), then ``--repeat`` times (default 5):
+the median wall time and the median CPU time of the process (every thread's, ``time.process_time``;
+steadier than wall time on a loaded machine) of the same runs are printed per engine, each with the
+ratio ``canopy / best peer`` by that clock (``--clock`` picks the one printed first), and Canopy's
+rows per second. Beside it, each engine's
 **peak RSS**: the process's high-water mark (``VmHWM``) from the reset to the last query, so it counts
 the engine's import, its copy of the table, its working memory and the source Arrow table the process
 holds throughout (printed as "source table": python, numpy, pyarrow and the data read back). Every
@@ -35,6 +38,7 @@ import math
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,7 +48,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from benchmarks.timing import median_seconds
 
 REPEAT = 5
 THREADS = 2
@@ -265,10 +268,22 @@ def _reset_peak_rss() -> bool:
         return False
 
 
-CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+CLOCKS = {"wall": "seconds", "cpu": "cpu_seconds"}
 
 
-def run_engine(engine_name: str, data_path: str, spec: dict, repeat: int, clock: str = "wall") -> dict:
+def _timed(fn, repeat: int) -> tuple[float, float]:
+    """Medians of ``repeat`` calls of ``fn`` (after the caller's warm-up): wall seconds and the CPU
+    seconds of this process, every thread's (``time.process_time``), measured on the same calls."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def run_engine(engine_name: str, data_path: str, spec: dict, repeat: int) -> dict:
     """One engine's whole life on one workload, in this (fresh) process: read the data from an Arrow
     IPC file into memory, reset the peak RSS, load it into the engine, run every query (one warm-up
     checked against the others' results, then the median of ``repeat``); return the times, each
@@ -287,8 +302,10 @@ def run_engine(engine_name: str, data_path: str, spec: dict, repeat: int, clock:
     out = {"load_s": time.perf_counter() - start, "base_mb": base_kb / 1024, "queries": {}}
     for title, sql in w.queries.items():
         digest, rows, summary = _canonical(run(sql), "ORDER BY" in sql.upper())
-        seconds = median_seconds(lambda: run(sql), repeat, CLOCKS[clock])
-        out["queries"][title] = {"digest": digest, "rows": rows, "summary": summary, "seconds": seconds}
+        run(sql)                                    # the warm-up (the run above was checked)
+        seconds, cpu_seconds = _timed(lambda: run(sql), repeat)
+        out["queries"][title] = {"digest": digest, "rows": rows, "summary": summary, "seconds": seconds,
+                                 "cpu_seconds": cpu_seconds}
     peak_kb = _memory_kb("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     out["peak_mb"] = peak_kb / 1024
     if hasattr(run, "close"):
@@ -296,12 +313,12 @@ def run_engine(engine_name: str, data_path: str, spec: dict, repeat: int, clock:
     return out
 
 
-def _run_child(engine_name: str, data_path: str, spec: dict, repeat: int, clock: str) -> dict:
+def _run_child(engine_name: str, data_path: str, spec: dict, repeat: int) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as spec_file:
         json.dump(spec, spec_file)
     try:
         done = subprocess.run([sys.executable, "-m", "benchmarks.seed", "--child", engine_name, data_path,
-                               spec_file.name, "--repeat", str(repeat), "--clock", clock], stdout=subprocess.PIPE, text=True)
+                               spec_file.name, "--repeat", str(repeat)], stdout=subprocess.PIPE, text=True)
     finally:
         os.unlink(spec_file.name)
     if done.returncode != 0:
@@ -310,9 +327,10 @@ def _run_child(engine_name: str, data_path: str, spec: dict, repeat: int, clock:
 
 
 def run_workload(name: str, scale: float, repeat: int, ray: bool = False,
-                 data_dir: bool = False, clock: str = "wall") -> list[tuple]:
-    """Print and return (query title, canopy seconds, best peer, best peer seconds, canopy peak MB,
-    duckdb peak MB) per query. Each engine runs in a fresh process (so its peak RSS is its own);
+                 data_dir: bool = False, primary: str = "wall") -> list[tuple]:
+    """Print and return (query title, {clock: (best peer, its seconds, canopy's seconds)}, canopy's
+    peak RSS MB, duckdb's peak RSS MB) per query; each query's times are printed by both clocks,
+    ``primary`` first, the best peer chosen by each. Each engine runs in a fresh process (so its peak RSS is its own);
     ``ray``: Canopy on a local Ray (2 leaf actors) is timed too, as ``canopy-ray`` (not a peer);
     ``data_dir``: so is Canopy with a durable columnstore, as ``canopy-dir``."""
     w = WORKLOADS[name](scale)
@@ -327,7 +345,7 @@ def run_workload(name: str, scale: float, repeat: int, ray: bool = False,
         del w
         results = {}
         for engine_name in names:
-            results[engine_name] = _run_child(engine_name, data_path, spec, repeat, clock)
+            results[engine_name] = _run_child(engine_name, data_path, spec, repeat)
     print(f"workload {name}: {rows:,} rows ({data_mb:,.0f} MB in Arrow), each engine in a fresh process:")
     for engine_name, result in results.items():
         if result.get("missing"):
@@ -341,32 +359,32 @@ def run_workload(name: str, scale: float, repeat: int, ray: bool = False,
     out = []
     for title in spec["queries"]:
         expected = ran["duckdb"]["queries"][title] if "duckdb" in ran else None
-        times, wrong = {}, []
-        for engine_name, result in ran.items():
-            got = result["queries"][title]
-            if expected is not None and got["digest"] != expected["digest"]:
-                wrong.append(engine_name)
-                continue
-            times[engine_name] = got["seconds"]
-        peers = {p: t for p, t in times.items() if not p.startswith("canopy")}
-        cells = "  ".join(f"{p} {t * 1e3:8.2f} ms" for p, t in times.items())
-        line = f"  {title:34s} {cells}"
-        if "canopy" in times and peers:
-            best = min(peers, key=peers.get)
-            line += (f"  canopy/{best} {times['canopy'] / peers[best]:.2f}"
-                     f"  canopy {rows / times['canopy'] / 1e6:,.0f}M rows/s")
-            out.append((title, times["canopy"], best, peers[best], ran["canopy"]["peak_mb"],
-                        ran["duckdb"]["peak_mb"] if "duckdb" in ran else math.nan))
-            if "canopy-ray" in times:
-                line += (f"  canopy-ray/{best} {times['canopy-ray'] / peers[best]:.2f}"
-                         f"  ray/embedded {times['canopy-ray'] / times['canopy']:.2f}")
-            if "canopy-dir" in times:
-                line += f"  memory/data_dir {times['canopy'] / times['canopy-dir']:.2f}"
-        if expected is not None:
-            line += f"  (result {expected['summary']})"
-        if wrong:
-            line += f"  WRONG RESULT from {', '.join(wrong)} (not timed)"
-        print(line, flush=True)
+        wrong = [e for e, r in ran.items()
+                 if expected is not None and r["queries"][title]["digest"] != expected["digest"]]
+        best = {}                   # clock -> (best peer, its seconds, canopy's seconds)
+        for clock in sorted(CLOCKS, key=lambda c: c != primary):
+            times = {e: r["queries"][title][CLOCKS[clock]] for e, r in ran.items() if e not in wrong}
+            peers = {p: t for p, t in times.items() if not p.startswith("canopy")}
+            cells = "  ".join(f"{p} {t * 1e3:8.2f} ms" for p, t in times.items())
+            line = f"  {title if clock == primary else '':34s} {clock:4s} {cells}"
+            if "canopy" in times and peers:
+                peer = min(peers, key=peers.get)
+                best[clock] = (peer, peers[peer], times["canopy"])
+                line += f"  canopy/{peer} {times['canopy'] / peers[peer]:.2f}"
+                if clock == primary:
+                    line += f"  canopy {rows / times['canopy'] / 1e6:,.0f}M rows/s"
+                if "canopy-ray" in times:
+                    line += (f"  canopy-ray/{peer} {times['canopy-ray'] / peers[peer]:.2f}"
+                             f"  ray/embedded {times['canopy-ray'] / times['canopy']:.2f}")
+                if "canopy-dir" in times:
+                    line += f"  memory/data_dir {times['canopy'] / times['canopy-dir']:.2f}"
+            if expected is not None and clock == primary:
+                line += f"  (result {expected['summary']})"
+            if wrong and clock == primary:
+                line += f"  WRONG RESULT from {', '.join(wrong)} (not timed)"
+            print(line, flush=True)
+        if len(best) == len(CLOCKS):
+            out.append((title, best, ran["canopy"]["peak_mb"], ran["duckdb"]["peak_mb"] if "duckdb" in ran else math.nan))
     return out
 
 
@@ -380,15 +398,15 @@ def main(argv=None):
     parser.add_argument("--data-dir", action="store_true",
                         help="also time Canopy with a data_dir (durable columnstore, OPTIMIZE TABLE after loading)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                        help="time each query by the wall clock (default) or by the CPU time of the engine's "
-                             "process, every thread's (steadier on a loaded machine; it hides idle threads)")
+                        help="the clock the ratios are led by: wall time (default) or the CPU time of the "
+                             "engine's process, every thread's (steadier on a loaded machine); both are printed")
     parser.add_argument("--child", nargs=3, metavar=("ENGINE", "DATA", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:                          # one engine in this process: print its figures as JSON
         engine_name, data_path, spec_path = args.child
         with open(spec_path) as spec_file:
             spec = json.load(spec_file)
-        print(json.dumps(run_engine(engine_name, data_path, spec, args.repeat, args.clock)), flush=True)
+        print(json.dumps(run_engine(engine_name, data_path, spec, args.repeat)), flush=True)
         return
     unknown = set(args.workloads) - set(WORKLOADS)
     if unknown:
@@ -399,11 +417,14 @@ def main(argv=None):
     for name in args.workloads or list(WORKLOADS):
         results += run_workload(name, args.scale, args.repeat, args.ray, args.data_dir, args.clock)
     if results:
-        print(f"summary ({args.clock} time; canopy / best peer; peak RSS of the engine's process, MB):")
-        for title, canopy_s, best, best_s, canopy_mb, duckdb_mb in results:
-            print(f"  {title:34s} {canopy_s * 1e3:9.2f} ms vs {best} {best_s * 1e3:9.2f} ms  ratio {canopy_s / best_s:5.2f}"
-                  f"  peak RSS canopy {canopy_mb:6,.0f} duckdb {duckdb_mb:6,.0f}")
-
+        print(f"summary (canopy / best peer by {args.clock} time, then by the other clock; "
+              "peak RSS of each engine's process, MB):")
+        for title, best, canopy_mb, duckdb_mb in results:
+            cells = []
+            for clock in sorted(CLOCKS, key=lambda c: c != args.clock):
+                peer, peer_s, canopy_s = best[clock]
+                cells.append(f"{clock} {canopy_s * 1e3:9.2f} ms vs {peer} {peer_s * 1e3:9.2f} ms ratio {canopy_s / peer_s:5.2f}")
+            print(f"  {title:34s} " + "  |  ".join(cells) + f"  |  peak RSS canopy {canopy_mb:6,.0f} duckdb {duckdb_mb:6,.0f}")
 
 if __name__ == "__main__":
     main()
