@@ -1,6 +1,16 @@
 # Arrow buffer helpers shared by the kernel families (one definition, inline in each user, instead of a
-# copy per .pyx): `from kernels.buffers cimport _valid, _validity_ptr`.
-from libc.stdint cimport uint8_t
+# copy per .pyx): `from kernels.buffers cimport _valid, _validity_ptr, _data_ptr, _check_offsets`.
+from libc.stdint cimport int64_t, uint8_t
+
+from kernels.fused_types cimport offset_t
+
+cdef extern from *:
+    """
+    /* Stands in for the data pointer of an empty buffer, so that a kernel never forms a pointer into a
+       zero-length memoryview (one per module that cimports kernels/buffers.pxd). */
+    static const unsigned char canopy_empty_bytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    """
+    const uint8_t canopy_empty_bytes[8]
 
 
 cdef inline bint _valid(const uint8_t *validity, Py_ssize_t bit) noexcept nogil:
@@ -17,3 +27,25 @@ cdef inline const uint8_t *_validity_ptr(const uint8_t[::1] validity, Py_ssize_t
         raise ValueError(f"validity of {validity.shape[0]} bytes is too short for {n} rows "
                          f"at bit {bit_offset}")
     return &validity[0] if validity.shape[0] else NULL
+
+
+cdef inline const uint8_t *_data_ptr(const uint8_t[::1] data) noexcept nogil:
+    """The first byte of ``data``, or 8 zero bytes standing in for an empty buffer."""
+    return &data[0] if data.shape[0] > 0 else &canopy_empty_bytes[0]
+
+
+cdef inline int _check_offsets(const offset_t[::1] offsets, Py_ssize_t n, int64_t size) except -1:
+    """Arrow string / binary offsets: ValueError naming the first of ``n`` rows whose
+    ``[offsets[i], offsets[i + 1])`` is negative, decreasing or past the ``size``-byte data buffer
+    (a malformed array). The caller has checked that ``offsets`` holds ``n + 1`` entries; the loops
+    after it read the rows unchecked."""
+    cdef Py_ssize_t i, bad = -1
+    with nogil:
+        for i in range(n):
+            if offsets[i] < 0 or offsets[i + 1] < offsets[i] or <int64_t>offsets[i + 1] > size:
+                bad = i
+                break
+    if bad >= 0:
+        raise ValueError(f"row {bad} has offsets [{offsets[bad]}, {offsets[bad + 1]}) outside the "
+                         f"{size}-byte data buffer")
+    return 0

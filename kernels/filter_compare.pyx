@@ -7,15 +7,13 @@ into the ranges and codes these take; see kernels/filter.pyx for the family.
 cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 
+from kernels.buffers cimport _check_offsets, _data_ptr
 from kernels.filter cimport (CANOPY_BETWEEN, CANOPY_STR_CONTAINS, _check_bits, canopy_cmp_f32,
                              canopy_cmp_f64, canopy_range_d128, canopy_range_i8, canopy_range_i16,
                              canopy_range_i32, canopy_range_i64, canopy_str_match)
 from kernels.fused_types cimport float_t, offset_t, signed_t
 
 __all__ = ["range_integers", "compare_floats", "range_decimal128", "match_strings"]
-
-# Stands in for the data pointer of an empty buffer (never a pointer into a zero-length memoryview).
-cdef uint8_t _EMPTY_BYTES[8]
 
 
 @cython.boundscheck(False)
@@ -131,15 +129,16 @@ def match_strings(const offset_t[::1] offsets, const uint8_t[::1] data, int kind
     ValueError
         If an offset lies outside ``data`` (a malformed array).
     """
-    cdef Py_ssize_t n = offsets.shape[0] - 1, i, start, bad = -1
-    cdef int64_t a, b, size = data.shape[0]
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i, start
+    cdef int64_t a, b
     if n < 0:
         raise ValueError("offsets must hold rows + 1 entries")
     _check_bits(out.shape[0], n)
     if not 0 <= kind <= CANOPY_STR_CONTAINS:
         raise ValueError(f"unknown string match code {kind}")
-    cdef const uint8_t *base = &data[0] if size > 0 else &_EMPTY_BYTES[0]
-    cdef const uint8_t *q = &needle[0] if needle.shape[0] > 0 else &_EMPTY_BYTES[0]
+    _check_offsets(offsets, n, data.shape[0])
+    cdef const uint8_t *base = _data_ptr(data)
+    cdef const uint8_t *q = _data_ptr(needle)
     cdef size_t k = needle.shape[0]
     cdef uint8_t byte
     with nogil:
@@ -148,12 +147,5 @@ def match_strings(const offset_t[::1] offsets, const uint8_t[::1] data, int kind
             for i in range(start, min(start + 8, n)):
                 a = offsets[i]
                 b = offsets[i + 1]
-                if a < 0 or b < a or b > size:
-                    bad = i
-                    break
                 byte |= <uint8_t>(canopy_str_match(kind, base + a, <size_t>(b - a), q, k) << (i - start))
-            if bad >= 0:
-                break
             out[start >> 3] = byte
-    if bad >= 0:
-        raise ValueError(f"row {bad} has offsets outside the {size}-byte data buffer")

@@ -8,6 +8,7 @@ as is in kernels/hashing.pyx's docstring.
 cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
+from kernels.buffers cimport _check_offsets, _data_ptr
 from kernels.fused_types cimport code_t, float_t, intlike_t, offset_t
 from kernels.hashing cimport (CANOPY_NULL_HASH, canopy_double_bits, canopy_hash_bytes,
                               canopy_hash_combine, canopy_hash_word)
@@ -22,10 +23,6 @@ __all__ = [
     "set_null_hashes",
     "combine_hashes",
 ]
-
-# Stands in for the data pointer of an empty buffer, so that hashing zero bytes never forms a
-# pointer into a zero-length memoryview.
-cdef uint8_t _EMPTY_BYTES[8]
 
 
 @cython.boundscheck(False)
@@ -118,7 +115,7 @@ def hash_fixed_size_binary(const uint8_t[::1] data, Py_ssize_t width, uint64_t[:
     cdef Py_ssize_t i, n = out.shape[0]
     if width < 0 or data.shape[0] < n * width:
         raise ValueError(f"{data.shape[0]} bytes do not hold {n} rows of width {width}")
-    cdef const uint8_t *base = &data[0] if data.shape[0] > 0 else &_EMPTY_BYTES[0]
+    cdef const uint8_t *base = _data_ptr(data)
     cdef size_t w = <size_t>width
     with nogil:
         for i in range(n):
@@ -145,22 +142,14 @@ def hash_binary(const offset_t[::1] offsets, const uint8_t[::1] data, uint64_t[:
     ValueError
         If an offset is negative, decreasing, or past the end of ``data`` (the array is malformed).
     """
-    cdef Py_ssize_t i, n = out.shape[0], bad = -1
-    cdef int64_t start, end, size = data.shape[0]
+    cdef Py_ssize_t i, n = out.shape[0]
     if offsets.shape[0] != n + 1:
         raise ValueError(f"{offsets.shape[0]} offsets for {n} rows; expected {n + 1}")
-    cdef const uint8_t *base = &data[0] if size > 0 else &_EMPTY_BYTES[0]
+    _check_offsets(offsets, n, data.shape[0])
+    cdef const uint8_t *base = _data_ptr(data)
     with nogil:
         for i in range(n):
-            start = offsets[i]
-            end = offsets[i + 1]
-            if start < 0 or end < start or end > size:
-                bad = i
-                break
-            out[i] = canopy_hash_bytes(base + start, <size_t>(end - start))
-    if bad >= 0:
-        raise ValueError(f"row {bad} has offsets [{offsets[bad]}, {offsets[bad + 1]}) outside the "
-                         f"{size}-byte data buffer")
+            out[i] = canopy_hash_bytes(base + offsets[i], <size_t>(offsets[i + 1] - offsets[i]))
 
 
 @cython.boundscheck(False)

@@ -9,15 +9,12 @@ cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.string cimport memcpy
 
-from kernels.buffers cimport _validity_ptr
-from kernels.fused_types cimport intlike_t
+from kernels.buffers cimport _check_offsets, _data_ptr, _validity_ptr
+from kernels.fused_types cimport offset_t
 
 import numpy as np
 
 __all__ = ["HashTable", "DistinctSet"]
-
-
-cdef uint8_t _EMPTY_BYTES[8]
 
 
 cdef int _raise_table_error(int rc) except -1:
@@ -146,7 +143,7 @@ cdef class HashTable:
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def factorize_bytes(self, const intlike_t[::1] offsets, const uint8_t[::1] data,
+    def factorize_bytes(self, const offset_t[::1] offsets, const uint8_t[::1] data,
                         const uint8_t[::1] validity, Py_ssize_t bit_offset, int64_t[::1] ids):
         """Number the byte strings ``data[offsets[i]:offsets[i + 1]]`` (bytes mode).
 
@@ -168,34 +165,25 @@ cdef class HashTable:
         ValueError
             If an offset is negative, decreasing or past the end of ``data``.
         """
-        cdef Py_ssize_t i, n = offsets.shape[0] - 1, bad = -1
-        cdef int64_t n_new = 0, size = data.shape[0]
+        cdef Py_ssize_t n = offsets.shape[0] - 1
+        cdef int64_t n_new = 0
         cdef int rc = 0
-        if intlike_t is not int32_t and intlike_t is not int64_t:
-            raise TypeError("offsets must be int32 or int64")
         if self.table.width != 0:
             raise ValueError("factorize_bytes needs a bytes-mode table (width 0)")
         if n < 0 or ids.shape[0] != n:
             raise ValueError(f"ids has {ids.shape[0]} slots for {offsets.shape[0]} offsets")
         cdef const uint8_t *valid = _validity_ptr(validity, bit_offset, n)
-        cdef const uint8_t *base = &data[0] if size > 0 else &_EMPTY_BYTES[0]
         if n == 0:
             return np.empty(0, dtype=np.int64)
+        _check_offsets(offsets, n, data.shape[0])
+        cdef const uint8_t *base = _data_ptr(data)
         with nogil:
-            for i in range(n):
-                if offsets[i] < 0 or offsets[i + 1] < offsets[i] or <int64_t>offsets[i + 1] > size:
-                    bad = i
-                    break
-            if bad < 0:
-                if intlike_t is int32_t:
-                    rc = canopy_gb_factorize_bytes32(&self.table, <const int32_t *>&offsets[0], base,
-                                                     valid, bit_offset, n, &ids[0], &n_new)
-                elif intlike_t is int64_t:
-                    rc = canopy_gb_factorize_bytes64(&self.table, <const int64_t *>&offsets[0], base,
-                                                     valid, bit_offset, n, &ids[0], &n_new)
-        if bad >= 0:
-            raise ValueError(f"row {bad} has offsets [{offsets[bad]}, {offsets[bad + 1]}) outside the "
-                             f"{size}-byte data buffer")
+            if offset_t is int32_t:
+                rc = canopy_gb_factorize_bytes32(&self.table, <const int32_t *>&offsets[0], base,
+                                                 valid, bit_offset, n, &ids[0], &n_new)
+            else:
+                rc = canopy_gb_factorize_bytes64(&self.table, <const int64_t *>&offsets[0], base,
+                                                 valid, bit_offset, n, &ids[0], &n_new)
         _raise_table_error(rc)
         return self._fresh_rows(n_new)
 

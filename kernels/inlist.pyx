@@ -19,6 +19,7 @@ cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcmp
 
+from kernels.buffers cimport _check_offsets, _data_ptr
 from kernels.fused_types cimport offset_t
 
 import numpy as np
@@ -40,8 +41,6 @@ ctypedef fused int_t:
     int32_t
     int64_t
 
-
-cdef uint8_t _EMPTY_BYTES[8]
 
 # Bloom filter bits per distinct value; 16 bits and 3 bits per key give ~1-2% false positives
 # with a one-word-per-key filter.
@@ -156,8 +155,8 @@ def probe_string_set(const offset_t[::1] offsets, const uint8_t[::1] data,
     out : ndarray[uint8]
         Modified: bit i says whether row i is one of the keys.
     """
-    cdef Py_ssize_t n = offsets.shape[0] - 1, i, start, bad = -1
-    cdef int64_t a, b, e, size = data.shape[0], ksize = key_data.shape[0]
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i, start
+    cdef int64_t a, b, e, size = data.shape[0]
     cdef uint64_t h, mask, tmask = <uint64_t>table.shape[0] - 1, slot
     cdef uint8_t byte
     if n < 0:
@@ -167,17 +166,15 @@ def probe_string_set(const offset_t[::1] offsets, const uint8_t[::1] data,
     if bloom.shape[0] != (1 << log2_words) or table.shape[0] == 0 or table.shape[0] & (table.shape[0] - 1) \
             or key_offsets.shape[0] != key_hashes.shape[0] + 1:
         raise ValueError("malformed string set")
-    cdef const uint8_t *base = &data[0] if size > 0 else &_EMPTY_BYTES[0]
-    cdef const uint8_t *kbase = &key_data[0] if ksize > 0 else &_EMPTY_BYTES[0]
+    _check_offsets(offsets, n, size)
+    cdef const uint8_t *base = _data_ptr(data)
+    cdef const uint8_t *kbase = _data_ptr(key_data)
     with nogil:
         for start in range(0, n, 8):
             byte = 0
             for i in range(start, min(start + 8, n)):
                 a = offsets[i]
                 b = offsets[i + 1]
-                if a < 0 or b < a or b > size:
-                    bad = i
-                    break
                 h = canopy_hash_bytes(base + a, <size_t>(b - a))
                 mask = canopy_bloom_mask(h)
                 if bloom[canopy_bloom_word(h, log2_words)] & mask != mask:
@@ -190,11 +187,7 @@ def probe_string_set(const offset_t[::1] offsets, const uint8_t[::1] data,
                         byte |= <uint8_t>(1 << (i - start))
                         break
                     slot = (slot + 1) & tmask
-            if bad >= 0:
-                break
             out[start >> 3] = byte
-    if bad >= 0:
-        raise ValueError(f"row {bad} has offsets outside the {size}-byte data buffer")
 
 
 @cython.boundscheck(False)
@@ -223,7 +216,7 @@ def _build_string_set(const int64_t[::1] key_offsets, const uint8_t[::1] key_dat
     ``bloom`` (zeroed by the caller) and ``table`` (filled with -1 by the caller)."""
     cdef Py_ssize_t j
     cdef uint64_t h, slot, tmask = <uint64_t>table.shape[0] - 1
-    cdef const uint8_t *kbase = &key_data[0] if key_data.shape[0] > 0 else &_EMPTY_BYTES[0]
+    cdef const uint8_t *kbase = _data_ptr(key_data)
     for j in range(key_hashes.shape[0]):
         h = canopy_hash_bytes(kbase + key_offsets[j], <size_t>(key_offsets[j + 1] - key_offsets[j]))
         key_hashes[j] = h

@@ -4,6 +4,7 @@ IN-list's layout (kernels/src/canopy_filter.h), and its insert / probe loops. Se
 cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
+from kernels.buffers cimport _check_offsets, _data_ptr
 from kernels.fused_types cimport intlike_t, offset_t
 from kernels.inlist cimport canopy_bloom_mask, canopy_bloom_word, canopy_int_key_hash
 
@@ -19,8 +20,6 @@ __all__ = ["JoinBloom", "bloom_insert_ints", "bloom_insert_bytes", "bloom_probe_
 cdef extern from "canopy_hash.h" nogil:
     uint64_t canopy_hash_bytes(const uint8_t *p, size_t n)
 
-
-cdef uint8_t _EMPTY_BYTES[8]
 
 # Bloom filter bits per distinct key (the IN-list's figure: ~1-2% false positives).
 _BLOOM_BITS_PER_KEY = 16
@@ -46,21 +45,16 @@ def bloom_insert_bytes(const offset_t[::1] offsets, const uint8_t[::1] data, uin
                        int log2_words):
     """Add byte strings ``data[offsets[j]:offsets[j + 1]]`` to a Bloom filter (modified); the
     offsets must be valid (checked)."""
-    cdef Py_ssize_t j, n = offsets.shape[0] - 1, bad = -1
-    cdef int64_t size = data.shape[0]
+    cdef Py_ssize_t j, n = offsets.shape[0] - 1
     cdef uint64_t h
     if bloom.shape[0] != (1 << log2_words):
         raise ValueError(f"bloom has {bloom.shape[0]} words, not 2**{log2_words}")
-    cdef const uint8_t *base = &data[0] if size > 0 else &_EMPTY_BYTES[0]
+    _check_offsets(offsets, n, data.shape[0])
+    cdef const uint8_t *base = _data_ptr(data)
     with nogil:
         for j in range(n):
-            if offsets[j] < 0 or offsets[j + 1] < offsets[j] or offsets[j + 1] > size:
-                bad = j
-                break
             h = canopy_hash_bytes(base + offsets[j], <size_t>(offsets[j + 1] - offsets[j]))
             bloom[canopy_bloom_word(h, log2_words)] |= canopy_bloom_mask(h)
-    if bad >= 0:
-        raise ValueError(f"key {bad} has offsets outside the {size}-byte data buffer")
 
 
 @cython.boundscheck(False)
@@ -91,8 +85,8 @@ def bloom_probe_ints(const intlike_t[::1] values, const uint64_t[::1] bloom, int
 def bloom_probe_bytes(const offset_t[::1] offsets, const uint8_t[::1] data, const uint64_t[::1] bloom,
                       int log2_words, uint8_t[::1] out):
     """Bit i of ``out`` (modified) = the filter may hold the bytes of row i."""
-    cdef Py_ssize_t n = offsets.shape[0] - 1, i, start, bad = -1
-    cdef int64_t a, b, size = data.shape[0]
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i, start
+    cdef int64_t a, b
     cdef uint64_t h, mask
     cdef uint8_t byte
     if n < 0:
@@ -101,25 +95,19 @@ def bloom_probe_bytes(const offset_t[::1] offsets, const uint8_t[::1] data, cons
         raise ValueError(f"bitmap of {out.shape[0]} bytes is too short for {n} rows")
     if bloom.shape[0] != (1 << log2_words):
         raise ValueError(f"bloom has {bloom.shape[0]} words, not 2**{log2_words}")
-    cdef const uint8_t *base = &data[0] if size > 0 else &_EMPTY_BYTES[0]
+    _check_offsets(offsets, n, data.shape[0])
+    cdef const uint8_t *base = _data_ptr(data)
     with nogil:
         for start in range(0, n, 8):
             byte = 0
             for i in range(start, min(start + 8, n)):
                 a = offsets[i]
                 b = offsets[i + 1]
-                if a < 0 or b < a or b > size:
-                    bad = i
-                    break
                 h = canopy_hash_bytes(base + a, <size_t>(b - a))
                 mask = canopy_bloom_mask(h)
                 if bloom[canopy_bloom_word(h, log2_words)] & mask == mask:
                     byte |= <uint8_t>(1 << (i - start))
-            if bad >= 0:
-                break
             out[start >> 3] = byte
-    if bad >= 0:
-        raise ValueError(f"row {bad} has offsets outside the {size}-byte data buffer")
 
 
 

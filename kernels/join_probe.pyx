@@ -4,7 +4,7 @@
 cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
-from kernels.buffers cimport _validity_ptr
+from kernels.buffers cimport _check_offsets, _data_ptr, _validity_ptr
 from kernels.fused_types cimport intlike_t, offset_t
 from kernels.hashtable cimport HashTable
 from kernels.join cimport (canopy_join_find_word, canopy_join_lookup_bytes32, canopy_join_lookup_bytes64,
@@ -13,8 +13,6 @@ from kernels.inlist cimport canopy_bloom_mask, canopy_bloom_word, canopy_int_key
 
 __all__ = ["lookup_words", "lookup_bytes", "lookup_dense", "lookup_ints_filtered"]
 
-
-cdef uint8_t _EMPTY_BYTES[8]
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
@@ -60,8 +58,7 @@ def lookup_bytes(HashTable table, const offset_t[::1] offsets, const uint8_t[::1
     ValueError
         If an offset is negative, decreasing or past the end of ``data``.
     """
-    cdef Py_ssize_t i, n = offsets.shape[0] - 1, bad = -1
-    cdef int64_t size = data.shape[0]
+    cdef Py_ssize_t n = offsets.shape[0] - 1
     if table.table.width != 0:
         raise ValueError("lookup_bytes needs a bytes-mode table (width 0)")
     if n < 0:
@@ -71,15 +68,8 @@ def lookup_bytes(HashTable table, const offset_t[::1] offsets, const uint8_t[::1
     cdef const uint8_t *valid = _validity_ptr(validity, bit_offset, n)
     if n == 0:
         return
-    with nogil:
-        for i in range(n):
-            if offsets[i] < 0 or offsets[i + 1] < offsets[i] or offsets[i + 1] > size:
-                bad = i
-                break
-    if bad >= 0:
-        raise ValueError(f"row {bad} has offsets [{offsets[bad]}, {offsets[bad + 1]}) outside the "
-                         f"{size}-byte data buffer")
-    cdef const uint8_t *base = &data[0] if size > 0 else &_EMPTY_BYTES[0]
+    _check_offsets(offsets, n, data.shape[0])
+    cdef const uint8_t *base = _data_ptr(data)
     with nogil:
         if offset_t is int32_t:
             canopy_join_lookup_bytes32(&table.table, &offsets[0], base, valid, bit_offset, n, &ids[0])

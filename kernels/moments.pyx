@@ -11,13 +11,9 @@ states with NumPy (two passes per batch, then the same merge).
 cimport cython
 from libc.stdint cimport int64_t, uint8_t
 
+from kernels.buffers cimport _valid, _validity_ptr
+
 __all__ = ["moments_update", "moments_merge", "comoments_update", "comoments_merge"]
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline bint _valid(const uint8_t[::1] validity, Py_ssize_t offset, Py_ssize_t i) noexcept nogil:
-    return validity.shape[0] == 0 or (validity[(offset + i) >> 3] >> ((offset + i) & 7)) & 1
 
 
 def _check(Py_ssize_t n, ids, states):
@@ -46,9 +42,11 @@ def moments_update(const int64_t[::1] ids, const double[::1] values, const uint8
     cdef int64_t g
     cdef double delta
     _check(n, ids, (count, mean, m2))
+    # an empty bitmap: no nulls
+    cdef const uint8_t *valid = _validity_ptr(validity, offset, n) if validity.shape[0] else NULL
     with nogil:
         for i in range(n):
-            if not _valid(validity, offset, i):
+            if not _valid(valid, offset + i):
                 continue
             g = ids[i]
             if g < 0 or g >= groups:

@@ -33,6 +33,10 @@ Calls outside these (COUNT / SUM / AVG from a RANGE distance to UNBOUNDED FOLLOW
 RANGE start to it, a collated MIN / MAX on a running or whole frame) do not stream: past the limit
 such a window fails with MemoryLimitError naming Window (``streams``). A peer group larger than the
 limit fails likewise when a call needs it whole (it is one chunk), and so does a RANGE halo.
+
+Over 600 lines for a reason: every kind of call above reads the same chunk, halo and carried state
+of one sorted pass, so the pass and the calls it serves are one job (split, each file would take the
+whole state as a parameter).
 """
 from __future__ import annotations
 
