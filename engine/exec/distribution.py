@@ -151,7 +151,11 @@ def projected(dist: Distribution, exprs) -> Distribution:
     return dist.renamed(renames)
 
 
-def grouped_output(dist: Distribution, keys) -> Distribution:
+def grouped_output(dist: Distribution, keys, reads_states: bool = False) -> Distribution:
     """An aggregate's output over input ``dist``: hashed on its group keys' output ids where the input
-    was hashed on key columns or their collation keys (``keys``: (output field, expression) pairs)."""
+    was hashed on key columns or their collation keys (``keys``: (output field, expression) pairs).
+    A final aggregate (``reads_states``) reads partial states whose key columns already carry the
+    output ids: states repartitioned by (some of) them stay hashed on those."""
+    if reads_states:
+        return dist.renamed({f.id: f.id for f, _ in keys})
     return dist.renamed({key_id(e): f.id for f, e in keys if key_id(e) is not None})

@@ -69,6 +69,10 @@ from engine.plan.logical import (Aggregate, CteScan, Field, Filter, Join, Limit,
                                  Scan, Sort, Union, Values, Window)
 
 
+# An aggregate is hashed on one of its group keys that a join above reads only where that key has at
+# least this many distinct values per task (fewer would leave tasks idle and others overloaded).
+_PLACEMENT_MIN_NDV_PER_TASK = 64
+
 _MIN_LIMIT_BATCH = 1024          # a LIMIT's scan batches: never tinier (per-batch overhead) ...
 _MAX_LIMIT_BATCH = 1 << 16       # ... nor larger than a segment chunk
 
@@ -91,8 +95,10 @@ class PhysicalPlanner:
         self.exchanges = ExchangePlacer(self._replaced, self._exchange_added)
         self.runtime_filters = RuntimeFilterPlacer(self._replaced)
         self.aggregate_paths = Rewriter(choose_aggregate_path, self._replaced)
+        self._joined_on: set[str] = set()       # ids of columns a join above reads as a key (_joined_on)
 
     def plan(self, root: LogicalPlan) -> PhysicalOperator:
+        self._joined_on = _joined_on(root)
         op, _ = self.build(root)
         op = self.exchanges.place(op, NEEDS_SINGLE)      # the root's rows go to the aggregator
         op = self.runtime_filters.place(op)              # join filters within each stage
@@ -295,7 +301,7 @@ class PhysicalPlanner:
             # DISTINCT states do not merge: move rows by the group keys (or gather) and aggregate once
             if node.keys and len(key_ids) == len(node.keys):
                 return HashAggregateExec(op, AggregateMode.SINGLE, node.keys, node.aggregates,
-                                         requires=(Required.colocated(key_ids),))
+                                         requires=(self._placement(node, key_ids),))
             shuffled = self._count_distinct_by_shuffle(node, op, dist)
             if shuffled is not None:
                 return shuffled
@@ -353,7 +359,7 @@ class PhysicalPlanner:
         choice = min(options, key=options.__getitem__)
         if choice == "shuffle rows":
             final = self._priced(HashAggregateExec(op, AggregateMode.SINGLE, node.keys, node.aggregates,
-                                                   requires=(Required.colocated(key_ids),)),
+                                                   requires=(self._placement(node, key_ids),)),
                                  cost.hash_aggregate(rows, groups))
             self._chose(final, choice, options)
             return final
@@ -366,11 +372,24 @@ class PhysicalPlanner:
                                    cost.hash_aggregate(rows, partial_rows), partial_rows)
             state_rows = partial_rows
         # the states meet by their keys: on the aggregator when few, else repartitioned by them
-        required = NEEDS_SINGLE if gather else Required.colocated(out_keys)
+        required = NEEDS_SINGLE if gather else self._placement(node, out_keys)
         final = self._priced(HashAggregateExec(partial, AggregateMode.FINAL, node.keys, node.aggregates, requires=(required,)),
                              cost.final_aggregate(state_rows, groups))
         self._chose(final, choice, options)
         return final
+
+    def _placement(self, node: Aggregate, ids: tuple[str, ...]) -> Required:
+        """Where the rows (or states) of ``node`` meet by its group keys (``ids``: what the input names
+        them, one per key): hashed on all of them, unless a join above reads one of its output keys,
+        which has values enough to spread: then hashed on that key alone (equal groups still meet),
+        so the join finds that side in place and moves only the other (an eager aggregate by
+        (year, customer) joined to customer on customer: one shuffle of the groups less)."""
+        tasks = self.tasks
+        for (f, e), placed in zip(node.keys, ids):
+            if f.id in self._joined_on and isinstance(e, ColumnRef) and \
+                    self.est.ndv(e.id, node.input) >= _PLACEMENT_MIN_NDV_PER_TASK * tasks:
+                return Required.hash((placed,))
+        return Required.colocated(ids)
 
     def _one_step(self, node: Aggregate, op, key_ids, has_distinct, required: Required) -> PhysicalOperator:
         """The whole aggregate in one operator (input together, or hashed on the keys: ``required``):
@@ -615,6 +634,31 @@ _BOOLEAN = T.BOOLEAN
 # An equi-join is a nested loop only between tiny inputs: its cost grows with the product of the sides,
 # so an estimate off by 10x on both is off by 100x, where a hash join's is off by 10x.
 _NESTED_LOOP_MAX_ROWS = 1000
+
+
+def _joined_on(root: LogicalPlan) -> set[str]:
+    """Ids of the columns some equi-join of ``root`` reads as a key, followed down through the
+    projections that rename them, unions (by position) and kept CTEs' definitions."""
+    found: set[str] = set()
+    stack, seen = [root], set()
+    while stack:
+        plan = stack.pop()
+        if id(plan) in seen:
+            continue
+        seen.add(id(plan))
+        if isinstance(plan, Join):
+            found.update(k.id for k in plan.left_keys + plan.right_keys if isinstance(k, ColumnRef))
+        elif isinstance(plan, Project):
+            found.update(e.id for f, e in plan.exprs if f.id in found and isinstance(e, ColumnRef))
+        elif isinstance(plan, Union):
+            for i, f in enumerate(plan.fields):
+                if f.id in found:
+                    found.update(child.fields[i].id for child in plan.inputs)
+        elif isinstance(plan, CteScan) and plan.kept:
+            found.update(d.id for f, d in zip(plan.fields, plan.definition.fields) if f.id in found)
+            stack.append(plan.definition)
+        stack.extend(plan.inputs)
+    return found
 
 
 def _upper_rows(plan: LogicalPlan, est, cache: dict | None = None) -> float:

@@ -98,7 +98,7 @@ class HashAggregateExec(KernelAggregation, ArrowAggregation, PhysicalOperator):
         return "key counts" if self._counted_scan_column() is not None else ""
 
     def output_distribution(self, inputs):
-        return grouped_output(inputs[0], self.keys)
+        return grouped_output(inputs[0], self.keys, self.mode.reads_states)
 
     @property
     def fields(self):

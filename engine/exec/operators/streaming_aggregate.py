@@ -64,7 +64,7 @@ class StreamingAggregateExec(PhysicalOperator):
     requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
 
     def output_distribution(self, inputs):
-        return grouped_output(inputs[0], self.keys)
+        return grouped_output(inputs[0], self.keys, self.mode.reads_states)
 
     def __post_init__(self):
         object.__setattr__(self, "mode", AggregateMode(self.mode))
