@@ -14,6 +14,9 @@ from engine.errors import UnsupportedError
 DIRECTIVES = frozenset({
     "%Y", "%y", "%m", "%-m", "%d", "%-d", "%H", "%-H", "%I", "%-I", "%M", "%S", "%f",
     "%B", "%b", "%A", "%a", "%j", "%p", "%U",
+    # sqlglot's names for MySQL's %D (day with suffix), %u %V %v (WEEK modes 1, 2, 3), %X %x (their
+    # years) and %w (day of the week, Sunday 0)
+    "%D", "%W", "%V", "%v", "%X", "%G", "%w",
 })
 # A directive (with the "-" of an unpadded number), literal text, or a lone "%".
 TOKEN = re.compile(r"%-?[A-Za-z%]|[^%]+|%")

@@ -81,7 +81,6 @@ _DIRECTIVES = {
     "%p": lambda d: pc.if_else(pc.less(pc.hour(d), 12), "AM", "PM"),
     "%U": lambda d: _padded(_week0(d), 2),
 }
-assert set(_DIRECTIVES) == DIRECTIVES, "engine.date_formats.DIRECTIVES names what this table implements"
 
 
 @function("date_format")
@@ -211,7 +210,8 @@ def _extract(expr, d):
     unit = expr.options[0]
     fn = {"YEAR": pc.year, "MONTH": pc.month, "DAY": pc.day, "QUARTER": pc.quarter,
           "HOUR": pc.hour, "MINUTE": pc.minute, "SECOND": pc.second, "WEEK": pc.week,
-          "DAYOFWEEK": pc.day_of_week, "DAYOFYEAR": pc.day_of_year}.get(unit)
+          "DAYOFWEEK": pc.day_of_week, "DAYOFYEAR": pc.day_of_year,
+          "MICROSECOND": lambda d: pc.add(pc.multiply(pc.millisecond(d), 1000), pc.microsecond(d))}.get(unit)
     if fn is None:
         raise UnsupportedError(f"EXTRACT({unit} ...)")
     result = fn(d)
@@ -275,3 +275,141 @@ def _utc_now() -> datetime.datetime:
     """The clock in Canopy's session time zone, UTC (``system_time_zone``; SET time_zone accepts only UTC),
     whatever the host's TZ."""
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+# --- MySQL's week numbering (WEEK / YEARWEEK / WEEKOFYEAR, DATE_FORMAT's %u %V %v %X %x) ------------
+_MONDAY_FIRST, _WEEK_YEAR, _FIRST_WEEKDAY = 1, 2, 4
+
+
+def _behaviour(mode: int) -> int:
+    """MySQL's week_mode(): the mode's three flags, the 'first weekday' one flipped for Sunday weeks."""
+    flags = mode & 7
+    if not flags & _MONDAY_FIRST:
+        flags ^= _FIRST_WEEKDAY
+    return flags
+
+
+def _days_in_year(year: np.ndarray) -> np.ndarray:
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    return np.where(leap, 366, 365)
+
+
+def week_and_year(d, mode: int, year_of_week: bool):
+    """(week, year, validity) of each date as MySQL's calc_week() numbers them, vectorised over numpy:
+    ``mode`` is WEEK's 0-7; ``year_of_week`` asks for YEARWEEK's reading (weeks 1-53, a week at the turn
+    of the year counted in the year holding the most of it, per the mode)."""
+    arr, _ = _as_array(d)
+    valid = np.asarray(arr.is_valid())
+    days = np.asarray(arr.cast(pa.date32()).cast(pa.int32()).fill_null(0), np.int64)
+    flags = _behaviour(mode) | (_WEEK_YEAR if year_of_week else 0)
+    monday_first, first_weekday = flags & _MONDAY_FIRST, flags & _FIRST_WEEKDAY
+    years = days.astype("datetime64[D]").astype("datetime64[Y]")
+    year = years.astype(np.int64) + 1970
+    first_day = years.astype("datetime64[D]").astype(np.int64)
+    daynr, first_daynr = days + 719528, first_day + 719528        # MySQL's day numbers (calc_daynr)
+    weekday = (first_daynr + 5 + (0 if monday_first else 1)) % 7   # the year's first day (calc_weekday)
+
+    def late(weekday):
+        """Whether the year's first days (before ``weekday``'s week starts) are not its week 1."""
+        return (weekday != 0) if first_weekday else (weekday >= 4)
+
+    early = days - first_day <= 6 - weekday                 # January, before the first full week starts
+    week_zero = early & late(weekday) & (not flags & _WEEK_YEAR)
+    moved = early & ~week_zero                              # counted in the previous year's weeks
+    week_year = moved | bool(flags & _WEEK_YEAR)
+    year = np.where(moved, year - 1, year)
+    length = _days_in_year(year)
+    first_daynr = np.where(moved, first_daynr - length, first_daynr)
+    weekday = np.where(moved, (weekday + 53 * 7 - length) % 7, weekday)
+    offset = np.where(late(weekday), daynr - (first_daynr + 7 - weekday), daynr - (first_daynr - weekday))
+    week = offset // 7 + 1
+    next_weekday = (weekday + _days_in_year(year)) % 7      # the following year's first day
+    rolls = week_year & (offset >= 52 * 7) & ~late(next_weekday)
+    week = np.where(rolls, 1, np.where(week_zero, 0, week))
+    year = np.where(rolls, year + 1, year)
+    return week, year, valid
+
+
+@function("week")
+def _week_mode(expr, d):
+    week, _, valid = week_and_year(d, expr.options[0], False)
+    return _back(pa.array(week, mask=~valid), isinstance(d, pa.Scalar))
+
+
+@function("yearweek")
+def _yearweek(expr, d):
+    week, year, valid = week_and_year(d, expr.options[0], True)
+    return _back(pa.array(year * 100 + week, mask=~valid), isinstance(d, pa.Scalar))
+
+
+@function("makedate")
+def _makedate(expr, year, day_of_year):
+    """MAKEDATE(year, n): day n of the year (NULL for n < 1, or past year 9999)."""
+    y, was_scalar = _as_array(year.cast(pa.int64()))
+    n, _ = _as_array(day_of_year.cast(pa.int64()))
+    valid = np.asarray(pc.and_(y.is_valid(), n.is_valid())) if len(y) == len(n) else \
+        np.asarray(y.is_valid()) & np.asarray(n.is_valid())
+    yy, nn = np.asarray(y.fill_null(2000)), np.asarray(n.fill_null(1))
+    yy = np.where(yy < 70, yy + 2000, np.where(yy < 100, yy + 1900, yy))      # MySQL's two-digit years
+    inside = valid & (nn >= 1) & (nn <= 366 * 10_000) & (yy >= 1) & (yy <= 9999)
+    start = (np.clip(yy, 1, 9999) - 1970).astype("datetime64[Y]").astype("datetime64[D]").astype(np.int64)
+    days = start + np.where(inside, nn - 1, 0)
+    inside &= days <= _LAST_DAY
+    result = pa.array(np.where(inside, days, 0).astype(np.int32), mask=~inside).cast(pa.date32())
+    return _back(result, was_scalar and isinstance(day_of_year, pa.Scalar))
+
+
+_LAST_DAY = 2932896         # 9999-12-31 as days since 1970-01-01
+_FIRST_MYSQL_DAY = 366      # FROM_DAYS(n) below this is MySQL's '0000-00-00', which Canopy holds as NULL
+
+
+@function("from_days")
+def _from_days(expr, n):
+    arr, was_scalar = _as_array(n.cast(pa.int64()))
+    values = np.asarray(arr.fill_null(0))
+    inside = np.asarray(arr.is_valid()) & (values >= _FIRST_MYSQL_DAY) & (values - 719528 <= _LAST_DAY)
+    days = np.where(inside, values - 719528, 0).astype(np.int32)
+    return _back(pa.array(days, mask=~inside).cast(pa.date32()), was_scalar)
+
+
+@function("to_seconds")
+def _to_seconds(expr, d):
+    """TO_SECONDS(d): seconds since MySQL's year 0 (TO_DAYS(d) * 86400 + the time of day)."""
+    seconds = pc.divide(d.cast(pa.timestamp("us")).cast(pa.int64()), 1_000_000)
+    return pc.add(seconds, 719528 * 86400)
+
+
+@function("weekday")
+def _weekday(expr, d):
+    return pc.day_of_week(d).cast(pa.int64())           # Monday = 0
+
+
+def _day_suffixed(d):
+    """%D: the day of the month with its English suffix (1st, 2nd, 3rd, 4th, 11th, 21st ...)."""
+    day = pc.day(d)
+    last, tens = _mod(day, 10), pc.divide(day, 10)
+    suffix = pc.if_else(pc.equal(tens, 1), "th",
+                        pc.if_else(pc.equal(last, 1), "st",
+                                   pc.if_else(pc.equal(last, 2), "nd", pc.if_else(pc.equal(last, 3), "rd", "th"))))
+    return pc.binary_join_element_wise(day.cast(pa.string()), suffix, "")
+
+
+def _week_piece(mode: int, year_of_week: bool, width: int):
+    def piece(d):
+        week, year, valid = week_and_year(d, mode, year_of_week)
+        value = pa.array(year if width == 4 else week, mask=~valid)
+        return _padded(value, width)
+    return piece
+
+
+# DATE_FORMAT directives past strftime's (sqlglot's names for MySQL's %D %u %V %v %X %x %w)
+_DIRECTIVES.update({
+    "%D": _day_suffixed,
+    "%W": _week_piece(1, False, 2),         # MySQL %u: WEEK(d, 1)
+    "%V": _week_piece(2, True, 2),          # WEEK(d, 2)
+    "%v": _week_piece(3, True, 2),          # WEEK(d, 3), the ISO week
+    "%X": _week_piece(2, True, 4),          # the year of %V's week
+    "%G": _week_piece(3, True, 4),          # MySQL %x: the year of %v's week
+    "%w": lambda d: pc.day_of_week(d, count_from_zero=True, week_start=7).cast(pa.string()),   # Sunday = 0
+})
+assert set(_DIRECTIVES) == DIRECTIVES, "engine.date_formats.DIRECTIVES names what this table implements"

@@ -102,6 +102,11 @@ def to_signed(a: Datum) -> Datum:
     return pc.if_else(big, pc.subtract(wide, _TWO_64), wide).cast(_WIDE).cast(pa.int64())
 
 
+def from_bits(a: Datum) -> Datum:
+    """64 bits held as int64 read as BIGINT UNSIGNED (-1 is 18446744073709551615)."""
+    return _wrap(a.cast(pa.int64()).cast(_WIDE))
+
+
 def checked(result: Datum, expr) -> Datum:
     """An unsigned arithmetic result (scale 0, any precision) as BIGINT UNSIGNED; raises MySQL's error
     1690 naming ``expr`` when a value is below 0 or above 2^64 - 1."""

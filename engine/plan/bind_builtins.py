@@ -97,9 +97,10 @@ class BuiltinBinding:
         return self._fold(Call("octet_length" if node.args.get("binary") else "char_length", (s,), T.BIGINT))
 
     def _bind_Trim(self, node, ctx) -> Expr:
-        if node.args.get("expression") is not None:
-            raise UnsupportedError("TRIM(... FROM ...) with explicit characters")
         position = (node.args.get("position") or "BOTH").upper()
+        if node.args.get("expression") is not None:         # TRIM([where] r FROM s): the string r
+            args = (self._string_arg(node.this, ctx), self._string_arg(node.expression, ctx))
+            return self._fold(Call("trim_string", args, T.TEXT, (position,)))
         op = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}[position]
         return self._fold(Call(op, (self._string_arg(node.this, ctx),), T.TEXT))
 

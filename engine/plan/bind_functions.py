@@ -149,12 +149,6 @@ class FunctionBinding:
         d = self._datetime_arg(node.this, ctx, "LAST_DAY")
         return self._fold(Call("last_day", (d,), T.DATE))
 
-    def _bind_Week(self, node, ctx):
-        mode = node.args.get("mode")
-        if mode is not None and not (isinstance(mode, exp.Literal) and mode.name == "0"):
-            raise UnsupportedError(f"WEEK with mode {mode.sql(dialect='mysql')} (only mode 0)")
-        return self._fold(Call("week0", (self._datetime_arg(node.this, ctx, "WEEK"),), T.BIGINT))
-
     def _bind_DateTrunc(self, node, ctx):
         unit = node.args.get("unit")
         name = (unit.name if unit is not None else "").upper()
@@ -172,4 +166,4 @@ class FunctionBinding:
                 else Call("now", (), T.DATETIME)
             return self._fold(Call("unix_timestamp", (d,), T.BIGINT)) if node.expressions \
                 else Call("unix_timestamp", (d,), T.BIGINT)
-        return None
+        return self.bind_library_function(name, node, ctx)

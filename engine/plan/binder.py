@@ -36,13 +36,14 @@ from engine.plan.bind_select_list import SelectListBinding
 from engine.plan.bind_expressions import ExpressionBinding
 from engine.plan.bind_operators import OperatorBinding
 from engine.plan.bind_builtins import BuiltinBinding
+from engine.plan.bind_library import LibraryBinding
 
 # the names other modules import from here
 __all__ = ["Binder", "ExprContext", "AggContext", "strict_division", "strict_text_numbers"]
 
 
 class Binder(FromWhereBinding, SelectListBinding, ExpressionBinding, OperatorBinding, BuiltinBinding,
-             FunctionBinding):
+             FunctionBinding, LibraryBinding):
     """Binds one statement; its parts are mixins, one file each (bind_*.py)."""
 
     def __init__(self, catalog: Catalog, database: Optional[str], ids: Optional[IdGenerator] = None):
