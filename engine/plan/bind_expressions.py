@@ -145,6 +145,18 @@ class ExpressionBinding:
             raise BadDataError(f"the number {text} has more than {T.MAX_DECIMAL_PRECISION} digits")
         return Literal(value, T.python_type_of(value))
 
+    def _bind_National(self, node, ctx) -> Expr:       # N'text': MySQL's national charset is utf8
+        return self._bind_Literal(exp.Literal.string(node.this), ctx)
+
+    def _bind_Introducer(self, node, ctx) -> Expr:
+        """_utf8mb4'text' (a character set named before a string): the text, in that character set. Only
+        the UTF-8 ones (the text arrives as Unicode); _binary and others are refused."""
+        charset = node.this.lstrip("_").lower() if isinstance(node.this, str) else node.this.name.lstrip("_").lower()
+        if charset not in ("utf8mb4", "utf8", "utf8mb3") or not isinstance(node.expression, exp.Literal) \
+                or not node.expression.is_string:
+            raise UnsupportedError(f"the character set introducer _{charset}")
+        return self._bind_Literal(node.expression, ctx)
+
     def _bind_Null(self, node, ctx) -> Expr:
         return Literal(None, T.NULL)
 

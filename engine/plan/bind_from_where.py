@@ -64,6 +64,8 @@ class FromWhereBinding:
     # FROM ---------------------------------------------------------------------------------------
     def bind_from(self, sel: exp.Select, scope: Scope, ctes: dict) -> tuple[list[LogicalPlan], list[Expr]]:
         from_ = arg(sel, "from")
+        if from_ is not None and _is_dual(from_.this) and not sel.args.get("joins"):
+            from_ = None        # FROM DUAL (a reserved word in MySQL: no table can be named so)
         if from_ is None:
             one_row = Values((Field(self.ids.new("dual"), "dual", T.BIGINT),), ((0,),))
             return [one_row], []
@@ -301,3 +303,8 @@ class FromWhereBinding:
         else:
             conditions.append(self.make_comparison(op, other, value_field.ref()))
         return True
+
+
+def _is_dual(node) -> bool:
+    return isinstance(node, exp.Table) and not node.args.get("db") and node.name.upper() == "DUAL" \
+        and not node.args.get("alias")

@@ -19,6 +19,7 @@ from engine.exec.cast_range import CLIP, STRICT
 from engine.exec.evaluate import QUIET, TEXT_AS_DECIMAL, constant_warnings
 from engine.plan.bind_context import ZERO_DIVISOR_IS_ERROR, named_cast, node_name, strict_division, strict_writes
 from engine.plan.bind_helpers import _BINARY_OPS, _COMPARISON_OPS, _MICROSECONDS_PER, _QUANTIFIABLE
+from engine.plan.sql_words import sql_words
 
 
 class OperatorBinding:
@@ -32,6 +33,8 @@ class OperatorBinding:
             if isinstance(right_node, exp.All):       # x > ALL (S) is NOT (x <= ANY (S))
                 return self._bind_quantified(left_node, right_node.this, _QUANTIFIABLE[op], True, ctx)
             return self._bind_quantified(left_node, right_node.this, op, False, ctx)
+        if op in _COMPARISON_OPS and isinstance(left_node, exp.Tuple) and isinstance(right_node, exp.Tuple):
+            return self.bind_expr(_row_comparison(node, op), ctx)
         a, b = self.bind_expr(left_node, ctx), self.bind_expr(right_node, ctx)
         if op in _COMPARISON_OPS:
             return self.make_comparison(op, a, b)
@@ -152,6 +155,8 @@ class OperatorBinding:
     def _bind_In(self, node: exp.In, ctx) -> Expr:
         if node.args.get("query") is not None:
             return self._bind_quantified(node.this, node.args["query"], "eq", False, ctx)
+        if isinstance(node.this, exp.Tuple):
+            return self.bind_expr(_row_in_list(node), ctx)
         x = self.bind_expr(node.this, ctx)
         values = [self.bind_expr(v, ctx) for v in node.expressions]
         if all(isinstance(v, Literal) for v in values):
@@ -330,3 +335,41 @@ def _quiet_casts(expr: Expr, x: Expr) -> Expr:
         return Call("cast", expr.args, expr.type, expr.options + (QUIET,))
     args = tuple(_quiet_casts(a, x) for a in expr.args)
     return expr if args == expr.args else dataclasses.replace(expr, args=args)
+
+
+def _row_in_list(node: exp.In) -> exp.Expression:
+    """``(a, b) IN ((1, 2), (3, 4))`` as ``(a = 1 AND b = 2) OR (a = 3 AND b = 4)``: MySQL's row
+    comparison under three-valued logic is exactly that (NULL where no row is equal and some is unknown)."""
+    row = node.this.expressions
+    alternatives = []
+    for value in node.expressions:
+        items = value.expressions if isinstance(value, exp.Tuple) else [value]
+        if len(items) != len(row):
+            raise BindError(f"Operand should contain {len(row)} column(s) in {sql_words(node)}")
+        pairs = [exp.EQ(this=a.copy(), expression=b.copy()) for a, b in zip(row, items)]
+        alternatives.append(exp.paren(exp.and_(*pairs)))
+    return exp.paren(exp.or_(*alternatives))
+
+
+_ROW_STEP = {"lt": exp.LT, "le": exp.LT, "gt": exp.GT, "ge": exp.GT}
+
+
+def _row_comparison(node, op: str) -> exp.Expression:
+    """``(a1, a2) op (b1, b2)`` element by element, as MySQL compares rows: = is every pair equal, <> some
+    pair unequal, <=> every pair null-safe equal, and < <= > >= lexicographic (``a1 < b1 OR (a1 = b1
+    AND a2 <= b2)``), which under three-valued logic is NULL exactly where MySQL's is."""
+    left, right = node.this.expressions, node.expression.expressions
+    if len(left) != len(right):
+        raise BindError(f"Operand should contain {len(left)} column(s) in {sql_words(node)}")
+    pairs = list(zip((a.copy() for a in left), (b.copy() for b in right)))
+    if op in ("eq", "null_safe_eq"):
+        pair_op = exp.EQ if op == "eq" else exp.NullSafeEQ
+        return exp.paren(exp.and_(*[pair_op(this=a, expression=b) for a, b in pairs]))
+    if op == "ne":
+        return exp.paren(exp.or_(*[exp.NEQ(this=a, expression=b) for a, b in pairs]))
+    last_a, last_b = pairs[-1]
+    result = type(node)(this=last_a, expression=last_b)
+    for a, b in reversed(pairs[:-1]):
+        result = exp.or_(_ROW_STEP[op](this=a, expression=b),
+                         exp.and_(exp.EQ(this=a.copy(), expression=b.copy()), exp.paren(result)))
+    return exp.paren(result)

@@ -42,6 +42,8 @@ def refuse_ignored(node: exp.Expression) -> None:
 def _check_property(prop: exp.Expression) -> None:
     if isinstance(prop, (exp.EngineProperty, exp.SchemaCommentProperty)):
         return
+    if isinstance(prop, exp.LikeProperty) and not prop.expressions:     # CREATE TABLE t2 LIKE t
+        return
     if isinstance(prop, (exp.CharacterSetProperty, exp.CollateProperty)):
         value = prop.this.name.lower() if prop.this is not None else ""
         if value.split("_")[0] in _UTF8:

@@ -71,3 +71,13 @@ def test_expected_answers_are_mariadbs(mariadb):  # noqa: F811 - the imported fi
 
 def _normal(value):
     return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def test_from_dual(cursor):
+    cursor.execute("SELECT 1 + 1 FROM DUAL")
+    assert cursor.fetchall() == [(2,)]
+
+
+def test_row_operand_counts_must_match(cursor):
+    with pytest.raises(engine.ProgrammingError, match="Operand should contain 2 column"):
+        cursor.execute("SELECT (i, s) IN ((1, 2, 3)) FROM lib")

@@ -5,12 +5,14 @@ A mixin of :class:`engine.session.Session` (it uses the session's ``catalog``, `
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import pyarrow as pa
 from sqlglot import exp
 
 from engine import collation
+from engine.catalog import TableDef
 from engine.errors import BindError, Error, UnsupportedError, unknown_name_error
 from engine.result import Result
 from engine.sql import ddl
@@ -59,7 +61,14 @@ class CatalogStatements:
             raise BindError(f"table {target.name!r} already exists in database {database!r}")
         if node.expression is not None:
             return self._create_table_as(node, statement, database)
-        table = ddl.table_def_from_create(node, statement.table_options, database, self.catalog)
+        like = _like_source(node)
+        if like is not None:        # CREATE TABLE t2 LIKE t: t's columns, keys, indexes, shard and sort key
+            source = self._table(like)
+            copied = {f.name: getattr(source, f.name) for f in dataclasses.fields(source)
+                      if f.name not in ("database", "name", "table_id")}
+            table = TableDef(database=database, name=target.name, **copied)
+        else:
+            table = ddl.table_def_from_create(node, statement.table_options, database, self.catalog)
         counters_of(self.runner).forget(table)
         self.runner.create_table(table)
         try:
@@ -311,3 +320,12 @@ def _like_filter(pattern: Optional[exp.Expression]):
     regex = re.compile("".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in text),
                        re.IGNORECASE | re.DOTALL)
     return lambda name: regex.fullmatch(name) is not None
+
+
+def _like_source(node: exp.Create) -> Optional[exp.Table]:
+    """The table of CREATE TABLE ... LIKE t, or None."""
+    properties = node.args.get("properties")
+    for prop in (properties.expressions if properties is not None else ()):
+        if isinstance(prop, exp.LikeProperty):
+            return prop.this
+    return None
