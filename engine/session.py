@@ -59,6 +59,7 @@ from engine.sql.handlers.pipelines import PipelineStatements
 from engine.sql.handlers.queries import QueryStatements
 from engine.sql.handlers.session_state import SessionStatements, timeout_ms
 from engine.sql.handlers.transaction_scope import TransactionScope, is_load_data
+from engine.sql.query import recursion_depth_limit
 from engine.sql.handlers.writes import WriteStatements
 from engine.sql.parameters import bind_placeholders, mark_placeholders, parameterize_literals
 from engine.sql.parser import Statement, parse
@@ -259,6 +260,7 @@ class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatemen
         token = statement_deadline.set(Deadline.after(self.statement_timeout,
                                                       cancelled=lambda: self._cancel_requested))
         memory_token = statement_memory_limit.set(self.memory_limit)
+        depth_token = recursion_depth_limit.set(int(self.variables["cte_max_recursion_depth"]))
         collation_token = collation.connection_lookup.set(lambda: self.variables["collation_connection"])
         # a progress bar for the plans this call runs, once they have run a second (engine.exec.progress)
         progress = TqdmQueryProgress() if self._progress_wanted() else None
@@ -271,6 +273,7 @@ class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatemen
                 progress.close()
             statement_deadline.reset(token)
             statement_memory_limit.reset(memory_token)
+            recursion_depth_limit.reset(depth_token)
             collation.connection_lookup.reset(collation_token)
             self.activity = Activity()
             self._cancel_requested = False

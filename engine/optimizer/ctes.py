@@ -53,13 +53,14 @@ class MaterializedCte:
 
 def materialize_ctes(query: Query, uses: dict, ctx: OptimizerContext,
                      optimize: Callable[[LogicalPlan], LogicalPlan],
-                     price: Optional[Callable[[LogicalPlan], float]] = None,
+                     price: Optional[Callable[[LogicalPlan], float]] = None, first_index: int = 0,
                      ) -> tuple[Query, tuple[MaterializedCte, ...]]:
     """``uses``: the binder's ``cte_uses``. Returns the query with the references of materialized CTEs
     replaced by CteScans, and the CTEs computed before the plans in the order they must run (one's
     definition may read an earlier one); kept CTEs are planned into their readers' plan instead.
     ``price(plan)``: the estimated cost of a bound plan once optimized and planned (None: no CTE above
-    ``broadcast_row_limit`` rows is materialized)."""
+    ``broadcast_row_limit`` rows is materialized). ``first_index``: the first CteScan number to give (the
+    numbers below are the statement's recursive WITH queries', engine.plan.recursive_ctes)."""
     if not uses:
         return query, ()
     roots = [query.root] + [sub.root for sub in query.subqueries]
@@ -94,14 +95,14 @@ def materialize_ctes(query: Query, uses: dict, ctx: OptimizerContext,
     order = list(reversed(chosen))
     scans: dict[int, CteScan] = {}
     materialized = []
-    kept_index = len([c for c in chosen if not c[2]])       # kept CTEs are numbered after the computed ones
+    kept_index = first_index + len([c for c in chosen if not c[2]])     # kept CTEs: after the computed ones
     for key, refs, kept in order:
         name = uses[id(refs[0])][1]
         definition = optimize(_replace(refs[0], scans, top=False))
         if kept:
             index, kept_index = kept_index, kept_index + 1
         else:
-            index = len(materialized)
+            index = first_index + len(materialized)
             materialized.append(MaterializedCte(name, index, definition, len(refs)))
         for ref in refs:
             scans[id(ref)] = CteScan(ref.fields, name, index, definition, kept)

@@ -177,6 +177,7 @@ class ExpressionBinding:
         sub = type(self)(self.catalog, self.database, self.ids)
         sub.subqueries = self.subqueries
         sub.cte_uses = self.cte_uses
+        sub.recursive_ctes = self.recursive_ctes
         plan, names = sub.bind_query(node, probe, self.visible_ctes)
         return plan, names, bool(probe.outer_refs)
 

@@ -19,6 +19,7 @@ from engine.plan.logical import (Aggregate, Field, Join, LogicalPlan, MultiJoin,
                                  Scan, Values, filter_all)
 from engine.plan.joins import bind_join_chain, bind_parenthesised
 from engine.plan.lateral import bind_lateral_table
+from engine.plan.recursive_ctes import RecursiveName
 from engine.plan.scope import Relation, Scope
 from engine.plan.sql_words import SELECT_PARTS, TABLE_PARTS, refuse_unread
 from engine.plan.bind_context import AggContext, ExprContext, SelectParts, arg, node_name
@@ -105,6 +106,8 @@ class FromWhereBinding:
             db = node.db or self.database
             if not node.db and name.lower() in ctes:
                 cte = ctes[name.lower()]
+                if isinstance(cte, RecursiveName):
+                    return self.bind_recursive_reference(cte, alias, scope, ctes)
                 plan, names = self.bind_query(cte.this, None, {k: v for k, v in ctes.items() if k != name.lower()})
                 self.cte_uses[id(plan)] = (id(cte), name.lower(), plan)
                 column_aliases = [c.name for c in cte.args["alias"].columns] if cte.args.get("alias") and \
@@ -271,6 +274,7 @@ class FromWhereBinding:
         # cheap correlation test: bind the core in a throw-away binder sharing our catalog
         trial = type(self)(self.catalog, self.database, self.ids)
         trial.cte_uses = self.cte_uses
+        trial.recursive_ctes = self.recursive_ctes
         trial_parts = trial.bind_select_core(query, scope, ctes)
         if not trial_parts.correlated:
             return False

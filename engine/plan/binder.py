@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from engine import types as T
 from engine.catalog import Catalog
-from engine.errors import BindError, UnsupportedError
+from engine.errors import BindError
 from engine.exec.evaluate import fold_constant
 from engine.plan.bind_functions import FunctionBinding
 from engine.core.expressions import Call, ColumnRef, Expr, Literal
@@ -37,13 +37,14 @@ from engine.plan.bind_expressions import ExpressionBinding
 from engine.plan.bind_operators import OperatorBinding
 from engine.plan.bind_builtins import BuiltinBinding
 from engine.plan.bind_library import LibraryBinding
+from engine.plan.recursive_ctes import RecursiveCteBinding
 
 # the names other modules import from here
 __all__ = ["Binder", "ExprContext", "AggContext", "strict_division", "strict_text_numbers"]
 
 
 class Binder(FromWhereBinding, SelectListBinding, ExpressionBinding, OperatorBinding, BuiltinBinding,
-             FunctionBinding, LibraryBinding):
+             FunctionBinding, LibraryBinding, RecursiveCteBinding):
     """Binds one statement; its parts are mixins, one file each (bind_*.py)."""
 
     def __init__(self, catalog: Catalog, database: Optional[str], ids: Optional[IdGenerator] = None):
@@ -92,9 +93,8 @@ class Binder(FromWhereBinding, SelectListBinding, ExpressionBinding, OperatorBin
             return ctes
         ctes = dict(ctes)
         for cte in with_.expressions:
-            if with_.args.get("recursive"):
-                raise UnsupportedError("WITH RECURSIVE is not supported")
-            ctes[cte.alias_or_name.lower()] = cte
+            recursive = self.recursive_name(cte) if with_.args.get("recursive") else None
+            ctes[cte.alias_or_name.lower()] = recursive or cte
         return ctes
 
     def bind_union(self, node: exp.Union, outer, ctes) -> tuple[LogicalPlan, list[str]]:

@@ -120,7 +120,7 @@ def _same_shape_decimal(value: decimal.Decimal, taken: set) -> Optional[decimal.
 @dataclasses.dataclass(frozen=True)
 class PlanTemplate:
     planned: Any                                   # the PlannedQuery of the first values
-    # (path into (init_plans, stages), parameter index, the exponent of the Decimal the plan holds an
+    # (path into (init_plans, stages, recursive), parameter index, the exponent of the Decimal the plan holds an
     # integer parameter as, else None)
     slots: tuple[tuple[tuple, int, Optional[int]], ...]
 
@@ -132,15 +132,20 @@ class PlanTemplate:
             for step in path[:-1]:
                 node = node.setdefault(step, {})
             node[path[-1]] = _Value(value if exponent is None else _as_decimal(value, exponent))
-        init_plans, stages = _set_all((self.planned.init_plans, self.planned.stages), changes)
-        return dataclasses.replace(self.planned, init_plans=init_plans, stages=stages)
+        init_plans, stages, recursive = _set_all(_parts(self.planned), changes)
+        return dataclasses.replace(self.planned, init_plans=init_plans, stages=stages, recursive=recursive)
+
+
+def _parts(planned) -> tuple:
+    """What a plan runs, where a parameter's value can be: init plans, stages, recursive WITH queries."""
+    return planned.init_plans, planned.stages, planned.recursive
 
 
 def make_template(first, second, values: list, others: list) -> Optional[PlanTemplate]:
     """The template of two plans of one statement, planned with ``values`` and ``others``; None when
     they differ anywhere but in those values."""
     differences: list[tuple[tuple, Any, Any]] = []
-    if not _diff((first.init_plans, first.stages), (second.init_plans, second.stages), (), differences):
+    if not _diff(_parts(first), _parts(second), (), differences):
         return None
     differences = _renamed(differences)
     if differences is None:
@@ -166,7 +171,7 @@ def make_template(first, second, values: list, others: list) -> Optional[PlanTem
 def plans_equal(first, second) -> bool:
     """Whether two plannings of one statement gave the same plan (a text cache entry's check)."""
     differences: list = []
-    return _diff((first.init_plans, first.stages), (second.init_plans, second.stages), (), differences) \
+    return _diff(_parts(first), _parts(second), (), differences) \
         and _renamed(differences) == [] and first.names == second.names and first.fields == second.fields
 
 

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from engine.catalog import Catalog
-from engine.errors import BadDataError
+from engine.errors import BadDataError, MemoryLimitError
 from engine.exec.answer import ANSWER, SpilledAnswer, answer_spill
 from engine.exec.memory import MemoryPool, SpilledRows, statement_memory_limit
 from engine.exec.operators.base import PhysicalOperator
@@ -51,6 +54,24 @@ class InitPlan:
     values: tuple[int, ...] = ()
 
 
+# cte_max_recursion_depth of the session running the statement (engine.session sets it per call)
+recursion_depth_limit: ContextVar[int] = ContextVar("recursion_depth_limit", default=1000)
+
+
+@dataclass(frozen=True)
+class RecursivePlan:
+    """A recursive WITH query (engine.plan.recursive_ctes): the anchor's stages run once, the step's
+    over the last round's rows (CteScan ``work_index``) until a round adds none; all rows are CteScan
+    ``result_index``."""
+
+    name: str
+    result_index: int
+    work_index: int
+    anchor: tuple[StageSpec, ...]
+    step: tuple[StageSpec, ...]
+    distinct: bool
+
+
 @dataclass(frozen=True)
 class PlannedQuery:
     """One query ready to run: stages of each init plan (in order), then the main plan's stages."""
@@ -64,6 +85,7 @@ class PlannedQuery:
     # id(operator) -> (estimated rows, what the estimate rests on), for EXPLAIN; the operators are alive
     # as long as this plan is, so their ids stay unique
     estimates: dict = field(default_factory=dict, compare=False)
+    recursive: tuple[RecursivePlan, ...] = ()       # run first, in order
 
     def result_columns(self) -> tuple[list, list]:
         """(the Arrow type, ColumnInfo) of each result column: made once per plan (a cached plan runs
@@ -79,13 +101,19 @@ class PlannedQuery:
 def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], statistics,
                num_partitions: int) -> PlannedQuery:
     binder = Binder(catalog, database)
+    binder.recursive_ctes = []
     query: Query = binder.bind_statement(node)
     ctx = OptimizerContext(Estimator(statistics), num_partitions=num_partitions,
                            num_tasks=getattr(getattr(statistics, "runner", None), "num_leaves", None))
     query, ctes = materialize_ctes(query, binder.cte_uses, ctx, lambda plan: optimize_logical(plan, ctx),
-                                   lambda plan: PhysicalPlanner(ctx).plan_cost(optimize_logical(plan, ctx)))
+                                   lambda plan: PhysicalPlanner(ctx).plan_cost(optimize_logical(plan, ctx)),
+                                   first_index=2 * len(binder.recursive_ctes))
     init_plans = []
     planner = PhysicalPlanner(ctx)
+    recursive = tuple(RecursivePlan(cte.name, cte.result_index, cte.work_index,
+                                    tuple(split_stages(planner.plan(optimize_logical(cte.anchor, ctx)))),
+                                    tuple(split_stages(planner.plan(optimize_logical(cte.step, ctx)))), cte.distinct)
+                      for cte in binder.recursive_ctes)
     for cte in ctes:
         root = planner.plan(cte.plan)
         init_plans.append(InitPlan(root, tuple(split_stages(root)), cte.name, cte.reads))
@@ -97,7 +125,7 @@ def plan_query(node: exp.Expression, catalog: Catalog, database: Optional[str], 
     estimates = {op_id: (ctx.estimator.rows(node), ctx.estimator.source(node), planner.cost_text(op_id))
                  for op_id, node in planner.logical_of.items()}
     return PlannedQuery(tuple(init_plans), root, tuple(split_stages(root)), query.root.fields,
-                        query.names, logical, estimates)
+                        query.names, logical, estimates, recursive)
 
 
 def run_query(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfile]] = None,
@@ -134,13 +162,19 @@ def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfi
 
     # the scalar subqueries' values by $subquery number, each set by the init plan computing it
     params: list = [None] * sum(len(init.values) for init in planned.init_plans)
-    ctes: list = []                     # results of the materialized CTEs, by CteScan number
+    # results of the materialized CTEs, by CteScan number: the recursive ones' (and their working
+    # tables) first
+    ctes: list = [None] * (2 * len(planned.recursive))
     # the materialized CTEs are held (here, and shipped with the stages reading them) until the
     # query ends: together they count against memory_limit; one that does not fit goes to disk
     pool = MemoryPool(statement_memory_limit.get())
     held = pool.reservation("a materialized CTE")
     spilled: list[SpilledAnswer] = []   # CTEs whose init plan's answer went to disk: read there
     try:
+        for recursive in planned.recursive:
+            ctes[recursive.result_index] = run_recursive(
+                recursive, lambda stages: run(with_ctes(stages, ctes), params), ctes, held)
+            ctes[recursive.work_index] = None
         for init in planned.init_plans:
             # a CTE's answer may go to disk as it is made (its references read the file as a stream); a
             # scalar subquery's too, so that one of many rows fails as one that returns more than a row
@@ -168,6 +202,61 @@ def _run_plans(planned: PlannedQuery, runner, profiles: Optional[list[QueryProfi
         for answer in spilled:
             answer.close()
     return query_result(table, planned.fields, planned.names, planned.result_columns())
+
+
+def run_recursive(recursive: RecursivePlan, run, ctes: list, held) -> pa.Table:
+    """All rows of a recursive WITH query: the anchor's, then each round of the step over the rows the
+    round before produced, until one produces none (UNION DISTINCT: none not seen before). Past
+    ``cte_max_recursion_depth`` rounds it is MySQL's error 3636. The rows count against memory_limit
+    (``held``) as they are made: past it the statement fails, naming the query (they are not spilled)."""
+    limit = recursion_depth_limit.get()
+    def hold(table: pa.Table, rounds: int) -> None:
+        if not held.try_grow(table.nbytes):
+            raise MemoryLimitError(f"WITH RECURSIVE {recursive.name}: its rows after {rounds} rounds need more "
+                                   f"than memory_limit")
+
+    rows = _as_table(run(recursive.anchor))
+    if recursive.distinct:
+        rows = _new_rows(rows, None)
+    hold(rows, 0)
+    parts, seen, work, rounds = [rows], rows, rows, 0
+    while work.num_rows:
+        if rounds >= limit:
+            raise BadDataError(f"Recursive query aborted after {rounds + 1} iterations. Try increasing "
+                               f"@@cte_max_recursion_depth to a larger value (WITH RECURSIVE {recursive.name})")
+        rounds += 1
+        ctes[recursive.work_index] = work
+        produced = _as_table(run(recursive.step), like=rows)
+        if recursive.distinct:
+            produced = _new_rows(produced, seen)
+            seen = pa.concat_tables([seen, produced])
+        hold(produced, rounds)
+        parts.append(produced)
+        work = produced
+    return pa.concat_tables(parts).combine_chunks()
+
+
+def _as_table(answer, like: Optional[pa.Table] = None) -> pa.Table:
+    """A plan's answer with the columns named by position (c0, c1, ...) and typed as ``like``'s, so the
+    rounds' tables concatenate."""
+    table = answer if isinstance(answer, pa.Table) else pa.Table.from_batches(list(answer))
+    names = [f"c{i}" for i in range(table.num_columns)]
+    if like is None:
+        return pa.Table.from_arrays(table.columns, names=names)
+    return pa.Table.from_arrays([c if c.type == t else c.cast(t) for c, t in zip(table.columns, like.schema.types)],
+                                schema=like.schema)
+
+
+def _new_rows(rows: pa.Table, seen: Optional[pa.Table]) -> pa.Table:
+    """The distinct rows of ``rows`` not in ``seen`` (NULLs equal, as UNION DISTINCT compares)."""
+    names = rows.column_names
+    marked = rows.append_column("__round", pa.array(np.ones(rows.num_rows, np.int8)))
+    if seen is not None and seen.num_rows:
+        marked = pa.concat_tables([seen.append_column("__round", pa.array(np.zeros(seen.num_rows, np.int8))),
+                                   marked])
+    grouped = marked.group_by(names, use_threads=False).aggregate([("__round", "min")])
+    kept = grouped.filter(pc.equal(grouped["__round_min"], 1)).select(names)
+    return pa.Table.from_arrays(kept.columns, schema=rows.schema)
 
 
 SUBQUERY = "Subquery"      # a scalar subquery's answer, on disk (EXPLAIN ANALYZE, the error past its bound)

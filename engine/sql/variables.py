@@ -105,6 +105,7 @@ SYSTEM_VARIABLES: dict[str, Variable] = {
     "unique_checks": _V(1, "fixed"),
     "sql_notes": _V(1),
     "sql_warnings": _V(0),
+    "cte_max_recursion_depth": _V(1000),                 # honoured: WITH RECURSIVE's rounds (engine.sql.query)
     "max_execution_time": _V(0),                         # honoured: engine.session's statement_timeout
     "statement_timeout": _V(0),
     "memory_limit": _V(default_memory_limit()),          # honoured: engine.exec.memory (bytes)

@@ -235,6 +235,14 @@ def _set_lock_wait_timeout(session, name: str, value):
     return lambda: setattr(session, "lock_wait_timeout", float(seconds))
 
 
+def _set_recursion_depth(session, name: str, value):
+    """cte_max_recursion_depth: rounds a WITH RECURSIVE query may run (engine.sql.query.run_recursive)."""
+    depth = 1000 if value is None else value
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= 4294967295:
+        raise BindError(f"SET {name} takes a whole number from 0 to 4294967295, not {value!r}")
+    return lambda: session.variables.__setitem__(name, depth)
+
+
 def _set_charset(session, name: str, value):
     text = str(value).lower() if value is not None else None
     if name == "collation_connection":
@@ -294,6 +302,7 @@ _SETTERS = {
     "time_zone": _set_time_zone,
     "transaction_isolation": _set_isolation,
     "tx_isolation": _set_isolation,
+    "cte_max_recursion_depth": _set_recursion_depth,
 }
 
 
