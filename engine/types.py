@@ -96,6 +96,7 @@ UMEDIUMINT = SqlType("int", "MEDIUMINT UNSIGNED", bits=32, unsigned=True)
 UINT = SqlType("int", "INT UNSIGNED", bits=64, unsigned=True)
 UBIGINT = SqlType("decimal", "BIGINT UNSIGNED", precision=20, scale=0, unsigned=True)
 TEXT = SqlType("string", "TEXT")
+JSON = SqlType("string", "JSON")                  # text that is JSON (writes are checked: engine.sql.dml)
 DATE = SqlType("date", "DATE")
 DATETIME = SqlType("datetime", "DATETIME")
 TIMESTAMP = SqlType("datetime", "TIMESTAMP")      # stored like DATETIME; DESCRIBE shows what was declared
@@ -144,7 +145,7 @@ _SIMPLE_TYPES = {
     "FLOAT": FLOAT, "DOUBLE": DOUBLE, "DATE": DATE, "DATETIME": DATETIME, "TIMESTAMP": TIMESTAMP,
     "DATETIME64": DATETIME, "TIMESTAMPTZ": TIMESTAMP,  # sqlglot reads MySQL TIMESTAMP as TIMESTAMPTZ
     "TIMESTAMPLTZ": DATETIME,
-    "TEXT": TEXT, "MEDIUMTEXT": TEXT, "LONGTEXT": TEXT, "TINYTEXT": TEXT,
+    "TEXT": TEXT, "MEDIUMTEXT": TEXT, "LONGTEXT": TEXT, "TINYTEXT": TEXT, "JSON": JSON,
 }
 
 

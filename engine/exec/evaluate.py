@@ -7,7 +7,7 @@ logic, NULL on division by zero, exact DECIMAL arithmetic with MySQL's result sc
 
 This file is the evaluator's core (dispatch, arithmetic, comparison and logic, conditionals, casts,
 collations); the function library registers itself from ``string_functions``, ``math_functions`` and
-``date_functions`` and ``text_functions`` beside it, imported at the end. Why over 600 lines: the core's parts are MySQL's
+``date_functions``, ``text_functions`` and ``json_functions`` beside it, imported at the end. Why over 600 lines: the core's parts are MySQL's
 typing rules for one expression tree (an arithmetic result's type decides its casts, a comparison's
 collation its kernel), each calling the others; the named functions, which stand alone, are the
 library files.
@@ -788,3 +788,4 @@ from engine.exec import math_functions  # noqa: E402,F401
 from engine.exec import string_functions  # noqa: E402,F401
 from engine.exec import date_functions  # noqa: E402,F401
 from engine.exec import text_functions  # noqa: E402,F401
+from engine.exec import json_functions  # noqa: E402,F401

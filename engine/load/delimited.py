@@ -50,13 +50,14 @@ import pyarrow.csv as pacsv
 from engine.catalog import TableDef
 from engine.errors import BadDataError, ConstraintError
 from engine.exec.integer_range import out_of_range
+from engine.exec.json_functions import invalid_mask, invalid_reason
 from engine.load.dialect import FileField, file_dialect, file_fields
 from engine.load.failing_rows import failing_rows, first_failing
 from engine.load.input_files import (_UTF8_CHARSETS, Chunks, WholeFileNeeded, decode_text, escaped_bytes, open_input,
                                      read_file, skip_lines)
 from engine.load.load_data import LoadDataStatement
 from engine.load.set_clauses import SetClauses
-from engine.types import TEXT, SqlType
+from engine.types import JSON, TEXT, SqlType
 
 BLOCK_SIZE = 16 << 20
 # The streamed read (stream_delimited) parses the file this many bytes at a time, in STREAM_BLOCK_SIZE
@@ -465,6 +466,11 @@ class _Reader:
             if longest is not None and longest > sql_type.length:
                 self._reject(pc.greater(lengths, sql_type.length), "constraint", _TOO_LONG, lambda row: self._bad(
                     row, field, f"value of {lengths[row].as_py()} characters is too long for {sql_type}"))
+        if sql_type == JSON:
+            invalid = invalid_mask(values)
+            if invalid is not None:
+                self._reject(invalid, "parser", _BAD_VALUE, lambda row: self._bad(
+                    row, field, f"Invalid JSON text: \"{invalid_reason(values[row].as_py())}\""))
         # INT UNSIGNED is read as int64, MEDIUMINT as int32: the declared range is checked here
         outside = out_of_range(values, sql_type)
         if outside is not None:

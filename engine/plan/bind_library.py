@@ -215,7 +215,7 @@ class LibraryBinding:
         YEARWEEK, MAKEDATE, FROM_DAYS, TO_SECONDS, MICROSECOND, ADDDATE, SUBDATE; None for another name."""
         binder = _ANONYMOUS.get(name)
         if binder is None:
-            return None
+            return self.bind_json_function(name, node, ctx)
         arity = _ARITY[name]
         if not arity[0] <= len(node.expressions) <= arity[1]:
             raise BindError(f"{sql_words(node)}: wrong number of arguments to {name}")

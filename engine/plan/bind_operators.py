@@ -299,6 +299,8 @@ class OperatorBinding:
                 a = self.coerce(a, T.TEXT)
             return Call("collate", (a,), a.type.with_collation(collation.BIN))
         target = self.sql_type(to)
+        if target == T.JSON:
+            return self.cast_to_json(a)
         if a.type.kind == "string" and target.kind == "string":
             return a
         # a value past SIGNED's or DECIMAL(p, s)'s range clips and warns (Note) or fails (a Warning in a

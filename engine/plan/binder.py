@@ -36,6 +36,7 @@ from engine.plan.bind_select_list import SelectListBinding
 from engine.plan.bind_expressions import ExpressionBinding
 from engine.plan.bind_operators import OperatorBinding
 from engine.plan.bind_builtins import BuiltinBinding
+from engine.plan.bind_json import JsonBinding
 from engine.plan.bind_library import LibraryBinding
 from engine.plan.recursive_ctes import RecursiveCteBinding
 
@@ -44,7 +45,7 @@ __all__ = ["Binder", "ExprContext", "AggContext", "strict_division", "strict_tex
 
 
 class Binder(FromWhereBinding, SelectListBinding, ExpressionBinding, OperatorBinding, BuiltinBinding,
-             FunctionBinding, LibraryBinding, RecursiveCteBinding):
+             FunctionBinding, LibraryBinding, JsonBinding, RecursiveCteBinding):
     """Binds one statement; its parts are mixins, one file each (bind_*.py)."""
 
     def __init__(self, catalog: Catalog, database: Optional[str], ids: Optional[IdGenerator] = None):

@@ -18,6 +18,7 @@ from engine import types as T
 from engine.catalog import ColumnDef, TableDef
 from engine.errors import BadDataError, BindError, ConstraintError
 from engine.exec import integer_range
+from engine.exec.json_functions import check_documents
 from engine.exec.evaluate import evaluate_array
 from engine.core.expressions import Call, ColumnRef, Expr, Literal, ScalarParam
 
@@ -60,6 +61,8 @@ def conform_to_table(data: pa.Table, source_types: Sequence[T.SqlType], table: T
         else:
             array = _converted(batch, index, source_types[index], column, first_row)
             _check_length(array, column, table, first_row)
+            if column.type == T.JSON and source_types[index] != T.JSON:     # a JSON result is JSON already
+                check_documents(array, lambda row: f"column '{table.name}.{column.name}' at row {first_row + row}")
         if not column.nullable and array.null_count:
             row = first_row + int(np.flatnonzero(pc.is_null(array).to_numpy(zero_copy_only=False))[0])
             raise ConstraintError(f"column {column.name!r} of {table.name} cannot be NULL (row {row})")

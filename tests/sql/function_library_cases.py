@@ -9,14 +9,16 @@ from decimal import Decimal
 
 SETUP = [
     "CREATE TABLE lib (id INT PRIMARY KEY, d DATETIME(6), dd DATE, i BIGINT, s VARCHAR(40), "
-    "x DECIMAL(10, 3), f DOUBLE)",
+    "x DECIMAL(10, 3), f DOUBLE, j JSON)",
     "INSERT INTO lib VALUES "
-    "(1, '2020-03-04 10:11:12.345678', '2020-01-01', 5, 'a,b,c', 1.239, 2.5), "
-    "(2, NULL, NULL, NULL, NULL, NULL, NULL), "
-    "(3, '1999-12-31 23:59:59', '2021-01-03', -3, 'xxhixx', -12.345, -0.5), "
-    "(4, '2024-12-30 00:00:00.000001', '2024-12-30', 0, 'B,a,,b', 0.000, 1e15), "
-    "(5, '2000-01-01 12:00:00', '2000-01-02', 9223372036854775807, '', 999.999, -7.75), "
-    "(6, '2016-01-03 01:02:03', '2016-01-03', -9223372036854775808, 'Hello world', -0.5, 0.125)",
+    "(1, '2020-03-04 10:11:12.345678', '2020-01-01', 5, 'a,b,c', 1.239, 2.5, "
+    "'{\"k\": 1, \"arr\": [1, 2.50, \"x\"], \"o\": {\"z\": null, \"a b\": true}}'), "
+    "(2, NULL, NULL, NULL, NULL, NULL, NULL, NULL), "
+    "(3, '1999-12-31 23:59:59', '2021-01-03', -3, 'xxhixx', -12.345, -0.5, '[10, 20, [30]]'), "
+    "(4, '2024-12-30 00:00:00.000001', '2024-12-30', 0, 'B,a,,b', 0.000, 1e15, '\"str\"'), "
+    "(5, '2000-01-01 12:00:00', '2000-01-02', 9223372036854775807, '', 999.999, -7.75, '{}'), "
+    "(6, '2016-01-03 01:02:03', '2016-01-03', -9223372036854775808, 'Hello world', -0.5, 0.125, "
+    "'{\"k\": \"é\\\\n\", \"n\": -0.5e3}')",
 ]
 
 # one SELECT list each, over ``lib`` ordered by id
@@ -51,6 +53,13 @@ EXPRESSIONS = [
     "(i, s) IN ((5, 'a,b,c'), (0, 'B,A,,B')), (i, s) NOT IN ((5, 'a,b,c'), (NULL, 'x')), (i, x) < (0, 1)",
     "(i, s) = (5, 'A,B,C'), (i, NULL) <=> (i, NULL), (i, x) >= (-3, -12.345), (i, f, x) <> (0, 1e15, 0)",
     "CONCAT(N'n', _utf8mb4'u', s)",
+    # JSON (scalars and arrays of scalars: MariaDB returns nested objects as their source text)
+    "JSON_EXTRACT(j, '$.k'), JSON_EXTRACT(j, '$.arr[1]'), JSON_UNQUOTE(JSON_EXTRACT(j, '$.k')), "
+    "JSON_UNQUOTE(JSON_EXTRACT(j, '$.arr[2]')), JSON_EXTRACT(j, '$[1]'), JSON_EXTRACT(j, '$.o.\"a b\"'), "
+    "JSON_EXTRACT(j, '$.nope')",
+    "JSON_TYPE(j), JSON_LENGTH(j), JSON_LENGTH(j, '$.arr'), JSON_KEYS(j), JSON_VALID(j), JSON_VALID(s)",
+    "JSON_OBJECT('id', id, 's', s, 'x', x), JSON_ARRAY(id, s, NULL, f), JSON_QUOTE(s), JSON_UNQUOTE(JSON_QUOTE(s))",
+    "JSON_EXTRACT(j, '$.k', '$.arr[0]'), JSON_UNQUOTE(JSON_EXTRACT(j, '$.n'))",
 ]
 
 
@@ -442,6 +451,169 @@ EXPECTED = {"(i, s) = (5, 'A,B,C'), (i, NULL) <=> (i, NULL), (i, x) >= (-3, -12.
                                                                          (2, 1, 1),
                                                                          (4, 3, 0),
                                                                          (0, 0, 1)],
+ 'JSON_EXTRACT(j, \'$.k\'), JSON_EXTRACT(j, \'$.arr[1]\'), JSON_UNQUOTE(JSON_EXTRACT(j, \'$.k\')), JSON_UNQUOTE(JSON_EXTRACT(j, \'$.arr[2]\')), JSON_EXTRACT(j, \'$[1]\'), JSON_EXTRACT(j, \'$.o."a b"\'), JSON_EXTRACT(j, \'$.nope\')': [('1',
+                                                                                                                                                                                                                                           '2.50',
+                                                                                                                                                                                                                                           '1',
+                                                                                                                                                                                                                                           'x',
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           'true',
+                                                                                                                                                                                                                                           None),
+                                                                                                                                                                                                                                          (None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None),
+                                                                                                                                                                                                                                          (None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           '20',
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None),
+                                                                                                                                                                                                                                          (None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None),
+                                                                                                                                                                                                                                          (None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None),
+                                                                                                                                                                                                                                          ('"é\\n"',
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           'é\n',
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None,
+                                                                                                                                                                                                                                           None)],
+ "JSON_EXTRACT(j, '$.k', '$.arr[0]'), JSON_UNQUOTE(JSON_EXTRACT(j, '$.n'))": [('[1, 1]', None),
+                                                                              (None, None),
+                                                                              (None, None),
+                                                                              (None, None),
+                                                                              (None, None),
+                                                                              ('["é\\n"]', '-0.5e3')],
+ "JSON_OBJECT('id', id, 's', s, 'x', x), JSON_ARRAY(id, s, NULL, f), JSON_QUOTE(s), JSON_UNQUOTE(JSON_QUOTE(s))": [('{"id": '
+                                                                                                                    '1, '
+                                                                                                                    '"s": '
+                                                                                                                    '"a,b,c", '
+                                                                                                                    '"x": '
+                                                                                                                    '1.239}',
+                                                                                                                    '[1, '
+                                                                                                                    '"a,b,c", '
+                                                                                                                    'null, '
+                                                                                                                    '2.5]',
+                                                                                                                    '"a,b,c"',
+                                                                                                                    'a,b,c'),
+                                                                                                                   ('{"id": '
+                                                                                                                    '2, '
+                                                                                                                    '"s": '
+                                                                                                                    'null, '
+                                                                                                                    '"x": '
+                                                                                                                    'null}',
+                                                                                                                    '[2, '
+                                                                                                                    'null, '
+                                                                                                                    'null, '
+                                                                                                                    'null]',
+                                                                                                                    None,
+                                                                                                                    None),
+                                                                                                                   ('{"id": '
+                                                                                                                    '3, '
+                                                                                                                    '"s": '
+                                                                                                                    '"xxhixx", '
+                                                                                                                    '"x": '
+                                                                                                                    '-12.345}',
+                                                                                                                    '[3, '
+                                                                                                                    '"xxhixx", '
+                                                                                                                    'null, '
+                                                                                                                    '-0.5]',
+                                                                                                                    '"xxhixx"',
+                                                                                                                    'xxhixx'),
+                                                                                                                   ('{"id": '
+                                                                                                                    '4, '
+                                                                                                                    '"s": '
+                                                                                                                    '"B,a,,b", '
+                                                                                                                    '"x": '
+                                                                                                                    '0.000}',
+                                                                                                                    '[4, '
+                                                                                                                    '"B,a,,b", '
+                                                                                                                    'null, '
+                                                                                                                    '1e15]',
+                                                                                                                    '"B,a,,b"',
+                                                                                                                    'B,a,,b'),
+                                                                                                                   ('{"id": '
+                                                                                                                    '5, '
+                                                                                                                    '"s": '
+                                                                                                                    '"", '
+                                                                                                                    '"x": '
+                                                                                                                    '999.999}',
+                                                                                                                    '[5, '
+                                                                                                                    '"", '
+                                                                                                                    'null, '
+                                                                                                                    '-7.75]',
+                                                                                                                    '""',
+                                                                                                                    ''),
+                                                                                                                   ('{"id": '
+                                                                                                                    '6, '
+                                                                                                                    '"s": '
+                                                                                                                    '"Hello '
+                                                                                                                    'world", '
+                                                                                                                    '"x": '
+                                                                                                                    '-0.500}',
+                                                                                                                    '[6, '
+                                                                                                                    '"Hello '
+                                                                                                                    'world", '
+                                                                                                                    'null, '
+                                                                                                                    '0.125]',
+                                                                                                                    '"Hello '
+                                                                                                                    'world"',
+                                                                                                                    'Hello '
+                                                                                                                    'world')],
+ "JSON_TYPE(j), JSON_LENGTH(j), JSON_LENGTH(j, '$.arr'), JSON_KEYS(j), JSON_VALID(j), JSON_VALID(s)": [('OBJECT',
+                                                                                                        3,
+                                                                                                        3,
+                                                                                                        '["k", '
+                                                                                                        '"arr", '
+                                                                                                        '"o"]',
+                                                                                                        1,
+                                                                                                        0),
+                                                                                                       (None,
+                                                                                                        None,
+                                                                                                        None,
+                                                                                                        None,
+                                                                                                        None,
+                                                                                                        None),
+                                                                                                       ('ARRAY',
+                                                                                                        3,
+                                                                                                        None,
+                                                                                                        None,
+                                                                                                        1,
+                                                                                                        0),
+                                                                                                       ('STRING',
+                                                                                                        1,
+                                                                                                        None,
+                                                                                                        None,
+                                                                                                        1,
+                                                                                                        0),
+                                                                                                       ('OBJECT',
+                                                                                                        0,
+                                                                                                        None,
+                                                                                                        '[]',
+                                                                                                        1,
+                                                                                                        0),
+                                                                                                       ('OBJECT',
+                                                                                                        2,
+                                                                                                        None,
+                                                                                                        '["k", '
+                                                                                                        '"n"]',
+                                                                                                        1,
+                                                                                                        0)],
  'MAKEDATE(2020, i), MAKEDATE(YEAR(dd), 60), FROM_DAYS(TO_DAYS(dd) + 1), FROM_DAYS(737000 + id), FROM_DAYS(TO_DAYS(d))': [(datetime.date(2020, 1, 5),
                                                                                                                            datetime.date(2020, 2, 29),
                                                                                                                            datetime.date(2020, 1, 2),
