@@ -133,3 +133,19 @@ def test_kill_query_from_another_session(con):
     with pytest.raises(engine.ProgrammingError):
         other.execute("KILL QUERY 987654")
     other.close()
+
+
+def test_show_table_status(con):
+    """GUI clients (Workbench, DBeaver) list tables through SHOW TABLE STATUS: MySQL's columns, one row
+    per table and view of the database, LIKE filtering, another database by FROM."""
+    con.execute("CREATE VIEW cheap AS SELECT id FROM trades WHERE px < 10")
+    cursor = con.execute("SHOW TABLE STATUS")
+    names = [d[0] for d in cursor.description]
+    assert names[:4] == ["Name", "Engine", "Version", "Row_format"] and names[-1] == "Comment" and len(names) == 18
+    rows = {r[0]: r for r in cursor.fetchall()}
+    assert set(rows) == {"trades", "cheap"}
+    assert rows["trades"][1] == "Columnstore" and rows["cheap"][-1] == "VIEW" and rows["cheap"][1] is None
+    assert [r[0] for r in one(con, "SHOW TABLE STATUS LIKE 'tr%'")] == ["trades"]
+    assert [r[0] for r in one(con, "SHOW TABLE STATUS FROM other")] == ["notes"]
+    with pytest.raises(engine.NotSupportedError, match="SHOW TABLE STATUS WHERE"):
+        con.execute("SHOW TABLE STATUS WHERE Name = 'trades'")

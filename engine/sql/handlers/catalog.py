@@ -225,6 +225,8 @@ class CatalogStatements:
             return ddl.text_result(["Database"], [(d,) for d in self.catalog.databases() if like(d)])
         if what == "TABLES":
             return self._show_tables(node, like)
+        if what == "TABLE STATUS":
+            return self._show_table_status(node, like)
         if what == "COLUMNS":
             return self._describe(node.args["target"], bool(node.args.get("full")))
         if what == "COLLATION":
@@ -271,6 +273,33 @@ class CatalogStatements:
         if node.args.get("full"):
             return ddl.text_result([f"Tables_in_{database}", "Table_type"], rows)
         return ddl.text_result([f"Tables_in_{database}"], [(name,) for name, _ in rows])
+
+    def _show_table_status(self, node: exp.Show, like) -> Result:
+        """SHOW TABLE STATUS [FROM db] [LIKE 'p']: MySQL's 18 columns, one row per table and view (what
+        Canopy does not report here -- row counts, byte sizes, times, the AUTO_INCREMENT counter -- is
+        NULL, as MySQL shows for a view)."""
+        from engine.system_schema import listed_tables
+        if node.args.get("where") is not None:
+            raise UnsupportedError("SHOW TABLE STATUS WHERE; use SHOW TABLE STATUS LIKE 'pattern' or "
+                                   "information_schema.TABLES")
+        database = node.args.get("db").name if node.args.get("db") is not None else self.database
+        if database is None:
+            raise BindError("no database selected; run USE <database> first")
+        if not self.catalog.has_database(database):
+            raise unknown_name_error("database", database, self.catalog.databases())
+        rows = []
+        for d, name, kind, engine, _ in sorted(listed_tables(self.catalog), key=lambda r: r[1].lower()):
+            if d.lower() != database.lower() or not like(name):
+                continue
+            view = kind == "VIEW"
+            rows.append((name, None if view else engine, None if view else "10", None if view else "Fixed",
+                         None, None, None, None, None, None, None, None, None, None,
+                         None if view else "utf8mb4_general_ci", None, None if view else "",
+                         "VIEW" if view else ""))
+        return ddl.text_result(["Name", "Engine", "Version", "Row_format", "Rows", "Avg_row_length", "Data_length",
+                                "Max_data_length", "Index_length", "Data_free", "Auto_increment", "Create_time",
+                                "Update_time", "Check_time", "Collation", "Checksum", "Create_options", "Comment"],
+                               rows)
 
     def _show_index(self, node: exp.Show) -> Result:
         """SHOW INDEX FROM t [FROM db]: one row per key column (MySQL's columns)."""
