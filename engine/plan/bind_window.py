@@ -277,9 +277,10 @@ def _frame(binder, spec: Optional[exp.WindowSpec], order_by: tuple[SortKey, ...]
         if len(order_by) != 1:
             raise BindError("a RANGE frame with an offset needs exactly one ORDER BY expression")
         key_type = order_by[0].expr.type
-        if key_type.kind not in ("int", "decimal", "float"):
+        start, end = _interval_offset(start, key_type), _interval_offset(end, key_type)
+        if key_type.kind not in ("int", "decimal", "float", "date", "datetime"):
             raise UnsupportedError(f"a RANGE frame with an offset over a {key_type} ORDER BY key "
-                                   "(numbers only)")
+                                   "(numbers, dates and datetimes only)")
     if units == "range" and not order_by:
         return WHOLE_PARTITION       # every row is a peer of every other
     return WindowFrame(units, start, end)
@@ -295,7 +296,14 @@ def _bound(node, side, units: str, order_by) -> FrameBound:
             return FrameBound("current_row")
         raise UnsupportedError(f"window frame bound {node}")
     if isinstance(node, exp.Interval):
-        raise UnsupportedError("an INTERVAL offset in a RANGE frame")
+        if units != "range":
+            raise BindError("an INTERVAL offset is for RANGE frames (a ROWS offset counts rows)")
+        amount, unit = node.this, (node.unit.name if node.unit is not None else "").upper()
+        if not (isinstance(amount, exp.Literal) and (amount.is_int or (amount.is_string and amount.this.isdigit()))):
+            raise UnsupportedError(f"window frame offset {node.sql(dialect='mysql')} (a whole number of units)")
+        if side not in ("preceding", "following"):
+            raise BindError(f"window frame offset {node.sql(dialect='mysql')} needs PRECEDING or FOLLOWING")
+        return FrameBound(side, _Interval(int(amount.this), unit))
     if isinstance(node, exp.Literal) and not node.is_string:
         text = node.this
         value = decimal.Decimal(text) if any(c in text for c in ".eE") else int(text)
@@ -308,3 +316,36 @@ def _bound(node, side, units: str, order_by) -> FrameBound:
         return FrameBound(side, value)
     raise UnsupportedError(f"window frame offset {node.sql(dialect='mysql') if hasattr(node, 'sql') else node} "
                            "(a non-negative number constant is supported)")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Interval:
+    """An INTERVAL frame offset until the ORDER BY key's type turns it into a number of the key's units."""
+    amount: int
+    unit: str
+
+
+# a frame over a DATE key counts days, over a DATETIME key microseconds (engine.exec.operators.window's
+# _range_key reads the key so); months and years have no fixed length in either
+_DAYS_PER = {"DAY": 1, "WEEK": 7}
+_MICROSECONDS_PER = {"MICROSECOND": 1, "SECOND": 10**6, "MINUTE": 60 * 10**6, "HOUR": 3600 * 10**6,
+                     "DAY": 86400 * 10**6, "WEEK": 7 * 86400 * 10**6}
+
+
+def _interval_offset(bound: FrameBound, key_type) -> FrameBound:
+    """A bound's offset in the ORDER BY key's units: an INTERVAL for a DATE / DATETIME key (MySQL allows
+    nothing else there), a number for a numeric key."""
+    temporal = key_type.kind in ("date", "datetime")
+    if not isinstance(bound.offset, _Interval):
+        if temporal and bound.offset is not None:
+            raise BindError(f"a RANGE frame over a {key_type} ORDER BY key takes INTERVAL offsets "
+                            f"(not {bound.offset})")
+        return bound
+    if not temporal:
+        raise BindError(f"an INTERVAL offset needs a DATE or DATETIME ORDER BY key, not {key_type}")
+    per = (_DAYS_PER if key_type.kind == "date" else _MICROSECONDS_PER).get(bound.offset.unit)
+    if per is None:
+        raise UnsupportedError(f"a RANGE frame offset INTERVAL {bound.offset.amount} {bound.offset.unit} over a "
+                               f"{key_type} key (months, quarters and years have no fixed length"
+                               + ("; a DATE key takes DAY and WEEK" if key_type.kind == "date" else "") + ")")
+    return FrameBound(bound.kind, bound.offset.amount * per)

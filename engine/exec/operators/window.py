@@ -333,6 +333,9 @@ def _range_key(key: pa.Array, sort_key: SortKey, bounds: tuple[FrameBound, ...])
         words = np.frombuffer(exact.buffers()[1], dtype=np.int64)[exact.offset * 2:(exact.offset + len(key)) * 2]
         return (np.ascontiguousarray(sign * words[0::2]),
                 lambda b: _signed(b) * int(decimal.Decimal(b.offset or 0).scaleb(t.scale)))
+    if pa.types.is_date32(t) or pa.types.is_timestamp(t):      # days, microseconds (the binder's units)
+        key = key.cast(pa.int32()) if pa.types.is_date32(t) else key.cast(pa.timestamp("us")).cast(pa.int64())
+        t = key.type
     if pa.types.is_integer(t):
         arr = sign * key.fill_null(0).cast(pa.int64()).to_numpy()
         return np.ascontiguousarray(arr, dtype=np.int64), lambda b: _signed(b) * int(b.offset or 0)

@@ -158,6 +158,30 @@ def test_variance_of_a_large_mean_keeps_its_digits(both):
     check(both, sql)
 
 
+def test_range_frames_over_dates_and_datetimes_by_interval(both):
+    """RANGE offsets over a DATE key in days / weeks and over a DATETIME key in fixed-length units, ascending
+    and descending, with NULL keys (their own peer group), against DuckDB."""
+    con, duck = both
+    days = ", ".join(f"({k}, {k % 3}, DATE '2020-02-25' + INTERVAL {k * k % 11} DAY, "
+                     f"TIMESTAMP '2020-02-28 22:00:00' + INTERVAL {k * 37 % 300} MINUTE, {k * 7 % 13})"
+                     for k in range(1, 40)) + ", (40, 1, NULL, NULL, 5)"
+    for db in (con, duck):
+        db.execute("CREATE TABLE dated (k INT, g INT, d DATE, ts DATETIME, v INT)" if db is con else
+                   "CREATE TABLE dated (k INT, g INT, d DATE, ts TIMESTAMP, v INT)")
+        db.execute(f"INSERT INTO dated VALUES {days}")
+    check(both, "SELECT k, SUM(v) OVER (PARTITION BY g ORDER BY d RANGE BETWEEN INTERVAL 3 DAY PRECEDING AND "
+                "CURRENT ROW), COUNT(*) OVER (ORDER BY d DESC RANGE BETWEEN INTERVAL 1 WEEK PRECEDING AND "
+                "INTERVAL 1 DAY FOLLOWING) FROM dated ORDER BY k")
+    check(both, "SELECT k, MAX(v) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 90 MINUTE PRECEDING AND INTERVAL 1 HOUR "
+                "FOLLOWING), SUM(v) OVER (ORDER BY ts RANGE INTERVAL 2 HOUR PRECEDING) FROM dated ORDER BY k")
+    with pytest.raises(UnsupportedError, match="INTERVAL 1 MONTH over a DATE key"):
+        con.execute("SELECT SUM(v) OVER (ORDER BY d RANGE INTERVAL 1 MONTH PRECEDING) FROM dated")
+    with pytest.raises(BindError, match="takes INTERVAL offsets"):
+        con.execute("SELECT SUM(v) OVER (ORDER BY d RANGE 3 PRECEDING) FROM dated")
+    with pytest.raises(BindError, match="needs a DATE or DATETIME ORDER BY key"):
+        con.execute("SELECT SUM(v) OVER (ORDER BY v RANGE INTERVAL 1 DAY PRECEDING) FROM dated")
+
+
 def test_windows_in_a_cte_joined_back(both):
     sql = ("WITH v AS (SELECT g, k, AVG(x) OVER (PARTITION BY g) AS a FROM t) "
            "SELECT v.k, v.a, w.k FROM v JOIN v w ON v.g = w.g AND w.k = v.k + 1 ORDER BY v.k")
