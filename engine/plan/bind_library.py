@@ -19,7 +19,7 @@ from engine import collation
 from engine import types as T
 from engine.errors import BindError, UnsupportedError
 from engine.core.expressions import Call, Expr, Literal
-from engine.plan.bind_collation import common_collation
+from engine.plan.bind_collation import collation_of, common_collation
 from engine.plan.sql_words import sql_words
 
 _BIT_OPERATORS = {exp.BitwiseAnd: "&", exp.BitwiseOr: "|", exp.BitwiseXor: "^",
@@ -209,6 +209,24 @@ class LibraryBinding:
     def _bind_UtcTimestamp(self, node, ctx) -> Expr:
         return Call("now", (), T.DATETIME)
 
+    def _bind_Collation(self, node, ctx) -> Expr:
+        """COLLATION(x): the collation x compares by ('binary' for a number or date)."""
+        e = self.bind_expr(node.this, ctx)
+        name = collation_of(e)[0] if e.type.kind == "string" else "binary"
+        return Literal(name, T.TEXT)
+
+    def _anonymous_charset(self, name, node, ctx) -> Expr:
+        """CHARSET(x): utf8mb4 (or utf8) for text, 'binary' for numbers and dates; COERCIBILITY(x):
+        MySQL's 0 (explicit COLLATE) to 5 (NULL)."""
+        e = self.bind_expr(node.expressions[0], ctx)
+        if name == "COERCIBILITY":
+            if e.type.kind == "null":
+                return Literal(6 if isinstance(e, Literal) else 5, T.BIGINT)
+            return Literal(collation_of(e)[1] if e.type.kind == "string" else 5, T.BIGINT)
+        if e.type.kind != "string":
+            return Literal("binary", T.TEXT)
+        return Literal(collation.COLLATIONS[collation.resolve(collation_of(e)[0])].charset, T.TEXT)
+
     # --- MySQL functions sqlglot leaves anonymous ---------------------------------------------------------
     def bind_library_function(self, name: str, node: exp.Anonymous, ctx):
         """FIELD, FIND_IN_SET, STRCMP, CONV, BIN, OCT, CRC32, QUOTE, ORD, OCTET_LENGTH, WEEKDAY,
@@ -291,8 +309,9 @@ _ANONYMOUS = {
     "MAKEDATE": LibraryBinding._anonymous_makedate, "FROM_DAYS": LibraryBinding._anonymous_from_days,
     "TO_SECONDS": LibraryBinding._anonymous_to_seconds, "MICROSECOND": LibraryBinding._anonymous_microsecond,
     "ADDDATE": LibraryBinding._anonymous_adddate, "SUBDATE": LibraryBinding._anonymous_adddate,
+    "CHARSET": LibraryBinding._anonymous_charset, "COERCIBILITY": LibraryBinding._anonymous_charset,
 }
 _ARITY = {"FIELD": (2, 10**6), "FIND_IN_SET": (2, 2), "STRCMP": (2, 2), "CONV": (3, 3), "BIN": (1, 1),
           "OCT": (1, 1), "CRC32": (1, 1), "QUOTE": (1, 1), "ORD": (1, 1), "OCTET_LENGTH": (1, 1),
           "WEEKDAY": (1, 1), "YEARWEEK": (1, 2), "MAKEDATE": (2, 2), "FROM_DAYS": (1, 1), "TO_SECONDS": (1, 1),
-          "MICROSECOND": (1, 1), "ADDDATE": (2, 2), "SUBDATE": (2, 2)}
+          "MICROSECOND": (1, 1), "ADDDATE": (2, 2), "SUBDATE": (2, 2), "CHARSET": (1, 1), "COERCIBILITY": (1, 1)}

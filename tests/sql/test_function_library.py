@@ -81,3 +81,10 @@ def test_from_dual(cursor):
 def test_row_operand_counts_must_match(cursor):
     with pytest.raises(engine.ProgrammingError, match="Operand should contain 2 column"):
         cursor.execute("SELECT (i, s) IN ((1, 2, 3)) FROM lib")
+
+
+def test_collation_charset_coercibility(cursor):
+    cursor.execute("SELECT COLLATION(s), COLLATION(s COLLATE utf8mb4_bin), COLLATION(i), CHARSET(s), CHARSET(i), "
+                   "COERCIBILITY(s), COERCIBILITY('x'), COERCIBILITY(s COLLATE utf8mb4_bin), COERCIBILITY(NULL) "
+                   "FROM lib WHERE id = 1")
+    assert cursor.fetchall() == [("utf8mb4_general_ci", "utf8mb4_bin", "binary", "utf8mb4", "binary", 2, 4, 0, 6)]
