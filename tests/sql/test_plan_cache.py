@@ -335,7 +335,7 @@ def test_plans_equal_up_to_a_renaming_of_fresh_column_ids():
 
     def planned(ids, label="scan", schema_ids=None):
         schema = pa.schema([(i, pa.int64()) for i in (schema_ids or ids)])
-        return SimpleNamespace(init_plans=(), stages=(Node(tuple(ids), schema, label),), names=["a"], fields=())
+        return SimpleNamespace(init_plans=(), recursive=(), stages=(Node(tuple(ids), schema, label),), names=["a"], fields=())
 
     first = planned(["a#m10", "b#m11", "a#m10", "c#3"])
     assert plans_equal(first, planned(["a#m19", "b#m20", "a#m19", "c#3"]))
