@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
@@ -95,6 +96,8 @@ class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatemen
         self._txn: Optional[Transaction] = None
         self._statement_locks: Optional[list] = None    # table ids an autocommit statement locked
         self.last_insert_id = 0        # LAST_INSERT_ID(): the first AUTO_INCREMENT value last generated
+        self.row_count = -1            # ROW_COUNT(): rows the last statement changed (-1 after a query)
+        self.found_rows = 0            # FOUND_ROWS(): rows the last query returned
         if database is not None and not self.catalog.has_database(database):
             if not create_database:
                 from engine.errors import unknown_name_error
@@ -146,7 +149,7 @@ class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatemen
     def execute(self, sql: str, params: Optional[Sequence | Mapping] = None) -> Result:
         self._check_open()
         with self._deadline(sql):
-            return self._guarded(lambda: self._execute(sql, params))
+            return self._counted(self._guarded(lambda: self._execute(sql, params)))
 
     def prepare(self, sql: str, count: int) -> "Prepared":
         """A statement with ``count`` pyformat ``%s`` markers made ready to run many times
@@ -165,13 +168,13 @@ class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatemen
             from engine.sql.parameters import ParameterError
             raise ParameterError(f"the statement has {prepared.count} parameters but {len(values)} were given")
         with self._deadline(prepared.sql):
-            return self._guarded(lambda: self._execute(prepared.sql, values, prepared.marked))
+            return self._counted(self._guarded(lambda: self._execute(prepared.sql, values, prepared.marked)))
 
     def execute_many(self, sql: str, seq_of_params) -> Result:
         """Run ``sql`` once per parameter set. INSERT ... VALUES becomes one columnar append."""
         self._check_open()
         with self._deadline(sql):
-            return self._guarded(lambda: self._execute_many(sql, list(seq_of_params)))
+            return self._counted(self._guarded(lambda: self._execute_many(sql, list(seq_of_params))))
 
     def load_table(self, name: str, data) -> int:
         """Append an Arrow table / record batch or a pandas / Polars DataFrame to table ``name``
@@ -307,6 +310,15 @@ class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatemen
         except Exception as error:   # an engine bug: typed, with its cause attached for the report
             raise CanopyInternalError(f"internal error ({type(error).__name__}): {error}") from error
 
+    def _counted(self, result: Optional[Result]) -> Optional[Result]:
+        """Keep what ROW_COUNT() and FOUND_ROWS() report about the statement that made ``result``."""
+        if isinstance(result, Result):
+            if result.table is not None:
+                self.row_count, self.found_rows = -1, result.rowcount
+            else:
+                self.row_count = result.rowcount
+        return result
+
     def _execute(self, sql: str, params, marked: Optional[str] = None) -> Result:
         """``marked``: ``sql`` with its markers already numbered (a prepared statement; ``params``
         then the list of its values)."""
@@ -417,7 +429,7 @@ class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatemen
         # the cache is shared by sessions with the default collation_connection: a literal's
         # collation (engine.collation.connection) is bound into the plan
         return self.plan_cache.enabled and not (self._txn is not None and self._txn.written) \
-            and "last_insert_id" not in sql.lower() \
+            and not _READS_LAST_STATEMENT.search(sql) \
             and collation.resolve(self.variables["collation_connection"]) == collation.DEFAULT
 
     def execute_if_instant(self, sql: str) -> Optional[Result]:
@@ -433,7 +445,7 @@ class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatemen
         if entry is None or entry is UNCACHEABLE or entry.init_plans or inline_stage(entry.stages) is None:
             return None
         with self._deadline(sql):
-            return self._guarded(lambda: self._run_inline(key, entry, sql))
+            return self._counted(self._guarded(lambda: self._run_inline(key, entry, sql)))
 
     def _run_inline(self, key: tuple, entry, sql: str) -> Result:
         """What ``_execute`` does with a hit of the text's own plan, the plan run inline."""
@@ -553,6 +565,10 @@ class Session(QueryStatements, CatalogStatements, AlterStatements, WriteStatemen
                 return exp.Literal.number(self.last_insert_id)
             return n
         return node.transform(substitute)
+
+# LAST_INSERT_ID(), ROW_COUNT(), FOUND_ROWS(): values of the session's last statement, never cached
+_READS_LAST_STATEMENT = re.compile(r"last_insert_id|row_count|found_rows", re.IGNORECASE)
+
 
 @dataclasses.dataclass(frozen=True)
 class Prepared:

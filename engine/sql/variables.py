@@ -220,7 +220,8 @@ def literal(value: Any) -> exp.Expression:
     return exp.Literal.string(str(value))
 
 
-_SESSION_FUNCTIONS = {"CONNECTION_ID", "USER", "SESSION_USER", "SYSTEM_USER", "LAST_INSERT_ID"}
+_SESSION_FUNCTIONS = {"CONNECTION_ID", "USER", "SESSION_USER", "SYSTEM_USER", "LAST_INSERT_ID", "ROW_COUNT",
+                      "FOUND_ROWS"}
 
 
 def reads_session_state(node: exp.Expression) -> bool:
@@ -238,7 +239,8 @@ def substitute(node: exp.Expression, session) -> exp.Expression:
 
     ``@@version``, ``@@session.sql_mode``, ``@@global.x`` (global scope reads the default: Canopy has no
     server-wide SET GLOBAL), ``@name`` (NULL when never set, as MySQL), ``DATABASE()`` / ``SCHEMA()``,
-    ``VERSION()``, ``USER()`` / ``CURRENT_USER()``, ``CONNECTION_ID()``, ``LAST_INSERT_ID()``.
+    ``VERSION()``, ``USER()`` / ``CURRENT_USER()``, ``CONNECTION_ID()``, ``LAST_INSERT_ID()``, ``ROW_COUNT()``,
+    ``FOUND_ROWS()``.
     Column names given to such expressions keep the text the user wrote (``@@version_comment``)."""
     if not reads_session_state(node):
         return node
@@ -268,6 +270,10 @@ def substitute(node: exp.Expression, session) -> exp.Expression:
             return session.connection_id
         if name == "LAST_INSERT_ID":
             return session.last_insert_id
+        if name == "ROW_COUNT":
+            return session.row_count
+        if name == "FOUND_ROWS":
+            return session.found_rows
         return DEFAULT
 
     def replace(found: exp.Expression) -> exp.Expression:

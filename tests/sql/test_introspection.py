@@ -149,3 +149,19 @@ def test_show_table_status(con):
     assert [r[0] for r in one(con, "SHOW TABLE STATUS FROM other")] == ["notes"]
     with pytest.raises(engine.NotSupportedError, match="SHOW TABLE STATUS WHERE"):
         con.execute("SHOW TABLE STATUS WHERE Name = 'trades'")
+
+
+def test_row_count_and_found_rows(con):
+    """ROW_COUNT(): rows the last statement changed (0 after DDL, -1 after a query); FOUND_ROWS(): rows the
+    last query returned. Statements reading them never come from the plan cache."""
+    con.execute("CREATE TABLE counted (a INT)")
+    assert one(con, "SELECT ROW_COUNT()") == [(0,)]
+    con.execute("INSERT INTO counted VALUES (1), (2), (3)")
+    assert one(con, "SELECT ROW_COUNT()") == [(3,)]
+    con.execute("UPDATE counted SET a = a + 1 WHERE a > 1")
+    assert one(con, "SELECT ROW_COUNT()") == [(2,)]
+    assert one(con, "SELECT ROW_COUNT()") == [(-1,)]
+    one(con, "SELECT a FROM counted WHERE a > 1")
+    assert one(con, "SELECT FOUND_ROWS()") == [(2,)]
+    con.execute("DELETE FROM counted")
+    assert one(con, "SELECT ROW_COUNT(), FOUND_ROWS()") == [(3, 1)]
