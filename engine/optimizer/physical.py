@@ -28,6 +28,7 @@ alone are already their own modules (exchanges, runtime_filters, aggregate_paths
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 from typing import Optional
@@ -75,6 +76,8 @@ _PLACEMENT_MIN_NDV_PER_TASK = 64
 
 _MIN_LIMIT_BATCH = 1024          # a LIMIT's scan batches: never tinier (per-batch overhead) ...
 _MAX_LIMIT_BATCH = 1 << 16       # ... nor larger than a segment chunk
+# ids of the key columns a join computes (lkey0#k1): fresh per planning, renamed by the plan cache
+_key_ids = itertools.count(1)
 
 class PhysicalPlanner:
     def __init__(self, ctx: OptimizerContext):
@@ -610,7 +613,9 @@ class PhysicalPlanner:
             if isinstance(k, ColumnRef):
                 new_keys.append(k)
                 continue
-            f = Field(f"{hint}{i}#{id(k) % 100000}", f"{hint}{i}", k.type)
+            # a fresh id of the form the plan cache renames (``#k12``): two plannings of one statement
+            # name it apart, and the text cache still takes the plan (an id from ``id(k)`` did not)
+            f = Field(f"{hint}{i}#k{next(_key_ids)}", f"{hint}{i}", k.type)
             exprs.append((f, k))
             new_keys.append(f.ref())
         return ProjectExec(op, tuple(exprs)), tuple(new_keys)

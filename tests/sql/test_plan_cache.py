@@ -371,3 +371,22 @@ def test_a_magic_set_query_is_planned_once():
         assert entry is not None and type(entry).__name__ == "PlannedQuery"
     finally:
         runner.shutdown()
+
+
+def test_a_join_on_computed_keys_is_planned_once(session):
+    """A join whose keys are expressions hashes columns the physical planner computes under fresh ids
+    (``lkey0#k12``); the text cache takes the plan (ids drawn from object addresses made every
+    planning differ, so such queries were planned on every run), and it answers from the cache."""
+    sql = "SELECT COUNT(*), SUM(a.id) FROM sbtest1 AS a JOIN sbtest1 AS b ON a.big_int_col = b.id + b.id"
+    values = session.values
+    ids = np.arange(2000)
+    counts = np.bincount(ids + ids, minlength=5000)
+    keep = (values >= 0) & (values < counts.size)
+    expected = (int(counts[values[keep]].sum()), int((ids[keep] * counts[values[keep]]).sum()))
+    answers = [tuple(c[0].as_py() for c in session.execute(sql).table.columns) for _ in range(3)]
+    assert answers == [expected] * 3
+    entry = session.plan_cache.entries.get((sql, session.database, session.runner.num_partitions, "text"))
+    assert entry is not None and type(entry).__name__ == "PlannedQuery"
+    hits = session.plan_cache.hits
+    assert tuple(c[0].as_py() for c in session.execute(sql).table.columns) == expected
+    assert session.plan_cache.hits == hits + 1
