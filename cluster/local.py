@@ -2,7 +2,8 @@
 
 Queries go through the one scheduler (:mod:`cluster.scheduler`), as on the Ray runner; this runner is its
 executor with threads: a stage's tasks run on a thread pool (the Arrow kernels release the GIL, so leaves
-use the machine's cores), or one after the other on the calling thread when the stage is small, and
+use the machine's cores), or one after the other on the calling thread when the stage is small (a small
+stage on the leaves as one task over every leaf's partitions where that answers the same), and
 their output is routed in memory by :func:`cluster.exchange.route_batches`. Rows are placed on
 partitions by :mod:`cluster.placement`; a statement's writes are one transaction of the commit protocol
 both runners share (:mod:`cluster.writes`), over each leaf's :class:`cluster.leaf_writes.LeafWrites`
@@ -17,6 +18,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -50,6 +52,10 @@ _CHECK_STAGE_CODEC = os.environ.get("CANOPY_CHECK_STAGE_CODEC") == "1"
 # machine, more than the tasks of a small stage gain from running side by side (workload j:
 # `python -m benchmarks.plan_cache`). Big stages still use every core.
 INLINE_STAGE_ROWS = 50_000
+# Such a small stage on the leaves runs as ONE task over every partition of every leaf when that
+# gives the same answer (no input kept on its leaf, no output to keep there): the leaves' tasks
+# would each set up every operator (a hash table per build side, a partial aggregate, a sort) and
+# push their own batches through it. The plan is the same (a Ray leaf runs its own partitions).
 
 
 class _Flag:
@@ -83,6 +89,7 @@ class _LocalQuery:
     snapshots: dict                     # leaf id -> {(table id, partition): snapshot} (see _pin)
     # memory_limit for what waits between stages (the exchange buffers): past it, on disk
     buffers: MemoryPool
+    kept: set = dataclasses.field(default_factory=set)     # ids of the stages whose output stays on its leaf
 
 
 class LocalRunner(ScheduledRunner):
@@ -239,6 +246,8 @@ class LocalRunner(ScheduledRunner):
         query.state.interrupted.set()
 
     def run_stage(self, query: Query, stage: StageSpec, tasks, inputs) -> Output:
+        if stage.output_kind == "keep":
+            query.state.kept.add(stage.stage_id)
         results = self._run_tasks(query, stage, tasks, inputs, buffered=True)
         routed = self._route_output(query, stage, results)
         if query.profile is not None:
@@ -286,20 +295,29 @@ class LocalRunner(ScheduledRunner):
         stage = decode_stage(encode_stage(stage)) if _CHECK_STAGE_CODEC else stage
         profile, deadline, progress = query.profile, query.deadline, query.progress
         snapshots = query.state.snapshots
-        task_profiles = {t.task: TaskProfile(stage.stage_id, stage.root) for t in tasks} if profile is not None else {}
+        placed = where(stage)
+        small = len(tasks) == 1 or self._stage_input_rows(stage, inputs) < INLINE_STAGE_ROWS
+        whole = small and placed is Where.LEAVES and len(tasks) > 1 and stage.output_kind != "keep" \
+            and not any(sid in query.state.kept for t in inputs for sid, _ in inputs[t])
+        ran = tasks[:1] if whole else tasks
+        task_profiles = {t.task: TaskProfile(stage.stage_id, stage.root) for t in ran} if profile is not None else {}
         # each task's warnings apart, merged in task order once they have all ended (SHOW WARNINGS
         # lists them alike whichever thread ran first)
-        task_warnings = {t.task: Warnings() for t in tasks} if query.warnings is not None else {}
-        placed = where(stage)
+        task_warnings = {t.task: Warnings() for t in ran} if query.warnings is not None else {}
 
         def task(spec: TaskSpec) -> list[pa.RecordBatch]:
             t = spec.task
-            leaf = self.leaves[t] if placed is Where.LEAVES else self.leaves[0] if placed is Where.LEAF0 \
-                else self.aggregator
-            # read as the task goes (a spilled buffer from disk), not gathered into memory first
-            exchange_inputs = {sid: Chain(ref.data for ref in refs) for sid, refs in inputs[t]}
-            batches = leaf.task_batches(stage, spec, exchange_inputs, task_profiles.get(t), deadline,
-                                        (snapshots or {}).get(leaf.leaf_id),
+            if whole:
+                # every leaf's partitions and every task's inputs (a broadcast's, a gather's once)
+                leaf, pinned = self._whole_leaf(), _all_snapshots(snapshots, self.leaves)
+                exchange_inputs = _all_inputs(inputs)
+            else:
+                leaf = self.leaves[t] if placed is Where.LEAVES else self.leaves[0] if placed is Where.LEAF0 \
+                    else self.aggregator
+                pinned = (snapshots or {}).get(leaf.leaf_id)
+                # read as the task goes (a spilled buffer from disk), not gathered into memory first
+                exchange_inputs = {sid: Chain(ref.data for ref in refs) for sid, refs in inputs[t]}
+            batches = leaf.task_batches(stage, spec, exchange_inputs, task_profiles.get(t), deadline, pinned,
                                         hold_output=answer if answer is not None else not buffered,
                                         warnings=task_warnings.get(t))
             if answer is not None:
@@ -312,8 +330,11 @@ class LocalRunner(ScheduledRunner):
                                    else sum(b.num_rows for b in out))
             return out
 
-        if len(tasks) == 1 or self._stage_input_rows(stage, inputs) < INLINE_STAGE_ROWS:
-            outputs = [task(t) for t in tasks]
+        if small:
+            outputs = [task(t) for t in ran]
+            if whole and progress is not None:      # the leaves' other tasks: their work is done too
+                for _ in tasks[1:]:
+                    progress.task_done(stage.stage_id, 0)
         else:
             outputs = self._run_parallel(task, tasks, query.state.interrupted, progress)
         for task_profile in task_profiles.values():     # the tasks have ended: no writer is left
@@ -321,6 +342,14 @@ class LocalRunner(ScheduledRunner):
         for t in sorted(task_warnings):
             query.warnings.merge(task_warnings[t].state())
         return outputs
+
+    def _whole_leaf(self) -> Leaf:
+        """A leaf hosting every partition of every leaf (their stores read where they are): a small
+        stage's one task."""
+        whole = self.__dict__.get("_whole")
+        if whole is None:
+            whole = self.__dict__["_whole"] = Leaf(0, range(self.num_partitions), _AllLeaves(self))
+        return whole
 
     def _stage_input_rows(self, stage: StageSpec, inputs: dict) -> int:
         """An upper bound of the rows a stage reads: the exchange outputs routed to its tasks (known
@@ -409,6 +438,46 @@ class LocalRunner(ScheduledRunner):
                     for store in leaf.storage.all_stores():
                         store.close()
                 self._data.close()
+
+
+class _AllLeaves:
+    """The storage of every leaf as one (:meth:`LocalRunner._whole_leaf`): a partition's store is on
+    the leaf that hosts it, a reference table's copy on leaf 0."""
+
+    def __init__(self, runner: LocalRunner):
+        self._runner = runner
+
+    def _leaf(self, partition: Optional[int]) -> Leaf:
+        return self._runner.leaves[0] if partition is None else self._runner.leaf_of(partition)
+
+    def store(self, table_id: int, partition: Optional[int]):
+        return self._leaf(partition).storage.store(table_id, partition)
+
+    def scan(self, table_id: int, partition: Optional[int], *args, **kwargs):
+        return self._leaf(partition).storage.scan(table_id, partition, *args, **kwargs)
+
+
+def _all_snapshots(snapshots: Optional[dict], leaves: Sequence[Leaf]) -> dict:
+    """{(table id, partition): snapshot} of every leaf's pinned stores (a reference copy's: leaf 0's)."""
+    merged: dict = {}
+    for leaf in reversed(leaves):
+        merged.update((snapshots or {}).get(leaf.leaf_id) or {})
+    return merged
+
+
+def _all_inputs(inputs: Inputs) -> dict:
+    """{stage id: Chain} of every task's inputs, each routed output read once (a broadcast's and a
+    gather's are the same for every task)."""
+    chains: dict = {}
+    seen: set = set()
+    for t in sorted(inputs):
+        for sid, refs in inputs[t]:
+            parts = chains.setdefault(sid, [])
+            for ref in refs:
+                if id(ref.data) not in seen:
+                    seen.add(id(ref.data))
+                    parts.append(ref.data)
+    return {sid: Chain(parts) for sid, parts in chains.items()}
 
 
 @contextmanager

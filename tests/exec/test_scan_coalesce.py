@@ -75,4 +75,4 @@ def test_a_small_table_reads_as_one_batch_per_task(session):
     plan = session.execute("EXPLAIN ANALYZE " + sql).table.column(0).to_pylist()
     scan = next(line for line in plan if line.lstrip().startswith("Scan"))
     batches, tasks = map(int, re.search(r"(\d+) batches, [\d.]+ ms, (\d+) tasks", scan).groups())
-    assert tasks == 2 and batches <= tasks, scan       # 8 partitions: 8 batches before
+    assert batches <= tasks <= 2, scan       # 8 partitions: 8 batches before
