@@ -37,7 +37,7 @@ def test_coalesced_keeps_every_row_in_order_whatever_the_encodings():
         expected.append(pa.table({"s": pa.array(s, type=pa.string()), "k": pa.array(k, type=pa.int64())}))
     out = list(coalesced(iter(batches), 100))
     assert len(out) < len(batches)
-    assert all(b.num_rows <= 100 + 40 for b in out)
+    assert all(b.num_rows <= 100 for b in out)
     got = pa.Table.from_batches([decode_batch(b) for b in out])
     assert got.equals(pa.concat_tables(expected))
 

@@ -148,27 +148,26 @@ class ScanExec(PhysicalOperator):
 # still encoded, into batches of up to this many rows before the filters run: a task reads all of its
 # leaf's partitions, and each batch costs the filter kernels and every operator above the scan a
 # fixed amount (tens of Python calls) whatever its rows. TPC-H at SF 0.01 on 2 leaves x 4 partitions
-# ran every operator over 4 batches per task where 1 does.
-COALESCE_ROWS = 16_384
+# ran every operator over 4 batches per task where 1 does. A concatenation never exceeds it, so no
+# batch holds more than a stored batch of that many rows would (what an operator asks of memory_limit
+# at once).
+COALESCE_ROWS = 8_192
 
 
 def coalesced(batches: Iterator[pa.RecordBatch], limit: int) -> Iterator[pa.RecordBatch]:
-    """``batches`` (as stored: columns may be run-end or dictionary encoded), consecutive ones smaller
-    than ``limit`` rows concatenated up to about ``limit`` rows; larger ones pass as they are."""
+    """``batches`` (as stored: columns may be run-end or dictionary encoded), consecutive ones
+    concatenated into batches of at most ``limit`` rows; a larger one passes as it is."""
     pending: list[pa.RecordBatch] = []
     rows = 0
     for batch in batches:
+        if pending and rows + batch.num_rows > limit:
+            yield _concatenated(pending)
+            pending, rows = [], 0
         if batch.num_rows >= limit:
-            if pending:
-                yield _concatenated(pending)
-                pending, rows = [], 0
             yield batch
             continue
         pending.append(batch)
         rows += batch.num_rows
-        if rows >= limit:
-            yield _concatenated(pending)
-            pending, rows = [], 0
     if pending:
         yield _concatenated(pending)
 
