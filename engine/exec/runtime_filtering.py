@@ -175,6 +175,21 @@ class ScanFilters:
         return predicate.apply_at(batch, positions, params, keep, output, done)
 
 
+def bloom_filtered(batch: pa.RecordBatch, probes: list[BloomProbe]) -> pa.RecordBatch:
+    """The rows of a decoded ``batch`` whose key of every active probe may be in its filter (an
+    exchange's rows, read by a stage below a semi / anti join that ran its probe side first)."""
+    positions = None
+    for f in probes:
+        if not f.active:
+            continue
+        column = batch.column(f.column)
+        found = f.mask(column if positions is None else take_column(column, positions))
+        positions = _narrow(positions, found)
+        if positions is not None and not len(positions):
+            return batch.slice(0, 0)
+    return batch if positions is None else batch.take(pa.array(positions))
+
+
 def _columns(p) -> list[str]:
     """The columns ``p`` (a kernel conjunct or an OR of them) reads."""
     if isinstance(p, KernelPredicate):

@@ -98,7 +98,7 @@ def _split(root: PhysicalOperator, origins: list) -> list[StageSpec]:
                 fields = child.fields
             except AttributeError:
                 fields = ()
-            return ExchangeSourceExec(stage_id, op.kind, child.schema, fields)
+            return ExchangeSourceExec(stage_id, op.kind, child.schema, fields, op.runtime_filters)
         replaced = {}
         for f in dataclasses.fields(op):
             value = getattr(op, f.name)

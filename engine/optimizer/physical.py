@@ -46,7 +46,7 @@ from engine.exec.operators.filter import FilterExec
 from engine.exec.extended_aggregates import mergeable
 from engine.exec.operators.grouping_sets import GroupingSetsExec
 from engine.exec.operators.hash_aggregate import HashAggregateExec
-from engine.exec.operators.hash_join import HashJoinExec
+from engine.exec.operators.hash_join import BLOOM_MAX_KEYS, HashJoinExec
 from engine.exec.operators.limit import LimitExec
 from engine.exec.operators.nested_loop_join import NestedLoopJoinExec
 from engine.exec.operators.project import ProjectExec
@@ -569,8 +569,12 @@ class PhysicalPlanner:
             join = BatchedKeyJoinExec(probe, build, kind, probe_key, build_key, node.fields, strategy,
                                       tuple(reversed(requires)) if swapped else tuple(requires), swapped)
         else:
+            # a semi / anti join over a much smaller probe side may run it first and filter the build
+            # side by its keys (engine.optimizer.runtime_filters decides whether there is where to)
+            probe_first = kind in ("semi", "anti") and per_left <= BLOOM_MAX_KEYS and \
+                left_rows * _PROBE_FIRST_RATIO <= right_rows
             join = HashJoinExec(left, right, kind, left_keys, right_keys, node.residual, node.fields, strategy,
-                                tuple(requires))
+                                tuple(requires), probe_first=probe_first)
         if distribution is not None:
             self._chose(join, *distribution)
         self._chose(join, choice, options)
@@ -639,6 +643,8 @@ _BOOLEAN = T.BOOLEAN
 # An equi-join is a nested loop only between tiny inputs: its cost grows with the product of the sides,
 # so an estimate off by 10x on both is off by 100x, where a hash join's is off by 10x.
 _NESTED_LOOP_MAX_ROWS = 1000
+# a semi / anti join runs its probe side first when that side is estimated this many times smaller
+_PROBE_FIRST_RATIO = 4
 
 
 def _joined_on(root: LogicalPlan) -> set[str]:

@@ -68,3 +68,31 @@ def test_each_key_reaching_a_scan_gets_its_own_filter():
     placed = RuntimeFilterPlacer().place(plan)
     assert [(s.key, s.column) for s in placed.runtime_filters] == [(0, FK.id), (1, QTY.id)]
     assert scans(placed)[0].runtime_filters == placed.runtime_filters
+
+
+def test_a_probe_first_semi_join_filters_its_build_side_by_the_probe_keys():
+    # the build side's scan (and, across the inner join below on the same key, the other side's) gets
+    # a filter over the probe keys; the probe side's scan gets none (it has run before any is built)
+    fk2 = Field("more.fk#9", "fk", T.BIGINT)
+    more = ScanExec(3, "more", (fk2,), ("fk",))
+    build = HashJoinExec(DIM, more, "inner", (PK.ref(),), (fk2.ref(),), None, DIM.fields + more.fields)
+    plan = HashJoinExec(FACT, build, "semi", (FK.ref(),), (PK.ref(),), None, FACT.fields, probe_first=True)
+    placed = RuntimeFilterPlacer().place(plan)
+    assert placed.probe_first and not placed.runtime_filters
+    fact, dim, more_scan = scans(placed)
+    assert not fact.runtime_filters
+    on_dim, on_more = placed.probe_filters
+    assert on_dim.filter_id == on_more.filter_id and on_dim.key == on_more.key == 0    # one filter, built once
+    assert (on_dim.table, on_dim.column, on_more.table, on_more.column) == ("dim", PK.id, "more", fk2.id)
+    assert on_dim in dim.runtime_filters and on_more in more_scan.runtime_filters
+    assert "probe side first" in placed.describe()
+
+
+def test_a_probe_first_join_with_nowhere_to_send_a_filter_runs_build_side_first():
+    # the build side is an aggregate's output: no scan to filter; the usual filter goes to the probe scan
+    from engine.exec.operators.hash_aggregate import HashAggregateExec  # noqa: F401 (the kind of op meant)
+    plan = HashJoinExec(FACT, ExchangeExec(DIM, "keep"), "semi", (FK.ref(),), (PK.ref(),), None, FACT.fields,
+                        probe_first=True)
+    placed = RuntimeFilterPlacer().place(plan)
+    assert not placed.probe_first and not placed.probe_filters
+    assert scans(placed)[0].runtime_filters == placed.runtime_filters

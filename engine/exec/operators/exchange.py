@@ -21,6 +21,9 @@ class ExchangeExec(PhysicalOperator):
     keys: tuple[str, ...] = ()     # field ids hashed by repartition
     parallel_input: bool = True    # does the producing stage run on every partition, or once
     label: str = ""                # what a keep holds, for EXPLAIN (a CTE's name)
+    # Bloom filters of a semi / anti join above that runs its probe side first (HashJoinExec
+    # probe_first), applied where the consuming stage reads the rows (ExchangeSourceExec)
+    runtime_filters: tuple = ()
 
     def output_distribution(self, inputs):
         if self.kind == "gather":
@@ -46,7 +49,7 @@ class ExchangeExec(PhysicalOperator):
     def describe(self) -> str:
         keys = f" by [{', '.join(self.keys)}]" if self.keys else ""
         label = f" (CTE {self.label})" if self.label else ""
-        return f"Exchange {self.kind}{keys}{label}"
+        return f"Exchange {self.kind}{keys}{label}{_bloom_words(self.runtime_filters, self)}"
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         raise RuntimeError("ExchangeExec is replaced by the stage splitter and never executed")
@@ -58,15 +61,30 @@ class ExchangeSourceExec(PhysicalOperator):
     kind: str
     source_schema: pa.Schema
     fields: tuple = ()
+    runtime_filters: tuple = ()     # ExchangeExec.runtime_filters: dropped here, as they are read
 
     @property
     def schema(self):
         return self.source_schema
 
     def describe(self) -> str:
-        return f"ExchangeSource #{self.exchange_id} ({self.kind})"
+        return f"ExchangeSource #{self.exchange_id} ({self.kind}){_bloom_words(self.runtime_filters, self)}"
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
+        from engine.exec.runtime_filtering import BloomProbe, bloom_filtered
+        names = self.source_schema.names
+        probes = [BloomProbe(f.column, ctx.runtime_filters[f.filter_id])
+                  for f in self.runtime_filters if f.filter_id in ctx.runtime_filters and f.column in names]
         for batch in ctx.exchange_inputs.get(self.exchange_id, []):
+            if batch.num_rows and probes:
+                batch = bloom_filtered(batch, probes)
             if batch.num_rows:
                 yield conform(batch, self.source_schema)
+
+
+def _bloom_words(filters, op: PhysicalOperator) -> str:
+    if not filters:
+        return ""
+    names = {f.id: f.name for f in op.fields}
+    return " bloom filter" + ("s" if len(filters) > 1 else "") + " " + ", ".join(
+        f"#{f.filter_id} on {names.get(f.column, f.column)}" for f in filters)
