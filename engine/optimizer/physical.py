@@ -12,7 +12,8 @@ otherwise one side is broadcast or both are repartitioned by the join keys, whic
 :mod:`engine.optimizer.cost` says is cheaper (a side above ``broadcast_row_limit`` estimated rows is
 never copied to every leaf). Within a task the join is a hash join, a nested loop (tiny inputs) or a
 batched key access join (an ordered build side probed by sorted batches of keys), by cost. Aggregates
-are partial on every partition, shuffled by the group keys and finished in parallel (or gathered when
+are partial on every partition, shuffled by the group keys (by the one a join above reads, where it has
+values enough to spread) and finished in parallel (or gathered when
 the groups are few), or shuffled once without a partial, by cost; a partial is streaming (no hash
 table) where the statistics show the input clustered on the group keys, and an aggregate over a sort
 on its keys streams in one step. The root is gathered to the aggregator; then hash joins get their
