@@ -250,6 +250,19 @@ def common_type(a: SqlType, b: SqlType, context: str = "") -> SqlType:
     raise TypeMismatchError(f"cannot combine {a} and {b}{where}")
 
 
+def result_type(a: SqlType, b: SqlType, context: str = "") -> SqlType:
+    """The type of a value that is either ``a``'s or ``b``'s -- CASE / IF / COALESCE / IFNULL branches,
+    UNION columns, GREATEST / LEAST, VALUES rows -- by MySQL's type aggregation: unlike a comparison
+    (:func:`common_type`, where text beside a number compares as DOUBLE), text beside a number or a date,
+    and a number beside a date, make text (``IF(c, 'a', 2)`` is 'a' or '2', never 0)."""
+    if a.kind != "null" and b.kind != "null" and a.kind != b.kind:
+        kinds = {a.kind, b.kind}
+        if "string" in kinds or (kinds & {"date", "datetime"} and kinds & {"int", "decimal", "float", "bool"}):
+            strings = [t for t in (a, b) if t.kind == "string"]
+            return strings[0] if len(strings) == 1 and strings[0].length is None else TEXT
+    return common_type(a, b, context)
+
+
 def arithmetic_type(op: str, a: SqlType, b: SqlType, context: str = "") -> SqlType:
     """Result type of ``a <op> b`` for op in + - * / % following MySQL (DECIMAL capped at 38 digits)."""
     for t in (a, b):

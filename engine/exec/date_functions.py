@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.core.expressions import Call
 from engine.date_formats import DIRECTIVES, TOKEN, format_pieces
 from engine.errors import UnsupportedError
 from engine.exec.evaluate import Datum, _is_scalar, function
@@ -204,10 +205,28 @@ def _date_add_micros(expr, d, micros):
     return pc.add_checked(d.cast(pa.timestamp("us")), micros.cast(pa.int64()).cast(pa.duration("us")))
 
 
+# EXTRACT's compound units: (part, its factor) each
+_COMPOUND = {
+    "YEAR_MONTH": (("YEAR", 100), ("MONTH", 1)),
+    "DAY_HOUR": (("DAY", 100), ("HOUR", 1)),
+    "DAY_MINUTE": (("DAY", 10**4), ("HOUR", 100), ("MINUTE", 1)),
+    "DAY_SECOND": (("DAY", 10**6), ("HOUR", 10**4), ("MINUTE", 100), ("SECOND", 1)),
+    "HOUR_MINUTE": (("HOUR", 100), ("MINUTE", 1)),
+    "HOUR_SECOND": (("HOUR", 10**4), ("MINUTE", 100), ("SECOND", 1)),
+    "MINUTE_SECOND": (("MINUTE", 100), ("SECOND", 1)),
+}
+
+
 # --- dates ----------------------------------------------------------------------------------------
 @function("extract")
 def _extract(expr, d):
     unit = expr.options[0]
+    if unit in _COMPOUND:       # YEAR_MONTH, DAY_HOUR, ...: the parts' digits side by side (202001)
+        value = None
+        for part, factor in _COMPOUND[unit]:
+            piece = pc.multiply(_extract(Call("extract", expr.args, expr.type, (part,)), d), factor)
+            value = piece if value is None else pc.add(value, piece)
+        return value
     fn = {"YEAR": pc.year, "MONTH": pc.month, "DAY": pc.day, "QUARTER": pc.quarter,
           "HOUR": pc.hour, "MINUTE": pc.minute, "SECOND": pc.second, "WEEK": pc.week,
           "DAYOFWEEK": pc.day_of_week, "DAYOFYEAR": pc.day_of_year,

@@ -712,6 +712,8 @@ def _cast_value(expr, a, clip: bool = False):
         return unsigned.to_unsigned(a)          # CAST(x AS UNSIGNED): wraps and clips as MySQL
     if a.type == target:
         return a
+    if pa.types.is_boolean(a.type) and not pa.types.is_boolean(target):
+        a = a.cast(pa.int64())          # TRUE is 1 wherever a number or text is wanted ('1', not 'true')
     source = a.type
     if expr.args[0].type.unsigned and expr.args[0].type.kind == "decimal" and pa.types.is_integer(target):
         a = unsigned.to_signed(a)               # CAST(x AS SIGNED) of a BIGINT UNSIGNED wraps

@@ -27,6 +27,8 @@ def _round(expr, a, digits=None):
     nd = digits.as_py() if digits is not None else 0
     if pa.types.is_decimal(a.type):
         return decimal128.round_digits(_whole(a), nd, expr.type.to_arrow())
+    if pa.types.is_integer(a.type) and nd >= 0:
+        return a.cast(expr.type.to_arrow())          # nothing to round (and no trip through DOUBLE)
     # MySQL: exact values round half away from zero, doubles to nearest even (the C library's rint)
     result = pc.round(a, ndigits=nd, round_mode="half_to_even" if pa.types.is_floating(a.type) else HALF_AWAY)
     return result.cast(expr.type.to_arrow())
@@ -34,6 +36,8 @@ def _round(expr, a, digits=None):
 
 @function("floor")
 def _floor(expr, a):
+    if pa.types.is_integer(a.type):
+        return a.cast(expr.type.to_arrow())
     if pa.types.is_decimal(a.type):
         return _to_integer(decimal128.floor_or_ceiling(_whole(a), ceiling=False), expr.type.to_arrow())
     return pc.floor(a).cast(expr.type.to_arrow())
@@ -41,6 +45,8 @@ def _floor(expr, a):
 
 @function("ceil")
 def _ceil(expr, a):
+    if pa.types.is_integer(a.type):
+        return a.cast(expr.type.to_arrow())
     if pa.types.is_decimal(a.type):
         return _to_integer(decimal128.floor_or_ceiling(_whole(a), ceiling=True), expr.type.to_arrow())
     return pc.ceil(a).cast(expr.type.to_arrow())
@@ -48,8 +54,23 @@ def _ceil(expr, a):
 
 def _float_fn(name):
     def fn(expr, *args):
-        return getattr(pc, name)(*[a.cast(pa.float64()) for a in args])
+        args = [a.cast(pa.float64()) for a in args]
+        result = getattr(pc, name)(*args)
+        if name in ("exp", "power") and _overflowed(result, args):
+            raise BadDataError(f"DOUBLE value is out of range in '{expr}'")
+        return result
     return fn
+
+
+def _overflowed(result, args) -> bool:
+    """Whether an infinite result came from finite operands (MySQL's error 1690, not inf)."""
+    infinite = pc.is_inf(result)
+    if not pc.any(infinite).as_py():
+        return False
+    finite = infinite
+    for a in args:
+        finite = pc.and_(finite, pc.invert(pc.is_inf(a)))
+    return bool(pc.any(finite).as_py())
 
 
 for _sql, _pc in (("exp", "exp"), ("power", "power"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan")):
@@ -132,13 +153,17 @@ def _bits(a) -> pa.Array:
     if pa.types.is_decimal(a.type):
         if a.type.scale == 0 and a.type.precision == unsigned.UNSIGNED.precision:
             return unsigned.to_signed(a)            # BIGINT UNSIGNED
-        whole = pc.round(a, ndigits=0, round_mode="half_towards_infinity")
-        return whole.cast(pa.decimal128(38, a.type.scale)).cast(pa.int64())
+        wide = a.cast(pa.decimal128(38, a.type.scale))      # room for the carry of rounding 99.9 up
+        return pc.round(wide, ndigits=0, round_mode="half_towards_infinity").cast(pa.int64())
     if pa.types.is_floating(a.type):
-        whole = pc.round(a, ndigits=0, round_mode="half_towards_infinity")
-        clipped = pc.max_element_wise(pc.min_element_wise(whole, float(2**63 - 1024), skip_nulls=False),
-                                      float(-2**63), skip_nulls=False)
-        return clipped.cast(pa.int64())
+        # rounded, then saturated to -2^63 .. 2^64 - 1 (MariaDB: 1e300 | 0 is 18446744073709551615); a
+        # value past 2^63 keeps its unsigned bits
+        whole = np.asarray(pc.round(a, ndigits=0, round_mode="half_towards_infinity").fill_null(0.0), np.float64)
+        big = whole >= 2.0**63
+        low = np.clip(np.where(big, 0.0, whole), -2.0**63, 2.0**63 - 1024).astype(np.int64)
+        high = np.where(whole >= 2.0**64, np.uint64(2**64 - 1),
+                        np.clip(np.where(big, whole, 0.0), 0, 2.0**64 - 4096).astype(np.uint64)).view(np.int64)
+        return pa.array(np.where(big, high, low), mask=np.asarray(a.is_null()) if a.null_count else None)
     return a.cast(pa.int64())
 
 

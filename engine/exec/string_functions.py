@@ -143,7 +143,12 @@ def _hex(expr, s):
 @function("hex_int")
 def _hex_int(expr, n):
     """HEX of an integer: its 64-bit two's complement value in upper-case hexadecimal."""
-    return per_distinct(n, lambda v: format(v & 0xFFFF_FFFF_FFFF_FFFF, "X"), pa.string())
+    def digits(v) -> str:
+        if isinstance(v, float):        # a DOUBLE: rounded half away from zero, saturated to 64 bits
+            whole = decimal.Decimal(v).to_integral_value(decimal.ROUND_HALF_UP) if v == v else 0
+            v = int(max(min(whole, 2**64 - 1), -2**63))
+        return format(v & 0xFFFF_FFFF_FFFF_FFFF, "X")
+    return per_distinct(n, digits, pa.string())
 
 
 # --- regular expressions ------------------------------------------------------------------------------

@@ -48,11 +48,12 @@ def _decoded(d: Datum) -> Datum:
     return d
 
 
-def _keys(d: Datum, expr) -> Datum:
-    """The values compared as the call's collation compares them (binary collations: the strings)."""
+def _keys(d: Datum, expr, pad: bool = True) -> Datum:
+    """The values compared as the call's collation compares them (binary collations: the strings);
+    ``pad``: trailing spaces ignored (PAD SPACE), as '=' compares; FIND_IN_SET does not."""
     d = _decoded(d)
     if expr.options and expr.options[0] and (pa.types.is_string(d.type) or pa.types.is_large_string(d.type)):
-        return collation_keys(d, expr.options[0])
+        return collation_keys(d, expr.options[0], pad)
     return d
 
 
@@ -80,10 +81,11 @@ def _substring_index(expr, s, delimiter, count):
 def _field(expr, value, *candidates):
     """FIELD(v, c1, c2, ...): the position of the first candidate equal to v, 0 when none is (or v is
     NULL). The binder made all the arguments one comparable type."""
-    v = _keys(value, expr)
+    pad = expr.op != "find_in_set"
+    v = _keys(value, expr, pad)
     position = pa.scalar(0, pa.int64())
     for index in range(len(candidates), 0, -1):     # the first match wins: built from the last
-        equal = pc.fill_null(pc.equal(v, _keys(candidates[index - 1], expr)), False)
+        equal = pc.fill_null(pc.equal(v, _keys(candidates[index - 1], expr, pad)), False)
         position = pc.if_else(equal, pa.scalar(index, pa.int64()), position)
     return position
 
@@ -109,7 +111,7 @@ def _find_in_set(expr, value, string_list):
     # an empty list holds nothing (not one ''): its row reads as NULL here, found nowhere, then 0
     items = pc.split_pattern(pc.if_else(pc.equal(pc.fill_null(lists, ""), ""), pa.scalar(None, pa.string()),
                                         lists), pattern=",")
-    flat = _keys(pc.list_flatten(items), expr)
+    flat = _keys(pc.list_flatten(items), expr, False)
     parents = np.asarray(pc.list_parent_indices(items))
     offsets = np.asarray(items.offsets)
     hits = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(flat, wanted), False)))
@@ -292,10 +294,14 @@ def _quote(expr, s):
     return pc.fill_null(quoted, "NULL")
 
 
+_WIDE_CONTEXT = decimal.Context(prec=400)      # a DOUBLE up to 1e308 written out in full
+
+
 def _format_number(value, digits: int) -> str:
     exact = value if isinstance(value, (decimal.Decimal, int)) else decimal.Decimal(repr(float(value)))
     exact = decimal.Decimal(exact)
-    rounded = exact.quantize(decimal.Decimal(1).scaleb(-digits), rounding=decimal.ROUND_HALF_UP)
+    rounded = exact.quantize(decimal.Decimal(1).scaleb(-digits), rounding=decimal.ROUND_HALF_UP,
+                             context=_WIDE_CONTEXT)
     return f"{rounded:,.{digits}f}"
 
 

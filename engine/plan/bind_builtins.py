@@ -20,8 +20,9 @@ class BuiltinBinding:
     def _bind_Extract(self, node: exp.Extract, ctx) -> Expr:
         unit = node.this.name.upper()
         d = self.bind_expr(node.expression, ctx)
-        if d.type.kind in ("string", "null"):
-            d = self.coerce(d, T.DATE)
+        with_time = any(part in unit for part in ("HOUR", "MINUTE", "SECOND"))
+        if d.type.kind in ("string", "null") or (with_time and d.type.kind == "date"):
+            d = self.coerce(d, T.DATETIME if with_time else T.DATE)
         if not d.type.is_temporal:
             raise TypeMismatchError(f"EXTRACT({unit} FROM ...) needs a date, got {d.type}")
         return self._fold(Call("extract", (d,), T.BIGINT, (unit,)))
@@ -152,6 +153,8 @@ class BuiltinBinding:
 
     def _bind_Round(self, node, ctx) -> Expr:
         a = self.bind_expr(node.this, ctx)
+        if a.type.kind in ("string", "bool"):         # text read as DOUBLE, TRUE as 1
+            a = self.coerce(a, T.DOUBLE if a.type.kind == "string" else T.BIGINT)
         digits = self.bind_expr(node.args["decimals"], ctx) if node.args.get("decimals") is not None else None
         if digits is not None and not isinstance(digits, Literal):
             raise UnsupportedError("ROUND with a non-constant number of digits")
@@ -178,7 +181,7 @@ class BuiltinBinding:
             s = args[0] if args[0].type.kind == "string" else self.coerce(args[0], T.TEXT)
             return self._fold(Call("substring", (s, *args[1:]), T.TEXT))
         if name in ("IFNULL", "NVL"):
-            t = T.common_type(args[0].type, args[1].type, name)
+            t = T.result_type(args[0].type, args[1].type, name)
             return self._fold(Call("coalesce", (self.coerce(args[0], t), self.coerce(args[1], t)), t))
         if name in ("CURDATE",):
             return Call("current_date", (), T.DATE)
@@ -193,12 +196,19 @@ class BuiltinBinding:
         if kind == "string":
             args = [a if a.type.kind == "string" else self.coerce(a, T.TEXT) for a in args]
             return self._fold(Call(op, tuple(args), T.TEXT if op not in ("starts_with",) else T.BOOLEAN))
+        # MySQL reads text and booleans in a numeric function as numbers: text as DOUBLE (with its
+        # warnings for what is not a number), TRUE as 1
+        args = [self.coerce(a, T.DOUBLE) if a.type.kind in ("string", "null") else
+                self.coerce(a, T.BIGINT) if a.type.kind == "bool" else a for a in args]
         if kind == "float":
-            return self._fold(Call(op, tuple(args), T.DOUBLE))
+            return self._fold(Call(op, tuple(a if a.type.kind == "float" else self.coerce(a, T.DOUBLE)
+                                             for a in args), T.DOUBLE))
         if kind == "same":
             return self._fold(Call(op, tuple(args), args[0].type))
         if kind == "int":
-            t = args[0].type if args[0].type.kind == "int" else T.BIGINT
+            # FLOOR / CEIL / SIGN: an integer stays itself, a DECIMAL becomes BIGINT, a DOUBLE stays a DOUBLE
+            t = args[0].type if args[0].type.kind == "int" else T.DOUBLE if args[0].type.kind == "float" \
+                and op != "sign" else T.BIGINT
             return self._fold(Call(op, tuple(args), t))
         raise UnsupportedError(op)
 

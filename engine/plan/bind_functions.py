@@ -55,7 +55,9 @@ class FunctionBinding:
 
     def _bind_Hex(self, node, ctx):
         a = self.bind_expr(node.this, ctx)
-        if a.type.kind in ("int", "bool"):
+        if a.type.kind == "float":          # a DOUBLE: rounded half away from zero (MariaDB: HEX(2.5) is 3)
+            return self._fold(Call("hex_int", (a,), T.TEXT))
+        if a.type.kind in ("int", "bool", "decimal"):     # a number: its rounded BIGINT's digits
             return self._fold(Call("hex_int", (self.coerce(a, T.BIGINT),), T.TEXT))
         if a.type.kind not in ("string", "null"):
             raise UnsupportedError(f"HEX of a {a.type} value (only strings and integers)")

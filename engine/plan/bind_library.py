@@ -257,8 +257,7 @@ class LibraryBinding:
 
     def _anonymous_conv(self, name, node, ctx) -> Expr:
         first = self.bind_expr(node.expressions[0], ctx)
-        if first.type.kind == "float" or (first.type.kind == "decimal" and not first.type.unsigned):
-            first = self.coerce(first, T.BIGINT)        # CONV(12.7, 10, 2): the integer part's digits
+        # a number is read as its text: CONV(1.67, 10, 16) reads '1.67' up to the point
         text = first if first.type.kind == "string" else self.coerce(first, T.TEXT)
         bases = {"BIN": (2,), "OCT": (8,)}.get(name)
         if bases is None:

@@ -45,7 +45,8 @@ class OperatorBinding:
             return self._fold(Call(op, (self._as_bool(a), self._as_bool(b)), T.BOOLEAN))
         division = (ZERO_DIVISOR_IS_ERROR,) if op in ("divide", "mod", "int_divide") and strict_division.get() \
             else ()
-        if op == "int_divide":
+        if op == "int_divide":      # text read as DOUBLE first ('' DIV 2 is 0), as MySQL
+            a, b = (self.coerce(x, T.DOUBLE) if x.type.kind == "string" else x for x in (a, b))
             return self._fold(Call(op, (a, b), T.BIGINT, division))
         symbol = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "mod": "%"}[op]
         if a.type.is_temporal or b.type.is_temporal:
@@ -122,6 +123,8 @@ class OperatorBinding:
 
     def _bind_Neg(self, node, ctx) -> Expr:
         a = self.bind_expr(node.this, ctx)
+        if a.type.kind in ("string", "bool"):         # -'3' is -3.0 (text read as DOUBLE), -TRUE is -1
+            a = self.coerce(a, T.DOUBLE if a.type.kind == "string" else T.BIGINT)
         if isinstance(a, Literal) and a.value is not None and a.type.is_numeric:
             # copy_negate is exact; a Decimal's unary minus rounds to the context's 28 digits
             if isinstance(a.value, int) and not isinstance(a.value, bool):
@@ -234,7 +237,7 @@ class OperatorBinding:
             else Literal(None, T.NULL)
         result_type = default.type
         for v in values:
-            result_type = T.common_type(result_type, v.type, "CASE")
+            result_type = T.result_type(result_type, v.type, "CASE")
         if result_type.kind == "null":
             result_type = T.TEXT
         args = []
@@ -247,19 +250,22 @@ class OperatorBinding:
         cond = self._as_bool(self.bind_expr(node.this, ctx))
         a = self.bind_expr(node.args["true"], ctx)
         b = self.bind_expr(node.args["false"], ctx) if node.args.get("false") is not None else Literal(None, T.NULL)
-        t = T.common_type(a.type, b.type, "IF")
+        t = T.result_type(a.type, b.type, "IF")
         return self._fold(Call("if", (cond, self.coerce(a, t), self.coerce(b, t)), t))
 
     def _bind_Coalesce(self, node, ctx) -> Expr:
         args = [self.bind_expr(node.this, ctx)] + [self.bind_expr(e, ctx) for e in node.expressions]
         t = args[0].type
         for a in args[1:]:
-            t = T.common_type(t, a.type, "COALESCE")
+            t = T.result_type(t, a.type, "COALESCE")
         return self._fold(Call("coalesce", tuple(self.coerce(a, t) for a in args), t))
 
     def _bind_Nullif(self, node, ctx) -> Expr:
         a, b = self.bind_expr(node.this, ctx), self.bind_expr(node.expression, ctx)
         t = T.common_type(a.type, b.type, "NULLIF")
+        if t != a.type and a.type.kind != "null":     # compared as t, the value stays a's: NULLIF('3', 0) is '3'
+            equal = self._as_bool(self.make_comparison("eq", a, b))
+            return self._fold(Call("case", (equal, Literal(None, a.type), a), a.type))
         options = (common_collation([a, b], "NULLIF"),) if t.kind == "string" else ()   # equal as keys
         return self._fold(Call("nullif", (self.coerce(a, t), self.coerce(b, t)), t, options))
 
@@ -273,7 +279,7 @@ class OperatorBinding:
         args = [self.bind_expr(node.this, ctx)] + [self.bind_expr(e, ctx) for e in node.expressions]
         t = args[0].type
         for a in args[1:]:
-            t = T.common_type(t, a.type, op.upper())
+            t = T.common_type(t, a.type, op.upper())     # compared as MySQL compares: text beside a number as DOUBLE
         options = ()
         if t.kind == "string":      # strings compare under their common collation ('B' > 'a' under _ci)
             name = common_collation([a for a in args if is_string(a)] or args, op.upper())

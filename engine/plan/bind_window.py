@@ -209,7 +209,7 @@ def _offset_call(binder, func: str, function, ctx) -> WindowCall:
     default_expr: Expr = Literal(None, T.NULL)
     if default is not None:
         default_expr = binder.bind_expr(default, ctx)
-        result = T.common_type(value.type, default_expr.type, func.upper()) if value.type.kind != "null" \
+        result = T.result_type(value.type, default_expr.type, func.upper()) if value.type.kind != "null" \
             else default_expr.type
     if result.kind == "null":
         result = T.BIGINT

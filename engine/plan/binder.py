@@ -103,7 +103,7 @@ class Binder(FromWhereBinding, SelectListBinding, ExpressionBinding, OperatorBin
         right, right_names = self.bind_query(node.expression, outer, ctes)
         if len(left.fields) != len(right.fields):
             raise BindError(f"the SELECTs of a UNION have {len(left.fields)} and {len(right.fields)} columns")
-        types = [T.common_type(a.type, b.type, "UNION") for a, b in zip(left.fields, right.fields)]
+        types = [T.result_type(a.type, b.type, "UNION") for a, b in zip(left.fields, right.fields)]
         out_fields = tuple(Field(self.ids.new(n), n, t, True) for n, t in zip(names, types))
         inputs = []
         for plan in (left, right):
@@ -131,7 +131,7 @@ class Binder(FromWhereBinding, SelectListBinding, ExpressionBinding, OperatorBin
         right, _ = self.bind_query(node.expression, outer, ctes)
         if len(left.fields) != len(right.fields):
             raise BindError(f"the SELECTs of an {kind.upper()} have {len(left.fields)} and {len(right.fields)} columns")
-        types = [T.common_type(a.type, b.type, kind.upper()) for a, b in zip(left.fields, right.fields)]
+        types = [T.result_type(a.type, b.type, kind.upper()) for a, b in zip(left.fields, right.fields)]
         types = [t if t.kind != "null" else T.BIGINT for t in types]     # SELECT NULL INTERSECT SELECT NULL
         out_fields = tuple(Field(self.ids.new(n), n, t, True) for n, t in zip(names, types))
         plan = lower_set_operation(
@@ -172,7 +172,7 @@ class Binder(FromWhereBinding, SelectListBinding, ExpressionBinding, OperatorBin
         for i in range(width):
             t = rows[0][i].type
             for r in rows[1:]:
-                t = T.common_type(t, r[i].type, "VALUES")
+                t = T.result_type(t, r[i].type, "VALUES")
             types.append(t if t.kind != "null" else T.TEXT)
         values = tuple(tuple(self._constant(self._strict_coerce(e, t)) for e, t in zip(r, types)) for r in rows)
         fields = tuple(Field(self.ids.new(n), n, t) for n, t in zip(names, types))

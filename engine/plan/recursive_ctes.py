@@ -103,7 +103,7 @@ class RecursiveCteBinding:
             raise BindError(f"the WITH query {name} has {len(names)} column names for {width} columns")
         types = [f.type if f.type.kind != "null" else T.TEXT for f in anchors[0][0].fields]
         for plan, _ in anchors[1:]:
-            types = [T.common_type(t, f.type, "WITH RECURSIVE") for t, f in zip(types, plan.fields)]
+            types = [T.result_type(t, f.type, "WITH RECURSIVE") for t, f in zip(types, plan.fields)]
         fields = tuple(Field(self.ids.new(n), n, t, True) for n, t in zip(names, types))
         anchor = self._conformed([plan for plan, _ in anchors], fields)
 

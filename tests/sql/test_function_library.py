@@ -88,3 +88,9 @@ def test_collation_charset_coercibility(cursor):
                    "COERCIBILITY(s), COERCIBILITY('x'), COERCIBILITY(s COLLATE utf8mb4_bin), COERCIBILITY(NULL) "
                    "FROM lib WHERE id = 1")
     assert cursor.fetchall() == [("utf8mb4_general_ci", "utf8mb4_bin", "binary", "utf8mb4", "binary", 2, 4, 0, 6)]
+
+
+def test_union_of_text_and_numbers_is_text(cursor):
+    """MySQL's type aggregation: a UNION column of text and numbers is text ('a', '1'), never DOUBLE 0."""
+    cursor.execute("SELECT 'a' UNION ALL SELECT 1 UNION ALL SELECT 2.50 UNION ALL SELECT DATE '2020-01-02'")
+    assert sorted(r[0] for r in cursor.fetchall()) == ["1", "2.50", "2020-01-02", "a"]
