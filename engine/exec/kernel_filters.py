@@ -68,10 +68,30 @@ class KernelPredicate:
             result = in_list_contains(self.args, column)
         return kernels.not_kleene(result) if self.negated else result
 
+    # the entries of the last few dictionaries seen (KernelDisjunction's, which says why)
+    _by_dictionary: dict = dataclasses.field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def __getstate__(self):         # shipped (Ray) without what it cached
+        return {name: value for name, value in self.__dict__.items() if name != "_by_dictionary"}
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_by_dictionary", {})
+
     def select(self, batch: pa.RecordBatch) -> pa.BooleanArray:
         """The rows of ``batch`` (columns by field id, possibly encoded) where it is TRUE: a mask
-        without nulls (may raise TypeError: the caller evaluates ``source`` instead)."""
-        return kernels.selection(self.evaluate(batch.column(self.column)))
+        without nulls (may raise TypeError: the caller evaluates ``source`` instead). On a dictionary
+        column it is evaluated once per entry of a dictionary (kept for the next batches sharing it,
+        and for the same column taken at some positions), then looked up per row: the collation keys
+        and the kernel's set-up per batch cost more than the rows of a batch a selective runtime
+        filter leaves (TPC-DS q91's OR over two columns of customer_demographics, 20 rows a batch)."""
+        column = batch.column(self.column)
+        if pa.types.is_dictionary(column.type):
+            entries = _cached_entries(self._by_dictionary, column.dictionary,
+                                      lambda values: kernels.selection(self.evaluate(values)))
+            return _looked_up(column, entries)
+        return kernels.selection(self.evaluate(column))
 
 
 @dataclass(frozen=True)
@@ -103,26 +123,13 @@ class KernelDisjunction:
             [name] = names
             column = batch.column(name)
             if pa.types.is_dictionary(column.type):
-                entries = self._dictionary_entries(name, column.dictionary)
-                return kernels.selection(kernels.compare(_recoded(column, entries), "eq", 1))
+                entries = _cached_entries(self._by_dictionary, column.dictionary, lambda values: self._select(
+                    pa.RecordBatch.from_arrays([values], names=[name])))
+                return _looked_up(column, entries)
             if pa.types.is_run_end_encoded(column.type):
                 entries = self._select(pa.RecordBatch.from_arrays([column.values], names=[name]))
                 return kernels.selection(kernels.compare(_recoded(column, entries), "eq", 1))
         return self._select(batch)
-
-    def _dictionary_entries(self, name: str, values: pa.Array) -> pa.BooleanArray:
-        """The OR over each entry of ``values``, cached by its buffers: the cache holds ``values``,
-        so no other array can take their addresses while the key stands (buffers never change)."""
-        key = (values.type, len(values), values.offset,
-               tuple(b.address if b is not None else 0 for b in values.buffers()))
-        found = self._by_dictionary.get(key)
-        if found is not None:
-            return found[1]
-        entries = self._select(pa.RecordBatch.from_arrays([values], names=[name]))
-        if len(self._by_dictionary) >= _CACHED_DICTIONARIES:
-            self._by_dictionary.clear()
-        self._by_dictionary[key] = (values, entries)
-        return entries
 
     def _select(self, batch: pa.RecordBatch) -> pa.BooleanArray:
         result = None
@@ -133,6 +140,29 @@ class KernelDisjunction:
                 mask = found if mask is None else kernels.and_kleene(mask, found)
             result = mask if result is None else kernels.or_kleene(result, mask)
         return result
+
+
+def _cached_entries(cache: dict, values: pa.Array, compute) -> pa.Array:
+    """``compute(values)`` (a mask over a dictionary's entries, no nulls) as int8 0 or 1, cached in
+    ``cache`` by the buffers of ``values``: the cache holds ``values``, so no other array can take
+    their addresses while the key stands (buffers never change). At most _CACHED_DICTIONARIES."""
+    key = (values.type, len(values), values.offset,
+           tuple(b.address if b is not None else 0 for b in values.buffers()))
+    found = cache.get(key)
+    if found is not None:
+        return found[1]
+    entries = compute(values).cast(pa.int8())
+    if len(cache) >= _CACHED_DICTIONARIES:
+        cache.clear()
+    cache[key] = (values, entries)
+    return entries
+
+
+def _looked_up(column: pa.DictionaryArray, entries: pa.Array) -> pa.BooleanArray:
+    """TRUE at the rows of ``column`` whose entry of ``entries`` (int8 0 or 1, one per dictionary
+    entry) is 1; a NULL row is not TRUE."""
+    return kernels.selection(kernels.compare(
+        pa.DictionaryArray.from_arrays(column.indices, entries, safe=False), "eq", 1))
 
 
 def _recoded(column: pa.Array, entries: pa.BooleanArray) -> pa.Array:
