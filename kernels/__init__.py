@@ -21,7 +21,7 @@ if _choice == "reference":
     from kernels.reference.inlist import InList, supports_in_list
     from kernels.reference.hll import hll_add, hll_estimate, hll_merge
     from kernels.reference.moments import comoments_merge, comoments_update, moments_merge, moments_update
-    from kernels.reference.groupby import (DistinctCount, Factorizer, GroupedAggregate,
+    from kernels.reference.groupby import (DistinctCount, Factorizer, GroupedAggregate, count_codes,
                                            estimate_distinct, factorize, supports_aggregate,
                                            supports_group_key)
     from kernels.reference.bitpack import bit_width_of, pack, unpack
@@ -42,8 +42,8 @@ elif _choice == "compiled":
         from kernels.inlist import InList, supports_in_list
         from kernels.hll import hll_add, hll_estimate, hll_merge
         from kernels.moments import comoments_merge, comoments_update, moments_merge, moments_update
-        from kernels.groupby import (DistinctCount, Factorizer, GroupedAggregate, estimate_distinct,
-                                     factorize, supports_aggregate, supports_group_key)
+        from kernels.groupby import (DistinctCount, Factorizer, GroupedAggregate, count_codes,
+                                     estimate_distinct, factorize, supports_aggregate, supports_group_key)
         from kernels.bitpack import bit_width_of, pack, unpack
         from kernels.join import JoinBloom, JoinTable, supports_join_key
         from kernels.strings import char_length, substring, substring_length
@@ -83,7 +83,7 @@ __all__ = ["IMPLEMENTATION", "hash_columns", "partition_ids", "scatter_indices",
            "InList", "supports_in_list",
            # hash group-by
            "Factorizer", "factorize", "GroupedAggregate", "supports_group_key", "supports_aggregate",
-           "DistinctCount", "estimate_distinct",
+           "DistinctCount", "estimate_distinct", "count_codes",
            # frame-of-reference bit-packing
            "pack", "unpack", "bit_width_of",
            # hash join and its runtime Bloom filter

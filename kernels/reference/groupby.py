@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 __all__ = ["Factorizer", "factorize", "GroupedAggregate", "supports_group_key", "supports_aggregate",
-           "DistinctCount", "estimate_distinct", "sketch_words"]
+           "DistinctCount", "estimate_distinct", "sketch_words", "count_codes"]
 
 _WORD_TYPES = (pa.types.is_integer, pa.types.is_boolean, pa.types.is_date, pa.types.is_time,
                pa.types.is_timestamp, pa.types.is_duration)
@@ -276,6 +276,24 @@ def sketch_words(keys: np.ndarray, validity, bit_offset: int, registers: np.ndar
         keys = keys[bits[bit_offset:bit_offset + len(keys)].astype(bool)]
     h = hash_words(keys.view(np.uint64))
     hll_add((h << np.uint64(32)) | (h >> np.uint64(32)), registers)
+
+
+def count_codes(codes, validity, bit_offset: int, counts) -> None:
+    """See ``kernels.groupby.count_codes``: adds each valid code's rows to ``counts[code]`` and the
+    null rows to ``counts[-1]``; ValueError for a valid code outside ``[0, len(counts) - 1)``."""
+    codes = np.asarray(codes)
+    num_values = len(counts) - 1
+    if num_values < 0:
+        raise ValueError("counts needs num_values + 1 slots (the last one for nulls)")
+    valid = np.ones(len(codes), dtype=bool) if validity is None else \
+        np.unpackbits(np.asarray(validity, dtype=np.uint8), bitorder="little")[bit_offset:bit_offset + len(codes)].astype(bool)
+    present = codes[valid].astype(np.int64)
+    bad = np.flatnonzero((present < 0) | (present >= num_values))
+    if len(bad):
+        row = np.flatnonzero(valid)[bad[0]]
+        raise ValueError(f"row {row} has dictionary code {codes[row]} outside a dictionary of {num_values} entries")
+    counts[:num_values] += np.bincount(present, minlength=num_values)
+    counts[num_values] += len(codes) - len(present)
 
 
 def estimate_distinct(columns, precision: int = 12):

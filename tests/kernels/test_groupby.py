@@ -363,19 +363,37 @@ def test_count_keys_counts_every_row_once(batches):
         assert dict(zip(keys, counts.tolist())) == expected, impl.__name__
 
 
-@needs_compiled
-def test_count_codes_lanes_nulls_and_bad_codes():
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda m: m.__name__)
+def test_count_codes_lanes_nulls_and_bad_codes(impl):
     codes = np.array([0, 0, 0, 0, 0, 1, 2, 2, 0], dtype=np.int16)
     counts = np.zeros(4, dtype=np.int64)
-    compiled.count_codes(codes, None, 0, counts)
-    compiled.count_codes(codes[:5], None, 0, counts)
+    impl.count_codes(codes, None, 0, counts)
+    impl.count_codes(codes[:5], None, 0, counts)
     assert counts.tolist() == [11, 1, 2, 0]
     arr = pa.array([1, None, 2, None], pa.int32())
     counts = np.zeros(4, dtype=np.int64)
-    compiled.count_codes(np.array([1, 0, 2, 0], dtype=np.int32), np.frombuffer(arr.buffers()[0], np.uint8), 0, counts)
+    impl.count_codes(np.array([1, 0, 2, 0], dtype=np.int32), np.frombuffer(arr.buffers()[0], np.uint8), 0, counts)
     assert counts.tolist() == [0, 1, 1, 2]
     with pytest.raises(ValueError, match="row 6 has dictionary code 3"):
-        compiled.count_codes(np.array([0, 1, 2, 0, 1, 2, 3], dtype=np.int64), None, 0, np.zeros(4, dtype=np.int64))
+        impl.count_codes(np.array([0, 1, 2, 0, 1, 2, 3], dtype=np.int64), None, 0, np.zeros(4, dtype=np.int64))
+
+
+@needs_compiled
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.integers(0, 40)), max_size=300), st.integers(0, 9),
+       st.sampled_from([pa.int8(), pa.int16(), pa.int32(), pa.int64()]))
+def test_count_codes_matches_reference(values, start, index_type):
+    """Compiled against reference on sliced dictionary indices (a bit offset into the validity)."""
+    indices = pa.array(values, index_type).slice(min(start, len(values)))
+    codes = np.frombuffer(indices.buffers()[1], dtype=index_type.to_pandas_dtype(), count=len(indices),
+                          offset=indices.offset * (index_type.bit_width // 8)) if len(indices) else \
+        np.zeros(0, index_type.to_pandas_dtype())
+    validity = np.frombuffer(indices.buffers()[0], np.uint8) if indices.null_count else None
+    got, want = np.zeros(42, np.int64), np.zeros(42, np.int64)
+    compiled.count_codes(codes, validity, indices.offset, got)
+    reference.count_codes(codes, validity, indices.offset, want)
+    assert got.tolist() == want.tolist()
+    assert want[-1] == indices.null_count and want.sum() == len(indices)
 
 
 # ---------------------------------------------------------------------------------------------------

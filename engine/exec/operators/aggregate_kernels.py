@@ -48,8 +48,16 @@ def _occurring_values(values: pa.Array, keyed: pa.Array) -> pa.Table:
     """(k, v): each stored value of ``values`` that occurs and its key ``keyed`` (a dictionary
     array's entries whose codes occur, found by a histogram of the codes; a plain array's rows)."""
     if pa.types.is_dictionary(values.type):
-        codes = values.indices.drop_null().to_numpy(zero_copy_only=False)
-        present = pa.array(np.bincount(codes.astype(np.int64), minlength=len(values.dictionary)) > 0)
+        # a histogram of the codes as they are stored (narrow, nulls in the last slot): no copy
+        indices = values.indices
+        counts = np.zeros(len(values.dictionary) + 1, dtype=np.int64)
+        if len(indices):
+            width = indices.type.bit_width // 8
+            codes = np.frombuffer(indices.buffers()[1], dtype=indices.type.to_pandas_dtype(), count=len(indices),
+                                  offset=indices.offset * width)
+            validity = np.frombuffer(indices.buffers()[0], np.uint8) if indices.null_count else None
+            kernels.count_codes(codes, validity, indices.offset, counts)
+        present = pa.array(counts[:-1] > 0)
         table = pa.table({"k": keyed.dictionary.filter(present), "v": values.dictionary.filter(present)})
         if values.null_count:
             table = pa.concat_tables([table, pa.table({"k": pa.nulls(1, table.schema.field("k").type),
