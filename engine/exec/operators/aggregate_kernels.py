@@ -9,7 +9,6 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 import kernels
 from engine.core.collation_keys import collation_keys
@@ -44,35 +43,71 @@ def _reserve_for(tables, key_arrays: list, rows: int) -> None:
             table.reserve(min(rows, int(estimate * 1.05) + 1024))
 
 
-def _occurring_values(values: pa.Array, keyed: pa.Array) -> pa.Table:
-    """(k, v): each stored value of ``values`` that occurs and its key ``keyed`` (a dictionary
-    array's entries whose codes occur, found by a histogram of the codes; a plain array's rows)."""
-    if pa.types.is_dictionary(values.type):
-        # a histogram of the codes as they are stored (narrow, nulls in the last slot): no copy
-        indices = values.indices
-        counts = np.zeros(len(values.dictionary) + 1, dtype=np.int64)
-        if len(indices):
-            width = indices.type.bit_width // 8
-            codes = np.frombuffer(indices.buffers()[1], dtype=indices.type.to_pandas_dtype(), count=len(indices),
-                                  offset=indices.offset * width)
-            validity = np.frombuffer(indices.buffers()[0], np.uint8) if indices.null_count else None
-            kernels.count_codes(codes, validity, indices.offset, counts)
-        present = pa.array(counts[:-1] > 0)
-        table = pa.table({"k": keyed.dictionary.filter(present), "v": values.dictionary.filter(present)})
-        if values.null_count:
-            table = pa.concat_tables([table, pa.table({"k": pa.nulls(1, table.schema.field("k").type),
-                                                       "v": pa.nulls(1, table.schema.field("v").type)})])
-        return table
-    return pa.table({"k": keyed, "v": values})
+def _code_counts(values: pa.DictionaryArray) -> np.ndarray:
+    """Rows per code of a dictionary array, nulls in the last slot (``len(dictionary) + 1``): a
+    histogram of the codes as they are stored (narrow), no copy."""
+    indices = values.indices
+    counts = np.zeros(len(values.dictionary) + 1, dtype=np.int64)
+    if len(indices):
+        codes = np.frombuffer(indices.buffers()[1], dtype=indices.type.to_pandas_dtype(), count=len(indices),
+                              offset=indices.offset * (indices.type.bit_width // 8))
+        validity = np.frombuffer(indices.buffers()[0], np.uint8) if indices.null_count else None
+        kernels.count_codes(codes, validity, indices.offset, counts)
+    return counts
 
 
-def _first_value_per_key(occurring: list, uniques: pa.Array, value_type: pa.DataType) -> pa.Array:
-    """For each key of ``uniques``, the first stored value seen with it in ``occurring``."""
-    if not occurring:
-        return pa.nulls(len(uniques), value_type)
-    first = pa.concat_tables(occurring).group_by("k", use_threads=False).aggregate([("v", "first")])
-    where = pc.index_in(uniques, value_set=first.column("k").combine_chunks())
-    return first.column("v_first").combine_chunks().take(where).cast(value_type)
+class _CollatedKeyCounts:
+    """COUNT(*) per collation key of a string column and, for each key, one stored value that
+    occurs with it (the first seen): ``SELECT k, COUNT(*) ... GROUP BY k`` under a case- or
+    accent-insensitive collation. A dictionary batch is counted on its codes, one histogram pass
+    (``kernels.count_codes``); only the dictionary entries that occur are keyed, factorized and
+    weighted by their counts, and a new group's value is its first entry's (entries in code order).
+    A plain batch is factorized per row."""
+
+    def __init__(self, key_type: pa.DataType):
+        self.factorizer = kernels.Factorizer([key_type])
+        self.counts = np.zeros(0, dtype=np.int64)
+        self.firsts: list = []
+
+    def add(self, values: pa.Array, keyed: pa.Array) -> None:
+        """``values``: the stored column (dictionary or plain); ``keyed``: its collation keys (a
+        dictionary of keys over the same codes, or plain)."""
+        weights = None
+        if pa.types.is_dictionary(values.type) and not pa.types.is_dictionary(keyed.type):
+            values = values.dictionary_decode()
+        if pa.types.is_dictionary(values.type):
+            counts = _code_counts(values)
+            used = np.flatnonzero(counts)
+            if not len(used):
+                return
+            nvalues = len(values.dictionary)
+            taken = pa.array(used, pa.int64(), mask=used == nvalues) if used[-1] == nvalues else pa.array(used)
+            values, keyed, weights = values.dictionary.take(taken), keyed.dictionary.take(taken), counts[used]
+        before = self.factorizer.num_groups
+        ids = np.asarray(self.factorizer.factorize([keyed]))
+        groups = self.factorizer.num_groups
+        if len(self.counts) < groups:
+            grown = np.zeros(max(groups, 2 * len(self.counts)), dtype=np.int64)
+            grown[:len(self.counts)] = self.counts
+            self.counts = grown
+        if weights is None:
+            self.counts[:groups] += np.bincount(ids, minlength=groups)
+        else:
+            np.add.at(self.counts, ids, weights)
+        if groups > before:               # new groups, numbered in order of their first rows
+            new, first = np.unique(ids, return_index=True)
+            self.firsts.append(values.take(pa.array(first[new >= before])))
+
+    def uniques(self) -> list:
+        return self.factorizer.uniques()
+
+    def key_counts(self) -> pa.Array:
+        return pa.array(self.counts[:self.factorizer.num_groups])
+
+    def first_values(self, value_type: pa.DataType) -> pa.Array:
+        if not self.firsts:
+            return pa.nulls(self.factorizer.num_groups, value_type)
+        return pa.concat_arrays([a.cast(value_type) for a in self.firsts])
 
 
 class _FirstValues:
@@ -413,12 +448,12 @@ class KernelAggregation:
 
         (key_field, _), = self.keys
         scan = self.input
-        factorizer = kernels.Factorizer([key_field.type.to_arrow()])
+        key_type = key_field.type.to_arrow()
+        factorizer = kernels.Factorizer([key_type]) if collated is None else _CollatedKeyCounts(key_type)
         batches = ctx.scan(scan.table_id, partition, [column], scan.replicated, scan.batch_rows, None,
                            encoded=True)
         if ctx.profile is not None:      # EXPLAIN ANALYZE credits the scan with the rows read
             batches = ctx.profile.measure(scan, iter(batches))
-        occurring = []          # (key, stored value) of the values that occur, when collated
         for batch in batches:
             keys = batch.column(0)
             if not len(keys):
@@ -426,10 +461,8 @@ class KernelAggregation:
             values = keys if pa.types.is_dictionary(keys.type) else decode_column(keys)
             if collated is None:
                 factorizer.count_keys(values)
-                continue
-            keyed = collation_keys(values, *collated)
-            factorizer.count_keys(keyed)
-            occurring.append(_occurring_values(values, keyed))
+            else:
+                factorizer.add(values, collation_keys(values, *collated))
         counts = pa.array(factorizer.key_counts())
         uniques = factorizer.uniques()
         columns, names = list(uniques), [key_field.id]
@@ -438,6 +471,6 @@ class KernelAggregation:
                 columns.append(counts)
                 names.append(f"{f.id}|count")
             else:
-                columns.append(_first_value_per_key(occurring, uniques[0], call.arg.type.to_arrow()))
+                columns.append(factorizer.first_values(call.arg.type.to_arrow()))
                 names.append(f"{f.id}|min")
         return pa.table(columns, names=names)
