@@ -1,5 +1,9 @@
 """The runtime join filter: ``JoinBloom``, a Bloom filter over the build side's distinct keys in the
 IN-list's layout (kernels/src/canopy_filter.h), and its insert / probe loops. See kernels/join.pyx.
+
+Integer-like keys spanning a narrow range get an exact bitmap instead (one bit per value from the
+smallest key to the largest): a subtraction, a compare and a bit test a row instead of a hash and a
+random word, and no false positives for the join to drop later.
 """
 cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
@@ -14,7 +18,8 @@ import pyarrow as pa
 from kernels.filter_tristate import _over_encoding, _string_parts, _values, _with_validity, _zeros
 from kernels.join_keys import _check_compatible, _key_kind, _log2_ceil, _offsets_data, _plain_array, _words
 
-__all__ = ["JoinBloom", "bloom_insert_ints", "bloom_insert_bytes", "bloom_probe_ints", "bloom_probe_bytes"]
+__all__ = ["JoinBloom", "bloom_insert_ints", "bloom_insert_bytes", "bloom_probe_ints", "bloom_probe_bytes",
+           "bitmap_insert_ints", "bitmap_probe_ints"]
 
 
 cdef extern from "canopy_hash.h" nogil:
@@ -23,6 +28,11 @@ cdef extern from "canopy_hash.h" nogil:
 
 # Bloom filter bits per distinct key (the IN-list's figure: ~1-2% false positives).
 _BLOOM_BITS_PER_KEY = 16
+# An exact bitmap over the keys' range replaces the Bloom filter when it takes at most this many
+# bits, or at most _BITMAP_BLOOM_RATIO times the Bloom filter's bits (a wider bitmap would read
+# colder memory per probe than the filter it replaces saves).
+_BITMAP_MIN_BITS = 1 << 18
+_BITMAP_BLOOM_RATIO = 4
 
 
 @cython.boundscheck(False)
@@ -111,8 +121,50 @@ def bloom_probe_bytes(const offset_t[::1] offsets, const uint8_t[::1] data, cons
 
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def bitmap_insert_ints(const int64_t[::1] keys, uint8_t[::1] bits, int64_t low):
+    """Set bit ``key - low`` of ``bits`` (modified) for each key; every key must lie in
+    ``[low, low + 8 * len(bits))`` (checked)."""
+    cdef Py_ssize_t j, bad = -1
+    cdef uint64_t d, span = <uint64_t>bits.shape[0] * 8
+    with nogil:
+        for j in range(keys.shape[0]):
+            d = <uint64_t>keys[j] - <uint64_t>low
+            if d >= span:
+                bad = j
+                break
+            bits[d >> 3] |= <uint8_t>(1 << (d & 7))
+    if bad >= 0:
+        raise ValueError(f"key {keys[bad]} lies outside the bitmap's range from {low}")
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def bitmap_probe_ints(const intlike_t[::1] values, const uint8_t[::1] bits, int64_t low, uint8_t[::1] out):
+    """Bit i of ``out`` (modified, packed, LSB first) = bit ``int64(values[i]) - low`` of ``bits``
+    is set (FALSE outside the bitmap's range)."""
+    cdef Py_ssize_t n = values.shape[0], i, start
+    cdef uint64_t d, span = <uint64_t>bits.shape[0] * 8
+    cdef uint8_t byte
+    if out.shape[0] < (n + 7) // 8:
+        raise ValueError(f"bitmap of {out.shape[0]} bytes is too short for {n} rows")
+    with nogil:
+        for start in range(0, n, 8):
+            byte = 0
+            for i in range(start, min(start + 8, n)):
+                # unsigned wrap-around: a value below ``low`` lands past ``span`` too
+                d = <uint64_t><int64_t>values[i] - <uint64_t>low
+                if d < span and (bits[d >> 3] >> (d & 7)) & 1:
+                    byte |= <uint8_t>(1 << (i - start))
+            out[start >> 3] = byte
+
+
 class JoinBloom:
     """A Bloom filter over distinct join keys: may a value be one of them? No false negatives.
+
+    Integer-like keys whose range is narrow (see ``_BITMAP_MIN_BITS``) are held as an exact bitmap
+    over that range (``exact`` is True): then no value that is not a key passes.
 
     Parameters
     ----------
@@ -131,6 +183,18 @@ class JoinBloom:
         self._bytes = kind == "bytes"
         self.num_keys = len(keys)
         self.log2_words = _log2_ceil(max(1, (len(keys) * _BLOOM_BITS_PER_KEY + 63) // 64))
+        self.bitmap = None          # the exact bitmap (uint8) when the keys' range is narrow
+        self.low = 0                # the value of the bitmap's bit 0
+        if not self._bytes and len(keys):
+            words = np.ascontiguousarray(_words(keys)[:, 0])
+            low, high = int(words.min()), int(words.max())
+            span = high - low + 1
+            if span <= max(_BITMAP_MIN_BITS, _BITMAP_BLOOM_RATIO * (64 << self.log2_words)):
+                self.low = low
+                self.bitmap = np.zeros((span + 7) // 8, dtype=np.uint8)
+                bitmap_insert_ints(words, self.bitmap, low)
+                self.words = np.zeros(0, dtype=np.uint64)
+                return
         self.words = np.zeros(1 << self.log2_words, dtype=np.uint64)
         if self._bytes:
             offsets, data = _offsets_data(keys)
@@ -139,8 +203,13 @@ class JoinBloom:
             bloom_insert_ints(np.ascontiguousarray(_words(keys)[:, 0]), self.words, self.log2_words)
 
     @property
+    def exact(self):
+        """Whether no value that is not a key passes (the bitmap form)."""
+        return self.bitmap is not None
+
+    @property
     def memory_bytes(self):
-        return self.words.nbytes
+        return self.bitmap.nbytes if self.bitmap is not None else self.words.nbytes
 
     def _plain(self, arr):
         n = len(arr)
@@ -157,7 +226,10 @@ class JoinBloom:
                 _check_compatible(self.type, arr.type)
                 words = _words(arr)[:, 0] if not pa.types.is_integer(arr.type) else \
                     _values(arr, arr.type.to_pandas_dtype())
-                bloom_probe_ints(np.ascontiguousarray(words), self.words, self.log2_words, out)
+                if self.bitmap is not None:
+                    bitmap_probe_ints(np.ascontiguousarray(words), self.bitmap, self.low, out)
+                else:
+                    bloom_probe_ints(np.ascontiguousarray(words), self.words, self.log2_words, out)
         return _with_validity(arr, out)
 
     def might_contain(self, arr):

@@ -206,6 +206,59 @@ def test_bloom_false_positives_stay_low_for_keys_with_trailing_zero_bits(step):
     assert passed.sum() <= 0.02 * len(probes)
 
 
+@needs_compiled
+@PROPERTY
+@given(st.integers(0, 2**32), st.sampled_from([1, 2, 9, 204, 5000]), st.sampled_from([1, 3, 40, 10**5]),
+       st.sampled_from([-2**63, -2**31, -5, 0, 2**31, 2**63 - 2**20]),
+       st.sampled_from([pa.int8(), pa.int32(), pa.int64(), pa.uint64(), pa.date32()]),
+       st.sampled_from(["plain", "dictionary", "ree"]))
+def test_narrow_integer_keys_filter_exactly(seed, nkeys, stride, low, probe_type, encoding):
+    """Integer keys in a narrow range are held as a bitmap over it: exactly the reference's set (no
+    false positive), for probes of any integer width below, inside and past the range, near the
+    int64 extremes (the subtraction wraps) and NULL."""
+    rng = np.random.default_rng(seed)
+    dtype = probe_type.to_pandas_dtype() if probe_type != pa.date32() else np.int32
+    offsets = np.unique(stride * rng.integers(0, nkeys * 4, nkeys).astype(np.uint64))
+    with np.errstate(over="ignore"):
+        keys = (np.uint64(low % 2**64) + offsets).view(np.int64).astype(dtype)     # wraps to the type
+        near = np.concatenate([keys.astype(np.int64), [np.iinfo(np.int64).min, np.iinfo(np.int64).max]])
+        near = np.concatenate([near - 1, near, near + 1]).astype(dtype)
+    keys = np.unique(keys)
+    probes = np.concatenate([near, rng.choice(near, 3000)])
+    key_array = pa.array(keys) if probe_type != pa.date32() else pa.array(keys).view(pa.date32())
+    rows = pa.array(probes, mask=rng.random(len(probes)) < 0.05)
+    if probe_type == pa.date32():
+        rows = rows.view(pa.date32())
+    if encoding == "dictionary":
+        rows = rows.dictionary_encode()
+    elif encoding == "ree":
+        rows = pc.run_end_encode(rows)
+    ours = compiled.JoinBloom(key_array)
+    span = int(keys.astype(np.int64).max()) - int(keys.astype(np.int64).min()) + 1
+    got = ours.might_contain(rows)
+    want = reference.JoinBloom(key_array).might_contain(rows)
+    assert got.is_null().equals(want.is_null())
+    if span <= 1 << 18:
+        assert ours.exact
+        assert got.fill_null(False).equals(want.fill_null(False))
+    else:
+        assert not (want.fill_null(False).to_numpy(zero_copy_only=False)
+                    & ~got.fill_null(False).to_numpy(zero_copy_only=False)).any()
+
+
+def test_narrow_key_range_gets_the_exact_bitmap():
+    impl = compiled or reference
+    if impl is reference:
+        pytest.skip("the reference filter is always exact")
+    assert compiled.JoinBloom(pa.array([1, 5, 200_000], pa.int64())).exact
+    assert compiled.JoinBloom(pa.array([datetime.date(2024, 1, 2), datetime.date(1994, 1, 1)])).exact
+    assert not compiled.JoinBloom(pa.array([1, 10**9], pa.int64())).exact          # a wide range: Bloom
+    assert not compiled.JoinBloom(pa.array(["a", "b"])).exact
+    bitmap = compiled.JoinBloom(pa.array([7, 9, None], pa.int32()))
+    assert bitmap.might_contain(pa.array([6, 7, 8, 9, 10, None, -2**31], pa.int32())).to_pylist() == \
+        [False, True, False, True, False, None, False]
+
+
 def test_bloom_from_table_skips_multi_column_and_decimal_keys():
     impl = compiled or reference
     assert impl.JoinTable([pa.array([1]), pa.array([2])]).bloom() is None

@@ -184,7 +184,10 @@ def _unpack_column(stored: pa.Array, type_: pa.DataType) -> pa.Array:
         raise ValueError("a bit-packed column must be decoded before it is sliced")
     validity, offsets, data = stored.buffers()
     start, end = np.frombuffer(offsets, np.int32, count=2)
-    words = np.frombuffer(data, np.uint8, count=int(end - start), offset=int(start)).copy().view("<u8")
+    packed = np.frombuffer(data, np.uint8, count=int(end - start), offset=int(start))
+    # the words are read in place when 8-byte aligned (an Arrow buffer's start is; a copy of a whole
+    # column chunk a scan cost ~5% of a 6M-row bit-packed scan), else from an aligned copy
+    words = (packed if packed.ctypes.data % 8 == 0 else packed.copy()).view("<u8")
     dtype = np.dtype(type_.to_pandas_dtype())
     base = int(words[0])
     if dtype.kind == "i" and base >= 1 << 63:
