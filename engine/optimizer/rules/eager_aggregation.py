@@ -5,9 +5,11 @@ rows of a join's larger part before joining the input that only supplies group k
 names, addresses) while every aggregate reads the other inputs R (or is MIN / MAX / ANY_VALUE of D's
 columns, which duplicates do not change) can aggregate R first, by R's group keys and R's side of the
 equalities that join D, then join D to the (far fewer) groups and aggregate once more by the original
-keys, merging the partial states (SUM of SUMs and of COUNTs, MIN of MINs). Every R row meets the
-same D rows before and after, so each final group sums the same values: the rewrite holds whatever
-the keys' uniqueness. It pays when R's groups are much fewer than R's rows: the wide keys of D
+keys, merging the partial states (SUM of SUMs and of COUNTs, MIN of MINs; an AVG is its merged SUM
+over its merged COUNT, divided in a projection above). Every R row meets the same D rows before and
+after, so each final group sums the same values: the rewrite holds whatever the keys' uniqueness, and
+for grouping sets (ROLLUP, CUBE) too: each set is a coarser grouping of the early groups' partial
+states (R's keys of every set are among the early keys). It pays when R's groups are much fewer than R's rows: the wide keys of D
 (strings, hashed through their collation keys) are then computed over the groups, not over every row.
 
     Aggregate keys=[c_name, d_year] aggs=[sum(ss_price)]
@@ -44,7 +46,7 @@ from typing import Optional
 from engine import types as T
 from engine.optimizer.context import OptimizerContext
 from engine.core.expressions import AggCall, Call, Expr, equi_pair
-from engine.plan.logical import Aggregate, Field, LogicalPlan, MultiJoin
+from engine.plan.logical import Aggregate, Field, LogicalPlan, MultiJoin, Project
 
 # Aggregate R first only where its groups are at most this share of the rows the aggregate reads
 # (estimated) ...
@@ -73,7 +75,7 @@ def _field(hint: str, like: Field) -> Field:
 def eager_aggregation(plan: LogicalPlan, ctx: OptimizerContext) -> LogicalPlan:
     from engine.plan.logical import map_inputs
     plan = map_inputs(plan, lambda child: eager_aggregation(child, ctx))
-    if not (isinstance(plan, Aggregate) and isinstance(plan.input, MultiJoin) and not plan.grouping_sets):
+    if not (isinstance(plan, Aggregate) and isinstance(plan.input, MultiJoin)):
         return plan
     inputs = plan.input.inputs_
     # R holds at least the inputs that SUM / COUNT read; each other input may go either way
@@ -127,15 +129,26 @@ def _rewrite(agg: Aggregate, dim_at: tuple[int, ...], joined: float,
     rest_keys = [k for k in agg.keys if not k[1].column_ids() & dim_ids]
     if not dim_keys or len(dim_keys) + len(rest_keys) != len(agg.keys):
         return None
-    partial, final = [], []
+    partial, final, averages = [], [], {}
     for f, call in agg.aggregates:
-        if call.distinct or call.extra or call.func not in _MERGE:
+        if call.distinct or call.extra or call.func not in _MERGE and call.func != "avg":
             return None
         read = call.arg.column_ids() if call.arg is not None else set()
         if read and read <= dim_ids and call.func in _DUPLICATE_FREE:
             final.append((f, call))
         elif read & dim_ids:
             return None
+        elif call.func == "avg":
+            # AVG = SUM / COUNT of the merged partial sums and counts (the division the aggregate's
+            # own finish makes: the sum as DECIMAL(38, s) for exact types, DOUBLE for floats)
+            t = call.arg.type
+            sum_type = T.DOUBLE if t.kind == "float" else T.decimal_type(38, T.as_decimal(t).scale)
+            total, count = _field("sum", Field("sum", "sum", sum_type)), _field("count", Field("count", "count", T.BIGINT))
+            partial += [(total, AggCall("sum", call.arg, sum_type)), (count, AggCall("count", call.arg, T.BIGINT))]
+            merged_total, merged_count = _field("sum", total), _field("count", count)
+            final += [(merged_total, AggCall("sum", total.ref(), sum_type)),
+                      (merged_count, AggCall("sum", count.ref(), T.BIGINT))]
+            averages[f.id] = Call("divide", (merged_total.ref(), merged_count.ref()), f.type)
         else:
             state = _field(call.func, f)
             partial.append((state, call))
@@ -160,7 +173,10 @@ def _rewrite(agg: Aggregate, dim_at: tuple[int, ...], joined: float,
     conditions = own + [Call("eq", (d, jf.ref()), T.BOOLEAN) for (d, _), (jf, _) in zip(pairs, join_keys)]
     moved = {f.id: ef for (f, _), (ef, _) in zip(rest_keys, early_keys)}
     keys = tuple((f, moved[f.id].ref()) if f.id in moved else (f, e) for f, e in agg.keys)
-    top = Aggregate(MultiJoin(dims + (early,), tuple(conditions)), keys, tuple(final))
+    top = dataclasses.replace(agg, input=MultiJoin(dims + (early,), tuple(conditions)), keys=keys,
+                              aggregates=tuple(final))
+    if averages:        # each AVG from its merged sum and count, every other column as it is
+        top = Project(top, tuple((f, averages.get(f.id, f.ref())) for f in agg.fields))
     return groups, top
 
 
