@@ -95,11 +95,13 @@ class WindowCall:
         return f"{name}({', '.join(args)}){frame}"
 
 
-def describe_window(partition_by, order_by, calls) -> str:
+def describe_window(partition_by, order_by, calls, keep=None) -> str:
     parts = []
     if partition_by:
         parts.append("partition=[" + ", ".join(str(p) for p in partition_by) + "]")
     if order_by:
         parts.append("order=[" + ", ".join(str(k) for k in order_by) + "]")
     parts.append("[" + ", ".join(f"{c} AS {f.name}" for f, c in calls) + "]")
+    if keep is not None:
+        parts.append(f"keep {next(f.name for f, _ in calls if f.id == keep[0])} <= {keep[1]}")
     return " ".join(parts)

@@ -276,7 +276,7 @@ class PhysicalPlanner:
         op, dist = self.build(node.input)
         key_ids = tuple(k.id for k in node.partition_by)
         required = NEEDS_SINGLE if not key_ids or dist.kind == "replicated" else Required.colocated(key_ids)
-        return WindowExec(op, node.partition_by, node.order_by, node.calls, requires=(required,))
+        return WindowExec(op, node.partition_by, node.order_by, node.calls, requires=(required,), keep=node.keep)
 
     def _Union(self, node: Union):
         """Inputs that are all spread over the partitions stay there (each task unions its share, and

@@ -349,6 +349,9 @@ class Window(LogicalPlan):
     partition_by: tuple[ColumnRef, ...]
     order_by: tuple[SortKey, ...]
     calls: tuple[tuple[Field, WindowCall], ...]
+    # (id of a ROW_NUMBER / RANK / DENSE_RANK call, N): only the rows whose value is at most N come out
+    # (a filter above asks no more: engine/optimizer/rules/top_n.py); every call still sees all rows
+    keep: Optional[tuple[str, int]] = None
 
     @property
     def fields(self) -> tuple[Field, ...]:
@@ -359,7 +362,7 @@ class Window(LogicalPlan):
         return (self.input,)
 
     def describe(self) -> str:
-        return "Window " + describe_window(self.partition_by, self.order_by, self.calls)
+        return "Window " + describe_window(self.partition_by, self.order_by, self.calls, self.keep)
 
 
 def map_inputs(plan: LogicalPlan, fn) -> LogicalPlan:

@@ -149,5 +149,7 @@ def _copy(plan: LogicalPlan, mapping: dict[str, Expr], ids) -> LogicalPlan:
         order_by = tuple(SortKey(sub(k.expr), k.ascending, k.nulls_first) for k in plan.order_by)
         calls = [dataclasses.replace(c, args=tuple(sub(a) for a in c.args)) for _, c in plan.calls]
         fields = _renamed([f for f, _ in plan.calls], mapping, ids)
-        return Window(child, partition_by, order_by, tuple(zip(fields, calls)))
+        keep = None if plan.keep is None else \
+            (next(new.id for new, (old, _) in zip(fields, plan.calls) if old.id == plan.keep[0]), plan.keep[1])
+        return Window(child, partition_by, order_by, tuple(zip(fields, calls)), keep)
     raise UnsupportedError(f"a correlated subquery over {plan.describe().split()[0]}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import decimal
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +38,8 @@ from engine.exec.operators.window_stream import SortedWindow, streams
 from engine.core.expressions import Call, ColumnRef
 from engine.core.fields import Field, FrameBound, SortKey, WindowCall, WindowFrame, describe_window
 
+# ranking calls: computed from the sorted keys, no column of the rows read
+_RANKS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
 _BOUND_KIND = {"unbounded_preceding": 0, "preceding": 1, "following": 1, "current_row": 2,
                "unbounded_following": 3}
 
@@ -49,6 +51,9 @@ class WindowExec(PhysicalOperator):
     order_by: tuple[SortKey, ...]
     calls: tuple[tuple[Field, WindowCall], ...]
     requires: tuple = ()          # Required per input (None: as it is), chosen by the planner
+    # (id of a ROW_NUMBER / RANK / DENSE_RANK call, N): only rows ranked at most N come out, the
+    # others never taken (a filter above drops them anyway: engine/optimizer/rules/top_n.py)
+    keep: Optional[tuple[str, int]] = None
 
     @property
     def fields(self):
@@ -59,7 +64,7 @@ class WindowExec(PhysicalOperator):
         return (self.input,)
 
     def describe(self) -> str:
-        return "Window " + describe_window(self.partition_by, self.order_by, self.calls)
+        return "Window " + describe_window(self.partition_by, self.order_by, self.calls, self.keep)
 
     def execute(self, partition: int, ctx: TaskContext) -> Iterator[pa.RecordBatch]:
         # what it collects counts against the query's memory_limit until it has produced its output;
@@ -130,17 +135,32 @@ class WindowExec(PhysicalOperator):
         order_keys = [_plain(evaluate_array(k.expr, batch, ctx.params)) for k in self.order_by]
         order = _sort_order(part_keys, order_keys, self.order_by, n)
         if order is not None:
-            batch = batch.take(order)
             part_keys = [k.take(order) for k in part_keys]
             order_keys = [k.take(order) for k in order_keys]
         rows = _Rows.of(part_keys, order_keys, n)
-        columns = list(batch.columns)
+        kept = None
+        if self.keep is not None:
+            # the ranks come from the sorted keys alone: only the rows ranked at most N are taken
+            call = next(c for f, c in self.calls if f.id == self.keep[0])
+            kept = np.flatnonzero(_compute(call, batch, rows, order_keys, self.order_by, ctx.params)
+                                  .to_numpy() <= self.keep[1])
+        # the rows in window order: the output, and what the calls that read values (aggregates, LAG,
+        # FIRST_VALUE...) read; with rows kept, only those calls need them all
+        in_order = batch if order is None else None
+        if in_order is None and (kept is None or any(c.func not in _RANKS for _, c in self.calls)):
+            in_order = batch.take(order)
+        columns = []
         for f, call in self.calls:
-            values = _compute(call, batch, rows, order_keys, self.order_by, ctx.params)
+            values = _compute(call, in_order, rows, order_keys, self.order_by, ctx.params)
             target = f.type.to_arrow()
-            columns.append(values if values.type == target else values.cast(target))
+            values = values if values.type == target else values.cast(target)
+            columns.append(values if kept is None else values.take(kept))
+        if kept is not None:
+            base = batch.take(kept if order is None else order.take(pa.array(kept)))
+        else:
+            base = in_order
         names = [f.id for f in self.fields]
-        yield from table_to_batches(pa.Table.from_arrays(columns, names=names))
+        yield from table_to_batches(pa.Table.from_arrays(list(base.columns) + columns, names=names))
 
 
 class _Twice:

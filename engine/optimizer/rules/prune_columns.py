@@ -94,7 +94,8 @@ def _prune(node: LogicalPlan, required: Optional[set[str]]) -> LogicalPlan:
         need = None if required is None else (required - {f.id for f, _ in calls}) | \
             _ids(node.partition_by) | _ids(k.expr for k in node.order_by) | \
             _ids(a for _, c in calls for a in c.args)
-        return Window(_prune(node.input, need), node.partition_by, node.order_by, calls)
+        keep = node.keep if node.keep is not None and any(f.id == node.keep[0] for f, _ in calls) else None
+        return Window(_prune(node.input, need), node.partition_by, node.order_by, calls, keep)
     if isinstance(node, Union):
         return Union(tuple(_prune(i, None) for i in node.inputs), node.fields)
     return node

@@ -114,7 +114,7 @@ def _push(node: LogicalPlan, predicates: list[Expr]) -> LogicalPlan:
         keys = {k.id for k in node.partition_by}
         below = [p for p in predicates if p.column_ids() and p.column_ids() <= keys and _deterministic(p)]
         above = [p for p in predicates if not any(p is b for b in below)]
-        return _wrap(Window(_push(node.input, below), node.partition_by, node.order_by, node.calls), above)
+        return _wrap(Window(_push(node.input, below), node.partition_by, node.order_by, node.calls, node.keep), above)
     if isinstance(node, Union):
         branches = []
         for branch in node.inputs:

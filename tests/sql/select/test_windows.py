@@ -255,3 +255,28 @@ def test_a_filter_on_partition_keys_goes_below_the_window(both):
     below, above = "\n".join(lines[window:]), "\n".join(lines[:window])
     # g > 1 keeps or drops whole partitions: it is read by the scan; r = 1 and k > 2 are not
     assert "(g > 1)" in below and "(k > 2)" not in below and "(rank = 1)" in above, text
+
+
+# A filter keeping each partition's first ranks: the window takes only those rows (its other calls
+# still computed over all rows); ties at the bound (RANK), NULL partitions and order keys, a sum over
+# the whole partition and a LEAD beside the rank (in the same window), both sides of the comparison, N past every partition and N = 0
+TOP_RANKS = [
+    "SELECT * FROM (SELECT k, g, x, RANK() OVER (PARTITION BY g ORDER BY x DESC) AS r FROM t) v WHERE r <= 2 ORDER BY k",
+    "SELECT * FROM (SELECT k, g, s, ROW_NUMBER() OVER (PARTITION BY g ORDER BY x, k) AS r, "
+    "SUM(x) OVER (PARTITION BY g ORDER BY x, k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS total, "
+    "LEAD(s) OVER (PARTITION BY g ORDER BY x, k) AS next FROM t) v "
+    "WHERE r < 3 ORDER BY k",
+    "SELECT * FROM (SELECT k, p, DENSE_RANK() OVER (ORDER BY p) AS r FROM r) v WHERE 2 >= r AND k > 1 ORDER BY k",
+    "SELECT * FROM (SELECT k, s, RANK() OVER (PARTITION BY s ORDER BY f) AS r FROM t) v WHERE r = 1 ORDER BY k",
+    "SELECT * FROM (SELECT k, RANK() OVER (PARTITION BY g ORDER BY x) AS r FROM t) v WHERE r <= 100 ORDER BY k",
+    "SELECT * FROM (SELECT k, RANK() OVER (PARTITION BY g ORDER BY x) AS r FROM t) v WHERE r < 1 ORDER BY k",
+    "SELECT g, s, r FROM (SELECT g, s, SUM(x) AS t, RANK() OVER (PARTITION BY g ORDER BY SUM(x) DESC) AS r "
+    "FROM r GROUP BY g, s) v WHERE r <= 1 ORDER BY g, s",
+]
+
+
+@pytest.mark.parametrize("sql", TOP_RANKS)
+def test_top_ranks_match_duckdb(both, sql):
+    con, _ = both
+    assert " keep " in _explain(con, sql), _explain(con, sql)
+    check(both, sql)
