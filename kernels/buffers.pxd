@@ -40,11 +40,20 @@ cdef inline int _check_offsets(const offset_t[::1] offsets, Py_ssize_t n, int64_
     (a malformed array). The caller has checked that ``offsets`` holds ``n + 1`` entries; the loops
     after it read the rows unchecked."""
     cdef Py_ssize_t i, bad = -1
+    cdef bint decreasing = False
+    cdef const offset_t *o
+    if n <= 0:
+        return 0
+    o = &offsets[0]
     with nogil:
+        # branch-free (vectorized): non-decreasing offsets from >= 0 to <= size are all in bounds
         for i in range(n):
-            if offsets[i] < 0 or offsets[i + 1] < offsets[i] or <int64_t>offsets[i + 1] > size:
-                bad = i
-                break
+            decreasing |= o[i + 1] < o[i]
+        if decreasing or o[0] < 0 or <int64_t>o[n] > size:
+            for i in range(n):
+                if o[i] < 0 or o[i + 1] < o[i] or <int64_t>o[i + 1] > size:
+                    bad = i
+                    break
     if bad >= 0:
         raise ValueError(f"row {bad} has offsets [{offsets[bad]}, {offsets[bad + 1]}) outside the "
                          f"{size}-byte data buffer")
