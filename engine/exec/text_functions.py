@@ -20,19 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.core.collation_keys import collation_keys
-from engine.errors import UnsupportedError
 from engine.exec.evaluate import Datum, function
-from engine.exec.string_functions import per_distinct
-
-
-def _is_scalar(d: Datum) -> bool:
-    return isinstance(d, pa.Scalar)
-
-
-def _constant(d: Datum, what: str):
-    if not _is_scalar(d):
-        raise UnsupportedError(f"{what} with a non-constant argument")
-    return d.as_py()
+from engine.exec.string_functions import _constant, _is_scalar, per_distinct
 
 
 def _decoded(d: Datum) -> Datum:
