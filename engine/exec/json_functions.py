@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from engine.errors import BadDataError, UnsupportedError
 from engine.exec.evaluate import Datum, function
-from engine.exec.string_functions import per_distinct
+from engine.exec.string_functions import decoded as _plain, per_distinct
 
 _MISSING = object()          # a path that leads nowhere
 
@@ -166,14 +166,6 @@ def _on_documents(doc: Datum, fn: Callable[[Any], Any], out_type: pa.DataType) -
             raise BadDataError(f"Invalid JSON text in argument 1 to a JSON function: {error}") from None
         return fn(parsed)
     return per_distinct(_plain(doc), apply, out_type)
-
-
-def _plain(d: Datum) -> Datum:
-    if isinstance(d, pa.ChunkedArray):
-        d = d.combine_chunks()
-    if not isinstance(d, pa.Scalar) and pa.types.is_run_end_encoded(d.type):
-        return pc.run_end_decode(d)
-    return d
 
 
 def _constant_text(d: Datum, what: str) -> Optional[str]:

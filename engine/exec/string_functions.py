@@ -42,6 +42,20 @@ def plain(d: Datum) -> Datum:
     return d
 
 
+def decoded(d: Datum) -> Datum:
+    """A plain array (dictionary and run-end encodings decoded, chunks combined) or a scalar: for the
+    functions whose pyarrow kernels take neither encoding."""
+    if _is_scalar(d):
+        return d
+    if isinstance(d, pa.ChunkedArray):
+        d = d.combine_chunks()
+    if pa.types.is_dictionary(d.type):
+        return d.cast(d.type.value_type)
+    if pa.types.is_run_end_encoded(d.type):
+        return pc.run_end_decode(d)
+    return d
+
+
 def per_distinct(d: Datum, fn: Callable, out_type: pa.DataType) -> Datum:
     """``fn`` applied to each distinct non-NULL value of ``d`` (NULL stays NULL), spread to the rows."""
     if _is_scalar(d):

@@ -21,20 +21,7 @@ import pyarrow.compute as pc
 
 from engine.core.collation_keys import collation_keys
 from engine.exec.evaluate import Datum, function
-from engine.exec.string_functions import _constant, _is_scalar, per_distinct
-
-
-def _decoded(d: Datum) -> Datum:
-    """A plain array (dictionary and run-end encodings decoded, chunks combined) or a scalar."""
-    if _is_scalar(d):
-        return d
-    if isinstance(d, pa.ChunkedArray):
-        d = d.combine_chunks()
-    if pa.types.is_dictionary(d.type):
-        return d.cast(d.type.value_type)
-    if pa.types.is_run_end_encoded(d.type):
-        return pc.run_end_decode(d)
-    return d
+from engine.exec.string_functions import _constant, _is_scalar, decoded as _decoded, per_distinct
 
 
 def _keys(d: Datum, expr, pad: bool = True) -> Datum:
